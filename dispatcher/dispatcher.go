@@ -1,0 +1,207 @@
+// Package dispatcher owns consumer groups' cursors: it holds leases on them, reads
+// queue tables once per queue for all the cursors it owns there, tracks holes, cuts
+// delivery jobs under each group's rate and in-flight credits, enqueues them on asynq,
+// applies the workers' reports and commits cursors fenced by version (DESIGN §4).
+//
+// Everything runs on one goroutine (Run's loop) except the notify subscriber and the
+// report popper, which feed it through channels; the state needs no locks.
+package dispatcher
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
+
+	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/notify"
+	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/models/store"
+	"github.com/heraldhq/herald/worker/task"
+)
+
+// Clock returns the current time; tests inject their own.
+type Clock func() time.Time
+
+// groupState is an owned group: its settings, credits and rate limiter.
+type groupState struct {
+	g         *models.Group
+	inflightP int // sum of parallelism over in-flight jobs (≤ MaxInFlight)
+	limiter   *rate.Limiter
+	cursors   []*cursorState
+	lastError string
+}
+
+// Dispatcher is one dispatcher process. Create it with New and start it with Run.
+type Dispatcher struct {
+	cfg       config.Dispatcher
+	namespace string
+	id        string
+	st        *store.Store
+	rdb       redis.UniversalClient
+	client    *asynq.Client
+	inspector *asynq.Inspector
+	log       *slog.Logger
+	now       Clock
+
+	groups      map[int64]*groupState
+	cursors     map[int64]*cursorState // by cursor id
+	byQueue     map[int64][]*cursorState
+	byGQ        map[[2]int64]*cursorState
+	jobs        map[string]*jobState
+	dirtyQ      map[int64]bool
+	queueTopics map[int64]int64
+	maxIDs      map[int64]int64
+	refresh     bool // reload groups at the next step
+	wakeAt      time.Time
+	lastPoll    time.Time
+}
+
+// New returns a Dispatcher with a fresh random id. now may be nil (time.Now).
+func New(cfg config.Dispatcher, namespace string, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisClientOpt, log *slog.Logger, now Clock) *Dispatcher {
+	if now == nil {
+		now = time.Now
+	}
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return &Dispatcher{
+		cfg: cfg, namespace: namespace, id: fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:])),
+		st: st, rdb: rdb, client: asynq.NewClient(redisOpt), inspector: asynq.NewInspector(redisOpt), log: log, now: now,
+		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
+		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, dirtyQ: map[int64]bool{},
+	}
+}
+
+// ID is this dispatcher's id in the dispatchers table and its reports list name.
+func (d *Dispatcher) ID() string { return d.id }
+
+// Run dispatches until ctx ends. Shutdown order: stop cutting jobs, commit every
+// cursor, release the cursors and delete the dispatcher row so a successor claims
+// them at once; jobs in flight are re-dispatched by that successor from the commit.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	defer d.client.Close()
+	defer d.inspector.Close()
+	events := make(chan notify.Event, 1024)
+	reports := make(chan task.Report, 1024)
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.Go(func() error { return d.subscribe(ectx, events) })
+	eg.Go(func() error { return d.popReports(ectx, reports) })
+	eg.Go(func() error { defer d.shutdown(); return d.loop(ectx, events, reports) })
+	return eg.Wait()
+}
+
+func (d *Dispatcher) subscribe(ctx context.Context, events chan<- notify.Event) error {
+	for ctx.Err() == nil {
+		if err := notify.Subscribe(ctx, d.rdb, d.namespace, events); err != nil && ctx.Err() == nil {
+			d.log.Warn("notify subscription dropped; fallback poll covers it", "err", err)
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
+		}
+	}
+	return nil
+}
+
+func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, reports <-chan task.Report) error {
+	if err := d.heartbeat(ctx); err != nil {
+		return err
+	}
+	d.rebalance(ctx)
+	heartbeat := time.NewTicker(d.cfg.HeartbeatInterval)
+	defer heartbeat.Stop()
+	commit := time.NewTicker(d.cfg.CommitInterval)
+	defer commit.Stop()
+	poll := time.NewTicker(d.cfg.PollInterval)
+	defer poll.Stop()
+	wake := time.NewTimer(time.Hour)
+	defer wake.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-events:
+			d.onEvent(ev)
+		case r := <-reports:
+			d.applyReport(r)
+		case <-heartbeat.C:
+			if err := d.heartbeat(ctx); err != nil {
+				d.log.Warn("dispatcher heartbeat", "err", err)
+			}
+			d.refresh = true
+		case <-commit.C:
+			d.commit(ctx)
+		case <-poll.C:
+			d.poll(ctx)
+			d.checkDeadlines(ctx)
+			d.updateLag()
+		case <-wake.C:
+		}
+		// Take everything already waiting before doing I/O, so one step serves many events.
+	drain:
+		for range 4096 {
+			select {
+			case ev := <-events:
+				d.onEvent(ev)
+			case r := <-reports:
+				d.applyReport(r)
+			default:
+				break drain
+			}
+		}
+		if d.refresh {
+			d.refresh = false
+			d.rebalance(ctx)
+		}
+		d.step(ctx)
+		if !d.wakeAt.IsZero() {
+			wait := max(d.wakeAt.Sub(d.now()), time.Millisecond)
+			wake.Reset(wait)
+			d.wakeAt = time.Time{}
+		}
+	}
+}
+
+func (d *Dispatcher) onEvent(ev notify.Event) {
+	if ev.Queue > 0 {
+		if len(d.byQueue[ev.Queue]) > 0 {
+			d.dirtyQ[ev.Queue] = true
+		}
+		return
+	}
+	if ev.Group > 0 {
+		d.refresh = true
+	}
+}
+
+// wakeBy asks the loop to run again no later than t.
+func (d *Dispatcher) wakeBy(t time.Time) {
+	if d.wakeAt.IsZero() || t.Before(d.wakeAt) {
+		d.wakeAt = t
+	}
+}
+
+func (d *Dispatcher) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d.commit(ctx)
+	ids := make([]int64, 0, len(d.cursors))
+	for id := range d.cursors {
+		ids = append(ids, id)
+	}
+	if err := d.st.CursorsRelease(ctx, d.id, ids); err != nil {
+		d.log.Warn("release cursors", "err", err)
+	}
+	if err := d.st.DispatcherDelete(ctx, d.id); err != nil {
+		d.log.Warn("delete dispatcher row", "err", err)
+	}
+}

@@ -1,0 +1,206 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/worker/task"
+)
+
+// jobState is a delivery job in flight: which offsets still await a report, the
+// credits it holds, and when the dispatcher stops waiting for it.
+type jobState struct {
+	job       task.Job
+	cursor    *cursorState
+	remaining map[int64]bool
+	deadline  time.Time
+}
+
+// cut turns pending messages into delivery jobs for every running group, within the
+// group's in-flight credits, its rate and each cursor's job cap.
+func (d *Dispatcher) cut(ctx context.Context) {
+	now := d.now()
+	for _, gs := range d.groups {
+		if gs.g.Status != models.GroupRunning {
+			continue
+		}
+		for _, cs := range gs.cursors {
+			for d.cutOne(ctx, gs, cs, now) {
+			}
+		}
+	}
+}
+
+// cutOne cuts at most one job from cs and reports whether another might follow.
+func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState, now time.Time) bool {
+	g := gs.g
+	if len(cs.pending) == 0 || cs.jobs >= d.cfg.MaxJobsInFlight || gs.inflightP >= g.MaxInFlight {
+		return false
+	}
+	n := d.cfg.JobSize
+	if g.RateLimit > 0 {
+		tokens := int(gs.limiter.TokensAt(now))
+		if tokens < 1 {
+			d.wakeBy(now.Add(time.Second / time.Duration(g.RateLimit)))
+			return false
+		}
+		n = min(n, tokens)
+	}
+	nowMS := now.UnixMilli()
+	var take []pendingMsg
+	keep := cs.pending[:0]
+	nextDue := int64(0)
+	for _, p := range cs.pending {
+		if len(take) < n && p.notBefore <= nowMS {
+			take = append(take, p)
+			continue
+		}
+		if p.notBefore > nowMS && (nextDue == 0 || p.notBefore < nextDue) {
+			nextDue = p.notBefore
+		}
+		keep = append(keep, p)
+	}
+	cs.pending = keep
+	if nextDue > 0 {
+		d.wakeBy(time.UnixMilli(nextDue))
+	}
+	if len(take) == 0 {
+		return false
+	}
+	if g.RateLimit > 0 {
+		gs.limiter.AllowN(now, len(take))
+	}
+	posts := (len(take) + g.BatchSize - 1) / g.BatchSize
+	// A job takes at most half the group's credits so the next job can start while
+	// this one's last POSTs finish.
+	p := min(posts, g.MaxInFlight-gs.inflightP, max(1, (g.MaxInFlight+1)/2))
+	offsets := make([]int64, len(take))
+	for i, t := range take {
+		offsets[i] = t.offset
+	}
+	j := task.Job{Group: g.ID, Queue: cs.queueID, Version: cs.version, Owner: d.id, Offsets: task.Ranges(offsets), Parallelism: p, Attempt: 1}
+	js := &jobState{job: j, cursor: cs, remaining: make(map[int64]bool, len(take))}
+	for _, t := range take {
+		js.remaining[t.offset] = true
+		cs.inflight[t.offset] = inflightMsg{job: js, createdAt: t.createdAt, returns: t.returns}
+	}
+	gs.inflightP += p
+	cs.jobs++
+	d.jobs[j.TaskID()] = js
+	if err := d.enqueue(ctx, js, now); err != nil {
+		d.log.Warn("enqueue delivery job", "task", j.TaskID(), "err", err)
+		d.finishJob(js, time.Second)
+		return false
+	}
+	return true
+}
+
+// deadline is 30 s (JobDeadlineBase) + POST rounds × timeout + the rate's time + 10 s.
+func (d *Dispatcher) deadline(js *jobState) time.Duration {
+	g := js.cursor.group.g
+	n := len(js.remaining)
+	posts := (n + g.BatchSize - 1) / g.BatchSize
+	rounds := (posts + js.job.Parallelism - 1) / js.job.Parallelism
+	dl := d.cfg.JobDeadlineBase + time.Duration(rounds)*time.Duration(g.TimeoutMS)*time.Millisecond + 10*time.Second
+	if g.RateLimit > 0 {
+		dl += time.Duration(n) * time.Second / time.Duration(g.RateLimit)
+	}
+	return dl
+}
+
+func (d *Dispatcher) enqueue(ctx context.Context, js *jobState, now time.Time) error {
+	t, err := task.NewDeliver(js.job)
+	if err != nil {
+		return err
+	}
+	dl := d.deadline(js)
+	js.deadline = now.Add(dl)
+	_, err = d.client.EnqueueContext(ctx, t, asynq.TaskID(js.job.TaskID()), asynq.Queue(task.AsynqQueue(d.namespace)),
+		asynq.MaxRetry(0), asynq.Timeout(dl), asynq.Retention(0))
+	if errors.Is(err, asynq.ErrTaskIDConflict) {
+		return nil // already enqueued: a repeat is harmless
+	}
+	return err
+}
+
+// finishJob releases a job's credits and returns its unreported offsets to the
+// to-send set after backoff.
+func (d *Dispatcher) finishJob(js *jobState, backoff time.Duration) {
+	cs := js.cursor
+	if _, ok := d.jobs[js.job.TaskID()]; !ok {
+		return
+	}
+	delete(d.jobs, js.job.TaskID())
+	cs.group.inflightP -= js.job.Parallelism
+	cs.jobs--
+	notBefore := d.now().Add(backoff).UnixMilli()
+	for off := range js.remaining {
+		inf := cs.inflight[off]
+		delete(cs.inflight, off)
+		cs.pending = append(cs.pending, pendingMsg{offset: off, createdAt: inf.createdAt, notBefore: notBefore, returns: inf.returns})
+	}
+	js.remaining = nil
+	if backoff > 0 {
+		d.wakeBy(time.UnixMilli(notBefore))
+	}
+}
+
+// checkDeadlines re-dispatches jobs whose deadline passed with no report: if the
+// worker's heartbeat lives or asynq still holds the task unstarted, the deadline is
+// extended; otherwise the rest is enqueued again as generation n+1. After
+// MaxGenerations the messages are backed off with class no_report.
+func (d *Dispatcher) checkDeadlines(ctx context.Context) {
+	now := d.now()
+	for id, js := range d.jobs {
+		if now.Before(js.deadline) {
+			continue
+		}
+		alive, err := d.rdb.Exists(ctx, task.HeartbeatKey(d.namespace, id)).Result()
+		if err == nil && alive > 0 {
+			js.deadline = now.Add(10 * time.Second)
+			continue
+		}
+		info, err := d.inspector.GetTaskInfo(task.AsynqQueue(d.namespace), id)
+		if err == nil && (info.State == asynq.TaskStatePending || info.State == asynq.TaskStateScheduled || info.State == asynq.TaskStateRetry) {
+			js.deadline = now.Add(10 * time.Second)
+			continue
+		}
+		metrics.JobsRedispatched.Inc()
+		if js.job.Generation+1 >= d.cfg.MaxGenerations {
+			d.log.Warn("job exhausted its generations without reports; backing off", "task", id, "class", "no_report")
+			js.cursor.group.lastError = "no_report"
+			d.finishJob(js, 30*time.Second)
+			continue
+		}
+		d.redispatch(ctx, js, now)
+	}
+}
+
+func (d *Dispatcher) redispatch(ctx context.Context, old *jobState, now time.Time) {
+	cs := old.cursor
+	delete(d.jobs, old.job.TaskID())
+	offsets := make([]int64, 0, len(old.remaining))
+	for off := range old.remaining {
+		offsets = append(offsets, off)
+	}
+	j := old.job
+	j.Generation++
+	j.Offsets = task.Ranges(offsets)
+	js := &jobState{job: j, cursor: cs, remaining: old.remaining}
+	for off := range js.remaining {
+		inf := cs.inflight[off]
+		inf.job = js
+		cs.inflight[off] = inf
+	}
+	d.jobs[j.TaskID()] = js
+	d.log.Info("re-dispatching job without reports", "task", j.TaskID())
+	if err := d.enqueue(ctx, js, now); err != nil {
+		d.log.Warn("re-enqueue delivery job", "task", j.TaskID(), "err", err)
+		d.finishJob(js, time.Second)
+	}
+}

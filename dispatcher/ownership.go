@@ -1,0 +1,165 @@
+package dispatcher
+
+import (
+	"context"
+	"hash/fnv"
+	"os"
+	"slices"
+	"strconv"
+
+	"golang.org/x/time/rate"
+
+	"github.com/heraldhq/herald/models"
+)
+
+func (d *Dispatcher) heartbeat(ctx context.Context) error {
+	host, _ := os.Hostname()
+	return d.st.DispatcherHeartbeat(ctx, d.id, host, d.cfg.LeaseDuration)
+}
+
+// owner picks the live dispatcher with the highest rendezvous hash for group: sticky,
+// so a join or leave moves about 1/N of groups.
+func owner(group int64, live []string) string {
+	best, bestScore := "", uint64(0)
+	for _, id := range live {
+		h := fnv.New64a()
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+		h.Write(strconv.AppendInt(nil, group, 10))
+		if s := h.Sum64(); best == "" || s > bestScore {
+			best, bestScore = id, s
+		}
+	}
+	return best
+}
+
+// rebalance reloads groups and live dispatchers, claims cursors of groups this
+// dispatcher should own, releases those it should not, and refreshes settings.
+func (d *Dispatcher) rebalance(ctx context.Context) {
+	live, err := d.st.DispatchersLive(ctx)
+	if err != nil {
+		d.log.Warn("list live dispatchers", "err", err)
+		return
+	}
+	if !slices.Contains(live, d.id) {
+		live = append(live, d.id)
+	}
+	groups, err := d.st.GroupList(ctx, 0, 0)
+	if err != nil {
+		d.log.Warn("list groups", "err", err)
+		return
+	}
+	mine := map[int64]*models.Group{}
+	for _, g := range groups {
+		if owner(g.ID, live) == d.id {
+			mine[g.ID] = g
+		}
+	}
+	for id := range d.groups {
+		if _, ok := mine[id]; !ok {
+			d.releaseGroup(ctx, id)
+		}
+	}
+	var want []int64
+	for id, g := range mine {
+		gs := d.groups[id]
+		if gs == nil {
+			gs = &groupState{g: g}
+			d.groups[id] = gs
+		}
+		if gs.g.ConfigVersion != g.ConfigVersion || gs.limiter == nil {
+			gs.limiter = newLimiter(g.RateLimit)
+		}
+		gs.g = g
+		want = append(want, id)
+	}
+	if len(want) == 0 {
+		return
+	}
+	cursors, err := d.st.CursorsByGroups(ctx, want)
+	if err != nil {
+		d.log.Warn("read cursors", "err", err)
+		return
+	}
+	for _, c := range cursors {
+		if _, ok := d.cursors[c.ID]; ok {
+			continue
+		}
+		claimed, ok, err := d.st.CursorClaim(ctx, c.ID, d.id)
+		if err != nil {
+			d.log.Warn("claim cursor", "cursor", c.ID, "err", err)
+			continue
+		}
+		if !ok {
+			continue // still leased by another dispatcher; retried next rebalance
+		}
+		d.addCursor(claimed)
+	}
+}
+
+func newLimiter(perSecond int) *rate.Limiter {
+	if perSecond <= 0 {
+		return rate.NewLimiter(rate.Inf, 0)
+	}
+	return rate.NewLimiter(rate.Limit(perSecond), perSecond)
+}
+
+func (d *Dispatcher) addCursor(c models.Cursor) {
+	gs := d.groups[c.GroupID]
+	cs := newCursorState(c, gs)
+	gs.cursors = append(gs.cursors, cs)
+	d.cursors[c.ID] = cs
+	d.byQueue[c.QueueID] = append(d.byQueue[c.QueueID], cs)
+	d.byGQ[[2]int64{c.GroupID, c.QueueID}] = cs
+	d.dirtyQ[c.QueueID] = true
+}
+
+// dropCursor forgets a cursor without committing (lost to a reset or takeover).
+// Its in-flight jobs are abandoned; their reports no longer match and are dropped.
+func (d *Dispatcher) dropCursor(cs *cursorState) {
+	delete(d.cursors, cs.id)
+	delete(d.byGQ, [2]int64{cs.groupID, cs.queueID})
+	d.byQueue[cs.queueID] = slices.DeleteFunc(d.byQueue[cs.queueID], func(x *cursorState) bool { return x == cs })
+	if len(d.byQueue[cs.queueID]) == 0 {
+		delete(d.byQueue, cs.queueID)
+	}
+	if gs := d.groups[cs.groupID]; gs != nil {
+		gs.cursors = slices.DeleteFunc(gs.cursors, func(x *cursorState) bool { return x == cs })
+	}
+	for id, j := range d.jobs {
+		if j.cursor == cs {
+			delete(d.jobs, id)
+			if gs := d.groups[cs.groupID]; gs != nil {
+				gs.inflightP -= j.job.Parallelism
+			}
+		}
+	}
+}
+
+func (d *Dispatcher) releaseGroup(ctx context.Context, id int64) {
+	gs := d.groups[id]
+	d.commit(ctx)
+	var ids []int64
+	for _, cs := range slices.Clone(gs.cursors) {
+		ids = append(ids, cs.id)
+		d.dropCursor(cs)
+	}
+	if err := d.st.CursorsRelease(ctx, d.id, ids); err != nil {
+		d.log.Warn("release cursors", "group", id, "err", err)
+	}
+	delete(d.groups, id)
+}
+
+// queueTopic returns the topic id of queue q, reloading the map on a miss.
+func (d *Dispatcher) queueTopic(q int64) int64 {
+	if t, ok := d.queueTopics[q]; ok {
+		return t
+	}
+	m, err := d.st.QueueTopicIDs(context.Background())
+	if err != nil {
+		d.log.Warn("read queue topics", "err", err)
+		return 0
+	}
+	d.queueTopics = m
+	return m[q]
+}

@@ -1,0 +1,175 @@
+package dispatcher
+
+import (
+	"context"
+	"time"
+
+	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/models/store"
+)
+
+// readLimit caps rows per queue read.
+const readLimit = 500
+
+// step reads every dirty queue once for all the cursors owned on it, then cuts jobs.
+func (d *Dispatcher) step(ctx context.Context) {
+	for q := range d.dirtyQ {
+		delete(d.dirtyQ, q)
+		if more := d.readQueue(ctx, q); more {
+			d.dirtyQ[q] = true
+			d.wakeBy(d.now())
+		}
+	}
+	d.cut(ctx)
+}
+
+// readQueue reads rows after each distinct read position of the queue's cursors
+// (normally one: every cursor caught up), fans them out in memory, and reports
+// whether more rows may be waiting.
+func (d *Dispatcher) readQueue(ctx context.Context, q int64) (more bool) {
+	byPos := map[int64][]*cursorState{}
+	for _, cs := range d.byQueue[q] {
+		if cs.group.g.Status != models.GroupRunning {
+			continue
+		}
+		room := d.cfg.MaxSpan - cs.span()
+		if room <= 0 {
+			continue
+		}
+		byPos[cs.readPos] = append(byPos[cs.readPos], cs)
+	}
+	for pos, css := range byPos {
+		limit := readLimit
+		for _, cs := range css {
+			limit = min(limit, d.cfg.MaxSpan-cs.span())
+		}
+		started := d.now()
+		rows, err := d.st.QueueScan(ctx, q, pos, limit)
+		if err != nil {
+			d.log.Warn("read queue", "queue", q, "err", err)
+			return false
+		}
+		for _, cs := range css {
+			d.fanOut(cs, rows, started)
+		}
+		if len(rows) == limit {
+			more = true
+		}
+	}
+	return more
+}
+
+// fanOut applies rows (id order, all > cs.readPos) to one cursor: gaps become holes,
+// matching rows become pending, filtered-out rows are done at once.
+func (d *Dispatcher) fanOut(cs *cursorState, rows []store.RowMeta, at time.Time) {
+	sub := d.subscription(cs)
+	nowMS := at.UnixMilli()
+	for _, r := range rows {
+		if r.ID <= cs.readPos {
+			continue
+		}
+		for id := cs.readPos + 1; id < r.ID; id++ {
+			cs.holes[id] = nowMS
+		}
+		cs.readPos = r.ID
+		if sub.Matches(r.Tag) {
+			cs.pending = append(cs.pending, pendingMsg{offset: r.ID, createdAt: r.CreatedAt})
+		} else {
+			cs.markDone(r.ID)
+		}
+	}
+}
+
+func (d *Dispatcher) subscription(cs *cursorState) models.Subscription {
+	topics := d.queueTopic(cs.queueID)
+	for _, s := range cs.group.g.Subscriptions {
+		if s.TopicID == topics {
+			return s
+		}
+	}
+	return models.Subscription{}
+}
+
+// reReadHoles re-reads every open hole of the queue's cursors in one statement,
+// dispatches rows that appeared and closes holes that a read started at least
+// gap_timeout after they were first seen still misses (DESIGN §3 gap rule).
+func (d *Dispatcher) reReadHoles(ctx context.Context, q int64) {
+	var ids []int64
+	seen := map[int64]bool{}
+	for _, cs := range d.byQueue[q] {
+		for id := range cs.holes {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	started := d.now().UnixMilli()
+	rows, err := d.st.QueueRowsByIDs(ctx, q, ids)
+	if err != nil {
+		d.log.Warn("re-read holes", "queue", q, "err", err)
+		return
+	}
+	found := make(map[int64]store.RowMeta, len(rows))
+	for _, r := range rows {
+		found[r.ID] = r
+	}
+	gap := d.cfg.GapTimeout.Milliseconds()
+	for _, cs := range d.byQueue[q] {
+		sub := d.subscription(cs)
+		for id, first := range cs.holes {
+			if r, ok := found[id]; ok {
+				if sub.Matches(r.Tag) {
+					cs.holeFound(id, r.CreatedAt)
+				} else {
+					cs.markDone(id)
+				}
+				continue
+			}
+			if started-first >= gap {
+				metrics.HolesClosed.Inc()
+				cs.markDone(id)
+			}
+		}
+		cs.advance()
+	}
+}
+
+// poll is the fallback wake-up: one MAX(id) statement for all owned queues wakes
+// the cursors behind, and open holes are re-read.
+func (d *Dispatcher) poll(ctx context.Context) {
+	if len(d.byQueue) == 0 {
+		return
+	}
+	qs := make([]int64, 0, len(d.byQueue))
+	for q := range d.byQueue {
+		qs = append(qs, q)
+	}
+	maxIDs, err := d.st.QueueMaxIDs(ctx, qs)
+	if err != nil {
+		d.log.Warn("fallback poll", "err", err)
+		return
+	}
+	d.maxIDs = maxIDs
+	for q, m := range maxIDs {
+		holes := false
+		for _, cs := range d.byQueue[q] {
+			if cs.readPos < m {
+				d.dirtyQ[q] = true
+			}
+			if cs.committed > m {
+				// Beyond the table's end: a restore or a lagging replica. Do not serve it.
+				d.log.Error("cursor beyond queue max offset; not serving", "cursor", cs.id, "queue", q, "offset", cs.committed, "max", m)
+			}
+			holes = holes || len(cs.holes) > 0
+		}
+		if holes {
+			d.reReadHoles(ctx, q)
+		}
+	}
+	d.lastPoll = d.now()
+}

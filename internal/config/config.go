@@ -1,0 +1,127 @@
+// Package config reads Herald's settings from HERALD_* environment variables with
+// caarlos0/env; `herald` flags of the same names override them. Every field states
+// its unit and default.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is the whole settings tree.
+type Config struct {
+	// MySQLDSN is a go-sql-driver DSN for the primary db node. Default
+	// root@tcp(127.0.0.1:3306)/herald. parseTime and a utf8mb4 charset are added when missing.
+	MySQLDSN string `env:"MYSQL_DSN" envDefault:"root@tcp(127.0.0.1:3306)/herald"`
+	// RedisAddr is host:port of Redis. Default 127.0.0.1:6379.
+	RedisAddr string `env:"REDIS_ADDR" envDefault:"127.0.0.1:6379"`
+	// RedisPassword is Redis AUTH's password. Default empty.
+	RedisPassword string `env:"REDIS_PASSWORD"`
+	// RedisDB is the Redis database number. Default 0.
+	RedisDB int `env:"REDIS_DB" envDefault:"0"`
+	// Namespace prefixes every Redis key, pub/sub channel and asynq queue name Herald
+	// uses, so several installations (or parallel tests) can share one Redis. Default "herald".
+	Namespace string `env:"NAMESPACE" envDefault:"herald"`
+	// HTTPAddr is the api role's listen address. Default :8080.
+	HTTPAddr string `env:"HTTP_ADDR" envDefault:":8080"`
+	// MetricsAddr is the separate listener for /metrics. Default 127.0.0.1:9090; empty disables it.
+	MetricsAddr string `env:"METRICS_ADDR" envDefault:"127.0.0.1:9090"`
+	// JWTSecret signs console and admin JWTs (HS256); at least 32 bytes.
+	JWTSecret string `env:"JWT_SECRET"`
+	// AdminUser and AdminPassword create the first admin when no user exists.
+	AdminUser     string `env:"ADMIN_USER"`
+	AdminPassword string `env:"ADMIN_PASSWORD"`
+	// AllowPrivateEndpoints permits loopback and private endpoint addresses. Default false.
+	AllowPrivateEndpoints bool `env:"ALLOW_PRIVATE_ENDPOINTS" envDefault:"false"`
+	// EncryptionKey encrypts secrets at rest (reserved for the console issue).
+	EncryptionKey string `env:"ENCRYPTION_KEY"`
+
+	Dispatcher Dispatcher `envPrefix:"DISPATCHER_"`
+	Worker     Worker     `envPrefix:"WORKER_"`
+}
+
+// Dispatcher tunes the dispatcher role (DESIGN §4).
+type Dispatcher struct {
+	// PollInterval is the fallback MAX(id) poll per db node. Default 250ms.
+	PollInterval time.Duration `env:"POLL_INTERVAL" envDefault:"250ms"`
+	// GapTimeout is how long a hole stays open before it is taken as a rollback. Default 30s.
+	GapTimeout time.Duration `env:"GAP_TIMEOUT" envDefault:"30s"`
+	// JobSize caps messages per delivery job. Default 100.
+	JobSize int `env:"JOB_SIZE" envDefault:"100"`
+	// JobMaxBytes caps body bytes per delivery job. Default 4 MiB.
+	JobMaxBytes int `env:"JOB_MAX_BYTES" envDefault:"4194304"`
+	// MaxSpan caps offsets between a cursor's commit and its read position, holes
+	// excluded (RocketMQ's consumeConcurrentlyMaxSpan). Default 2000.
+	MaxSpan int `env:"MAX_SPAN" envDefault:"2000"`
+	// MaxJobsInFlight caps delivery jobs in flight per cursor. Default 16.
+	MaxJobsInFlight int `env:"MAX_JOBS_IN_FLIGHT" envDefault:"16"`
+	// JobDeadlineBase is the fixed part of a job's deadline (DESIGN: 30 s). Default 30s.
+	JobDeadlineBase time.Duration `env:"JOB_DEADLINE_BASE" envDefault:"30s"`
+	// ReturnBackoff is the first delay before a returned message is sent again; it doubles
+	// per return up to 30 s. Default 1s.
+	ReturnBackoff time.Duration `env:"RETURN_BACKOFF" envDefault:"1s"`
+	// CommitInterval is the longest time between cursor commits. Default 1s.
+	CommitInterval time.Duration `env:"COMMIT_INTERVAL" envDefault:"1s"`
+	// HeartbeatInterval is how often the dispatcher renews its lease. Default 2s.
+	HeartbeatInterval time.Duration `env:"HEARTBEAT_INTERVAL" envDefault:"2s"`
+	// LeaseDuration is how long a heartbeat keeps the lease. Default 15s.
+	LeaseDuration time.Duration `env:"LEASE_DURATION" envDefault:"15s"`
+	// MaxGenerations is how many times a job without reports is re-dispatched before its
+	// messages are backed off as no_report. Default 5.
+	MaxGenerations int `env:"MAX_GENERATIONS" envDefault:"5"`
+}
+
+// Worker tunes the worker role (DESIGN §5).
+type Worker struct {
+	// Concurrency is how many delivery jobs one worker runs at once. Default 64.
+	Concurrency int `env:"CONCURRENCY" envDefault:"64"`
+	// TaskCheckInterval is asynq's idle poll for new jobs. Default 2ms (asynq's own is 1s).
+	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"2ms"`
+	// ShutdownTimeout lets running POSTs finish on shutdown. Default 20s.
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"20s"`
+	// ResponseCapBytes caps how much of a response body is read. Default 64 KiB.
+	ResponseCapBytes int64 `env:"RESPONSE_CAP_BYTES" envDefault:"65536"`
+	// ProgressInterval is the longest time between a running job's progress reports. Default 1s.
+	ProgressInterval time.Duration `env:"PROGRESS_INTERVAL" envDefault:"1s"`
+}
+
+// Load reads the environment (HERALD_ prefix) into a Config.
+func Load() (Config, error) {
+	var c Config
+	if err := env.ParseWithOptions(&c, env.Options{Prefix: "HERALD_"}); err != nil {
+		return c, fmt.Errorf("read HERALD_* settings: %w", err)
+	}
+	return c, nil
+}
+
+// Validate checks settings that every role needs.
+func (c Config) Validate() error {
+	var errs []error
+	if c.MySQLDSN == "" {
+		errs = append(errs, errors.New("HERALD_MYSQL_DSN is empty"))
+	}
+	if c.RedisAddr == "" {
+		errs = append(errs, errors.New("HERALD_REDIS_ADDR is empty"))
+	}
+	if c.Namespace == "" {
+		errs = append(errs, errors.New("HERALD_NAMESPACE is empty"))
+	}
+	if c.Dispatcher.JobSize < 1 || c.Dispatcher.MaxSpan < c.Dispatcher.JobSize {
+		errs = append(errs, errors.New("HERALD_DISPATCHER_JOB_SIZE must be ≥1 and ≤ HERALD_DISPATCHER_MAX_SPAN"))
+	}
+	if c.Worker.Concurrency < 1 {
+		errs = append(errs, errors.New("HERALD_WORKER_CONCURRENCY must be ≥1"))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateAPI checks settings the api role needs: a JWT secret of at least 32 bytes.
+func (c Config) ValidateAPI() error {
+	if len(c.JWTSecret) < 32 {
+		return errors.New("HERALD_JWT_SECRET must be at least 32 bytes")
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+// Package groupcommit merges concurrent publish requests into shared transactions:
+// one Writer per db node flushes everything waiting as soon as the previous flush
+// returns (no timer), so a busy node does one multi-row INSERT per touched queue
+// per flush instead of one transaction per request (DESIGN §3, measured there as an
+// order of magnitude).
+package groupcommit
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/heraldhq/herald/models/store"
+)
+
+// Flush caps: about 1,000 rows and 4 MiB of bodies per transaction. A single request
+// larger than a cap is flushed alone.
+const (
+	MaxFlushRows  = 1000
+	MaxFlushBytes = 4 << 20
+)
+
+// ErrClosed is returned by Submit after the Writer stopped.
+var ErrClosed = errors.New("publish writer stopped")
+
+// Notifier is told which queues a committed flush touched.
+type Notifier interface {
+	Queues(ctx context.Context, ids []int64) error
+}
+
+type item struct {
+	req   *store.PublishRequest
+	rows  int
+	bytes int
+	done  chan error
+}
+
+// Writer is the group-commit writer of one db node. Run must be running for Submit
+// to make progress.
+type Writer struct {
+	st     *store.Store
+	notify Notifier
+	in     chan *item
+	stop   chan struct{}
+	log    *slog.Logger
+	// OnFlush, when set, is called after each flush with its request and row counts.
+	OnFlush func(requests, rows int)
+}
+
+// New returns a Writer over st that notifies n after each commit.
+func New(st *store.Store, n Notifier, log *slog.Logger) *Writer {
+	return &Writer{st: st, notify: n, in: make(chan *item, 4096), stop: make(chan struct{}), log: log}
+}
+
+// Submit queues req for the next flush and waits until it is committed or failed.
+// The request is stored entirely or not at all. It returns ctx's error if ctx ends
+// first (the request may still commit), ErrClosed after Run returned, or the
+// store's error for this request alone.
+func (w *Writer) Submit(ctx context.Context, req *store.PublishRequest) error {
+	it := &item{req: req, done: make(chan error, 1), rows: len(req.Messages)}
+	for _, m := range req.Messages {
+		it.bytes += len(m.Body)
+	}
+	select {
+	case w.in <- it:
+	case <-w.stop:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-it.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run flushes until ctx ends, then fails whatever is still queued with ErrClosed.
+func (w *Writer) Run(ctx context.Context) error {
+	defer func() {
+		close(w.stop)
+		for {
+			select {
+			case it := <-w.in:
+				it.done <- ErrClosed
+			default:
+				return
+			}
+		}
+	}()
+	var carry *item
+	for {
+		var first *item
+		if carry != nil {
+			first, carry = carry, nil
+		} else {
+			select {
+			case first = <-w.in:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		batch := []*item{first}
+		rows, bytes := first.rows, first.bytes
+	drain:
+		for rows < MaxFlushRows && bytes < MaxFlushBytes {
+			select {
+			case it := <-w.in:
+				if rows+it.rows > MaxFlushRows || bytes+it.bytes > MaxFlushBytes {
+					carry = it
+					break drain
+				}
+				batch = append(batch, it)
+				rows += it.rows
+				bytes += it.bytes
+			default:
+				break drain
+			}
+		}
+		w.flush(context.WithoutCancel(ctx), batch)
+		if w.OnFlush != nil {
+			w.OnFlush(len(batch), rows)
+		}
+	}
+}
+
+func (w *Writer) flush(ctx context.Context, batch []*item) {
+	reqs := make([]*store.PublishRequest, len(batch))
+	for i, it := range batch {
+		reqs[i] = it.req
+	}
+	err := w.st.MessagesInsert(ctx, reqs)
+	errs := make([]error, len(batch))
+	if err != nil && len(batch) > 1 {
+		// A bad request must fail only itself: retry each alone once.
+		w.log.Warn("group commit failed; retrying requests alone", "requests", len(batch), "err", err)
+		for i, r := range reqs {
+			errs[i] = w.st.MessagesInsert(ctx, []*store.PublishRequest{r})
+		}
+	} else {
+		errs[0] = err
+	}
+	touched := map[int64]struct{}{}
+	for i, it := range batch {
+		if errs[i] == nil {
+			for _, m := range it.req.Messages {
+				touched[m.QueueID] = struct{}{}
+			}
+		}
+		it.done <- errs[i]
+	}
+	if len(touched) > 0 && w.notify != nil {
+		ids := make([]int64, 0, len(touched))
+		for q := range touched {
+			ids = append(ids, q)
+		}
+		if err := w.notify.Queues(ctx, ids); err != nil {
+			w.log.Warn("notify after publish", "err", err)
+		}
+	}
+}

@@ -1,0 +1,64 @@
+// Package metrics defines Herald's Prometheus collectors and serves them on their
+// own listener. Label sets are bounded by topics and groups, never by messages.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Registry holds every Herald collector.
+var Registry = prometheus.NewRegistry()
+
+var (
+	// Published counts messages stored, by topic.
+	Published = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_published_messages_total", Help: "Messages stored by the api, by topic."}, []string{"topic"})
+	// Delivered counts messages a subscriber accepted, by group.
+	Delivered = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_delivered_messages_total", Help: "Messages delivered (2xx), by group."}, []string{"group"})
+	// Failed counts messages whose POST failed, by group and error class.
+	Failed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_failed_messages_total", Help: "Messages whose delivery attempt failed, by group and class."}, []string{"group", "class"})
+	// PostLatency observes one POST's latency in seconds, by group.
+	PostLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "herald_post_duration_seconds", Help: "Latency of one POST to an endpoint.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"group"})
+	// EndToEnd observes publish-to-2xx time in seconds, by group.
+	EndToEnd = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "herald_delivery_latency_seconds", Help: "Time from publish to a 2xx response.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 20)}, []string{"group"})
+	// LagMessages is messages between a group's cursors and its queues' max offsets.
+	LagMessages = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_group_lag_messages", Help: "Messages not yet done, by group."}, []string{"group"})
+	// LagSeconds is the age of a group's oldest undone message.
+	LagSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_group_lag_seconds", Help: "Age of the oldest undone message, by group."}, []string{"group"})
+	// JobsRedispatched counts delivery jobs re-enqueued under a new generation.
+	JobsRedispatched = prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_jobs_redispatched_total", Help: "Delivery jobs re-dispatched after their deadline passed without reports."})
+	// HolesClosed counts holes closed as rollbacks after gap_timeout.
+	HolesClosed = prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_holes_closed_total", Help: "Holes taken as rolled-back inserts."})
+)
+
+func init() {
+	Registry.MustRegister(Published, Delivered, Failed, PostLatency, EndToEnd, LagMessages, LagSeconds, JobsRedispatched, HolesClosed,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
+// Serve runs the /metrics listener on addr until ctx ends. An empty addr disables it.
+func Serve(ctx context.Context, addr string) error {
+	if addr == "" {
+		<-ctx.Done()
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(Registry, promhttp.HandlerOpts{}))
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+// Package notify carries wake-ups over Redis pub/sub: the api publishes a queue id
+// after each flush that touched it, and "g<id>" after a group change; dispatchers
+// subscribe. Notifications are hints: a lost one costs at most the fallback poll.
+package notify
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/heraldhq/herald/worker/task"
+)
+
+// Event is one wake-up: Queue > 0 after a publish, Group > 0 after a group change.
+type Event struct {
+	Queue int64
+	Group int64
+}
+
+// Notifier publishes events on namespace's channel.
+type Notifier struct {
+	rdb     redis.UniversalClient
+	channel string
+}
+
+// New returns a Notifier for namespace.
+func New(rdb redis.UniversalClient, namespace string) *Notifier {
+	return &Notifier{rdb: rdb, channel: task.NotifyChannel(namespace)}
+}
+
+// Queues publishes one notification per queue id, pipelined in one round trip.
+func (n *Notifier) Queues(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	pipe := n.rdb.Pipeline()
+	for _, id := range ids {
+		pipe.Publish(ctx, n.channel, strconv.FormatInt(id, 10))
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// Group publishes a group-change notification.
+func (n *Notifier) Group(ctx context.Context, id int64) error {
+	return n.rdb.Publish(ctx, n.channel, "g"+strconv.FormatInt(id, 10)).Err()
+}
+
+// Subscribe delivers events to out until ctx ends. Events that find out full are
+// coalesced by the receiver's own state, so out may be small.
+func Subscribe(ctx context.Context, rdb redis.UniversalClient, namespace string, out chan<- Event) error {
+	sub := rdb.Subscribe(ctx, task.NotifyChannel(namespace))
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		return err
+	}
+	ch := sub.Channel(redis.WithChannelSize(1024))
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			var ev Event
+			if g, ok := strings.CutPrefix(m.Payload, "g"); ok {
+				ev.Group, _ = strconv.ParseInt(g, 10, 64)
+			} else {
+				ev.Queue, _ = strconv.ParseInt(m.Payload, 10, 64)
+			}
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
+}

@@ -1,0 +1,11 @@
+DROP TABLE IF EXISTS audit_log;
+DROP TABLE IF EXISTS idempotency_keys;
+DROP TABLE IF EXISTS api_keys;
+DROP TABLE IF EXISTS users;
+DROP TABLE IF EXISTS dispatchers;
+DROP TABLE IF EXISTS cursors;
+DROP TABLE IF EXISTS subscriptions;
+DROP TABLE IF EXISTS consumer_groups;
+DROP TABLE IF EXISTS queues;
+DROP TABLE IF EXISTS topics;
+DROP TABLE IF EXISTS db_nodes;

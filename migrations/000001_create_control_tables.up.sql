@@ -1,0 +1,127 @@
+CREATE TABLE db_nodes (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  name VARCHAR(120) NOT NULL,
+  dsn_enc VARBINARY(2048) NULL,
+  created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  UNIQUE KEY uq_db_nodes_name (name)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+INSERT INTO db_nodes (id, name) VALUES (1, 'primary');
+
+CREATE TABLE topics (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  name VARCHAR(120) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  node_id BIGINT UNSIGNED NOT NULL,
+  created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  UNIQUE KEY uq_topics_name (name)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+CREATE TABLE queues (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  topic_id BIGINT UNSIGNED NOT NULL,
+  node_id BIGINT UNSIGNED NOT NULL,
+  position INT NOT NULL,
+  state VARCHAR(16) NOT NULL DEFAULT 'read_write',
+  created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  KEY idx_queues_topic (topic_id, position)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+CREATE TABLE consumer_groups (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  name VARCHAR(120) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  endpoint_url VARCHAR(2048) NOT NULL,
+  signing_secret VARCHAR(255) NOT NULL,
+  batch_size INT NOT NULL DEFAULT 1,
+  batch_max_bytes INT NOT NULL DEFAULT 1048576,
+  batch_window_ms INT NOT NULL DEFAULT 0,
+  max_in_flight INT NOT NULL DEFAULT 16,
+  rate_limit INT NOT NULL DEFAULT 0,
+  timeout_ms INT NOT NULL DEFAULT 15000,
+  max_attempts INT NOT NULL DEFAULT 10,
+  retry_schedule VARCHAR(1024) NOT NULL DEFAULT '[]',
+  ordered TINYINT(1) NOT NULL DEFAULT 0,
+  consume_from VARCHAR(64) NOT NULL DEFAULT 'latest',
+  status VARCHAR(16) NOT NULL DEFAULT 'running',
+  paused_reason VARCHAR(255) NOT NULL DEFAULT '',
+  config_version BIGINT NOT NULL DEFAULT 1,
+  created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  UNIQUE KEY uq_groups_name (name)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+CREATE TABLE subscriptions (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  group_id BIGINT UNSIGNED NOT NULL,
+  topic_id BIGINT UNSIGNED NOT NULL,
+  tags BLOB NOT NULL,
+  UNIQUE KEY uq_subscriptions (group_id, topic_id),
+  KEY idx_subscriptions_topic (topic_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+CREATE TABLE cursors (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  group_id BIGINT UNSIGNED NOT NULL,
+  queue_id BIGINT UNSIGNED NOT NULL,
+  committed_offset BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  holes BLOB NOT NULL,
+  version BIGINT UNSIGNED NOT NULL DEFAULT 1,
+  owner VARCHAR(64) NOT NULL DEFAULT '',
+  updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  UNIQUE KEY uq_cursors (group_id, queue_id),
+  KEY idx_cursors_queue (queue_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+CREATE TABLE dispatchers (
+  id VARCHAR(64) NOT NULL PRIMARY KEY,
+  hostname VARCHAR(255) NOT NULL DEFAULT '',
+  started_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  lease_until DATETIME(3) NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+CREATE TABLE users (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  username VARCHAR(120) NOT NULL,
+  password_hash VARCHAR(255) NOT NULL,
+  role VARCHAR(16) NOT NULL,
+  token_version BIGINT NOT NULL DEFAULT 1,
+  created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  UNIQUE KEY uq_users_username (username)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE api_keys (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  name VARCHAR(120) NOT NULL,
+  prefix VARCHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  key_hash BINARY(32) NOT NULL,
+  topics BLOB NOT NULL,
+  created_by BIGINT UNSIGNED NULL,
+  created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  last_used_at DATETIME(3) NULL,
+  revoked_at DATETIME(3) NULL,
+  UNIQUE KEY uq_api_keys_prefix (prefix)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+CREATE TABLE idempotency_keys (
+  api_key_id BIGINT UNSIGNED NOT NULL,
+  topic_id BIGINT UNSIGNED NOT NULL,
+  idem_key VARBINARY(255) NOT NULL,
+  request_hash BINARY(32) NOT NULL,
+  status_code INT NOT NULL,
+  response MEDIUMBLOB NOT NULL,
+  created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (api_key_id, topic_id, idem_key),
+  KEY idx_idempotency_created (created_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
+CREATE TABLE audit_log (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  actor VARCHAR(120) NOT NULL,
+  action VARCHAR(64) NOT NULL,
+  subject VARCHAR(255) NOT NULL,
+  source_ip VARCHAR(45) NOT NULL DEFAULT '',
+  before_json MEDIUMBLOB NULL,
+  after_json MEDIUMBLOB NULL,
+  created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  KEY idx_audit_created (created_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;

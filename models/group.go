@@ -1,0 +1,177 @@
+package models
+
+import (
+	"net/url"
+	"slices"
+	"time"
+)
+
+// GroupStatus is a consumer group's delivery state.
+type GroupStatus string
+
+const (
+	// GroupRunning delivers normally.
+	GroupRunning GroupStatus = "running"
+	// GroupPaused delivers nothing; its backlog and cursors are kept. PausedReason says why.
+	GroupPaused GroupStatus = "paused"
+	// GroupDisabled was auto-paused after failing for DisableAfter; resume restarts it.
+	GroupDisabled GroupStatus = "disabled"
+)
+
+// GroupStatuses lists every GroupStatus.
+func GroupStatuses() []GroupStatus { return []GroupStatus{GroupRunning, GroupPaused, GroupDisabled} }
+
+// ConsumeFrom values for a new group or subscription. A timestamp (RFC 3339) is also accepted.
+const (
+	// ConsumeEarliest starts cursors at offset 0: the whole retained backlog is delivered.
+	ConsumeEarliest = "earliest"
+	// ConsumeLatest starts cursors at the queue's max offset when the group is created (default).
+	ConsumeLatest = "latest"
+)
+
+// Group limits and defaults (DESIGN §5). Units are in the names.
+const (
+	DefaultBatchSize     = 1
+	MaxBatchSize         = 1000
+	DefaultBatchMaxBytes = 1 << 20
+	DefaultMaxInFlight   = 16
+	MaxMaxInFlight       = 1024
+	DefaultTimeoutMS     = 15000
+	MaxTimeoutMS         = 120000
+	DefaultMaxAttempts   = 10
+	MaxBatchWindowMS     = 60000
+)
+
+// DefaultRetrySchedule is the delay in seconds before attempts 2, 3, …: 5 s, 5 min,
+// 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h, as Standard Webhooks recommends.
+var DefaultRetrySchedule = []int{5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400}
+
+// Subscription binds a group to a topic. Tags filters by message tag; empty means every tag
+// (RocketMQ's subscribe(topic, tags)).
+type Subscription struct {
+	TopicID int64
+	Topic   string
+	Tags    []string
+}
+
+// Matches reports whether a message with tag passes the subscription's filter.
+func (s Subscription) Matches(tag string) bool {
+	return len(s.Tags) == 0 || slices.Contains(s.Tags, tag)
+}
+
+// Group is a consumer group: one subscriber endpoint with its delivery settings.
+// BatchSize is messages per POST; BatchMaxBytes caps one POST's body bytes;
+// BatchWindowMS is how long a partial batch may wait (AWS Lambda's batching window);
+// MaxInFlight is parallel POSTs for the whole group; RateLimit is messages/s (0 =
+// unlimited); TimeoutMS bounds one POST; MaxAttempts and RetrySchedule (seconds)
+// drive retries. ConfigVersion grows on every change so caches can tell stale copies.
+type Group struct {
+	ID            int64
+	Name          string
+	EndpointURL   string
+	SigningSecret string
+	Subscriptions []Subscription
+	BatchSize     int
+	BatchMaxBytes int
+	BatchWindowMS int
+	MaxInFlight   int
+	RateLimit     int
+	TimeoutMS     int
+	MaxAttempts   int
+	RetrySchedule []int
+	Ordered       bool
+	ConsumeFrom   string
+	Status        GroupStatus
+	PausedReason  string
+	ConfigVersion int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// ApplyDefaults fills zero settings with the package defaults.
+func (g *Group) ApplyDefaults() {
+	if g.BatchSize == 0 {
+		g.BatchSize = DefaultBatchSize
+	}
+	if g.BatchMaxBytes == 0 {
+		g.BatchMaxBytes = DefaultBatchMaxBytes
+	}
+	if g.MaxInFlight == 0 {
+		g.MaxInFlight = DefaultMaxInFlight
+	}
+	if g.TimeoutMS == 0 {
+		g.TimeoutMS = DefaultTimeoutMS
+	}
+	if g.MaxAttempts == 0 {
+		g.MaxAttempts = DefaultMaxAttempts
+	}
+	if len(g.RetrySchedule) == 0 {
+		g.RetrySchedule = slices.Clone(DefaultRetrySchedule)
+	}
+	if g.ConsumeFrom == "" {
+		g.ConsumeFrom = ConsumeLatest
+	}
+	if g.Status == "" {
+		g.Status = GroupRunning
+	}
+}
+
+// Validate checks names, ranges and the endpoint URL's shape (http or https, a host,
+// no userinfo). It returns a *ValidationError (unwrapping to ErrInvalid) naming each
+// bad field by JSON pointer. Address checks (SSRF) are the caller's.
+func (g *Group) Validate() error {
+	var v ValidationError
+	if !ValidName(g.Name) {
+		v.Add("/name", "must match ^[a-z0-9][a-z0-9._-]{0,119}$")
+	} else if ReservedName(g.Name) {
+		v.Add("/name", "the .dlq suffix is reserved")
+	}
+	if u, err := url.Parse(g.EndpointURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.Add("/endpoint_url", "must be an absolute http or https URL")
+	} else if u.User != nil {
+		v.Add("/endpoint_url", "must not contain userinfo")
+	}
+	if len(g.Subscriptions) == 0 {
+		v.Add("/subscriptions", "at least one subscription is required")
+	}
+	for i, s := range g.Subscriptions {
+		p := "/subscriptions/" + itoa(i)
+		if !ValidName(s.Topic) {
+			v.Add(p+"/topic", "must name a topic")
+		}
+		for j, t := range s.Tags {
+			if !ValidLabel(t) || t == "" {
+				v.Add(p+"/tags/"+itoa(j), "tags are 1 to 255 bytes of UTF-8 without control characters")
+			}
+		}
+	}
+	rangeCheck(&v, "/batch_size", g.BatchSize, 1, MaxBatchSize)
+	rangeCheck(&v, "/batch_max_bytes", g.BatchMaxBytes, 1024, 16<<20)
+	rangeCheck(&v, "/batch_window_ms", g.BatchWindowMS, 0, MaxBatchWindowMS)
+	rangeCheck(&v, "/max_in_flight", g.MaxInFlight, 1, MaxMaxInFlight)
+	rangeCheck(&v, "/rate_limit", g.RateLimit, 0, 1_000_000)
+	rangeCheck(&v, "/timeout_ms", g.TimeoutMS, 100, MaxTimeoutMS)
+	rangeCheck(&v, "/max_attempts", g.MaxAttempts, 1, 100)
+	for i, s := range g.RetrySchedule {
+		if s < 1 || s > 7*86400 {
+			v.Add("/retry_schedule/"+itoa(i), "delays are 1 to 604800 seconds")
+		}
+	}
+	switch g.ConsumeFrom {
+	case ConsumeEarliest, ConsumeLatest:
+	default:
+		if _, err := time.Parse(time.RFC3339Nano, g.ConsumeFrom); err != nil {
+			v.Add("/consume_from", "must be earliest, latest or an RFC 3339 timestamp")
+		}
+	}
+	if !slices.Contains(GroupStatuses(), g.Status) {
+		v.Add("/status", "must be running, paused or disabled")
+	}
+	return v.Err()
+}
+
+func rangeCheck(v *ValidationError, pointer string, n, lo, hi int) {
+	if n < lo || n > hi {
+		v.Add(pointer, "must be between "+itoa(lo)+" and "+itoa(hi))
+	}
+}

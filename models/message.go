@@ -1,0 +1,44 @@
+package models
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Message is one published payload as stored in its queue table. Body holds the
+// exact bytes published (for `body`, the JSON value's bytes; for `body_base64`,
+// the decoded bytes). CreatedAt is Unix milliseconds.
+type Message struct {
+	QueueID     int64
+	Offset      int64
+	Tag         string
+	Key         string
+	Headers     map[string]string
+	Body        []byte
+	ContentType string
+	TraceID     string
+	CreatedAt   int64
+	ProducerIP  string
+}
+
+// MessageID formats the public id of the message at offset in queue: "msg_<queue>_<offset>".
+func MessageID(queue, offset int64) string {
+	return "msg_" + strconv.FormatInt(queue, 10) + "_" + strconv.FormatInt(offset, 10)
+}
+
+// ParseMessageID splits "msg_<queue>_<offset>" into its numbers. It returns an
+// error wrapping ErrInvalid for any other shape.
+func ParseMessageID(id string) (queue, offset int64, err error) {
+	rest, ok := strings.CutPrefix(id, "msg_")
+	q, o, ok2 := strings.Cut(rest, "_")
+	if !ok || !ok2 {
+		return 0, 0, fmt.Errorf("message id %q: %w", id, ErrInvalid)
+	}
+	queue, err1 := strconv.ParseInt(q, 10, 64)
+	offset, err2 := strconv.ParseInt(o, 10, 64)
+	if err1 != nil || err2 != nil || queue <= 0 || offset <= 0 {
+		return 0, 0, fmt.Errorf("message id %q: %w", id, ErrInvalid)
+	}
+	return queue, offset, nil
+}

@@ -1,0 +1,38 @@
+package models
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// DeadLetterSuffix ends every dead-letter topic name (`<group>.dlq`). It is reserved:
+// users cannot create such topics, API-key patterns never match them and /v1 refuses
+// to publish to them (DESIGN §3, as Pub/Sub dead-letter topics and RocketMQ's %DLQ%).
+const DeadLetterSuffix = ".dlq"
+
+// MaxLabelBytes caps tags and keys: 255 bytes of UTF-8.
+const MaxLabelBytes = 255
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,119}$`)
+
+// ValidName reports whether s may name a topic or consumer group:
+// `^[a-z0-9][a-z0-9._-]{0,119}$`. It does not check the reserved `.dlq` suffix; see ReservedName.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
+// ReservedName reports whether s ends with the reserved dead-letter suffix ".dlq".
+func ReservedName(s string) bool { return strings.HasSuffix(s, DeadLetterSuffix) }
+
+// ValidLabel reports whether s may be a tag or key: valid UTF-8, at most 255 bytes,
+// no control characters (C0, DEL or C1). The empty string is valid (no tag / no key).
+func ValidLabel(s string) bool {
+	if len(s) > MaxLabelBytes || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || (r >= 0x7f && r <= 0x9f) {
+			return false
+		}
+	}
+	return true
+}

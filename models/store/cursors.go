@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/heraldhq/herald/models"
+)
+
+// CursorsByGroups returns every cursor of the given groups.
+func (s *Store) CursorsByGroups(ctx context.Context, groupIDs []int64) ([]models.Cursor, error) {
+	if len(groupIDs) == 0 {
+		return nil, nil
+	}
+	var rows []cursorRow
+	if err := s.db.WithContext(ctx).Where("group_id IN ?", groupIDs).Order("id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read cursors: %w", err)
+	}
+	out := make([]models.Cursor, len(rows))
+	for i, r := range rows {
+		out[i] = toCursor(r)
+	}
+	return out, nil
+}
+
+func toCursor(r cursorRow) models.Cursor {
+	c := models.Cursor{ID: r.ID, GroupID: r.GroupID, QueueID: r.QueueID, Offset: r.CommittedOffset, Version: r.Version, Owner: r.Owner}
+	_ = json.Unmarshal(r.Holes, &c.Holes)
+	return c
+}
+
+// CursorClaim makes owner the owner of cursor id and bumps its version, in one UPDATE
+// that succeeds only if the cursor is unowned, already owner's, or its owner's lease
+// has expired (database time). It returns the cursor as claimed, or ok=false.
+func (s *Store) CursorClaim(ctx context.Context, id int64, owner string) (c models.Cursor, ok bool, err error) {
+	res, err := s.sql.ExecContext(ctx, `UPDATE cursors SET owner = ?, version = version + 1, updated_at = NOW(3)
+		WHERE id = ? AND (owner = '' OR owner = ? OR NOT EXISTS (SELECT 1 FROM dispatchers d WHERE d.id = cursors.owner AND d.lease_until > NOW(3)))`,
+		owner, id, owner)
+	if err != nil {
+		return c, false, fmt.Errorf("claim cursor %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return c, false, nil
+	}
+	var r cursorRow
+	if err := s.db.WithContext(ctx).Where("id = ?", id).Take(&r).Error; err != nil {
+		return c, false, notFound(err, fmt.Sprintf("cursor %d", id))
+	}
+	if r.Owner != owner {
+		return c, false, nil
+	}
+	return toCursor(r), true, nil
+}
+
+// CursorCommit is one fenced cursor update: Offset and Holes are written only if the
+// row still has Version and Owner.
+type CursorCommit struct {
+	ID      int64
+	Version int64
+	Offset  int64
+	Holes   []models.Hole
+}
+
+// CursorsCommit writes every commit in one transaction and returns the ids whose
+// version or owner no longer matched (the caller lost them: a reset or a rebalance).
+func (s *Store) CursorsCommit(ctx context.Context, owner string, commits []CursorCommit) (lost []int64, err error) {
+	if len(commits) == 0 {
+		return nil, nil
+	}
+	tx, err := s.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin commit: %w", err)
+	}
+	defer tx.Rollback()
+	for _, c := range commits {
+		holes, _ := json.Marshal(nonNilHoles(c.Holes))
+		res, err := tx.ExecContext(ctx, "UPDATE cursors SET committed_offset = ?, holes = ?, updated_at = NOW(3) WHERE id = ? AND version = ? AND owner = ?",
+			c.Offset, holes, c.ID, c.Version, owner)
+		if err != nil {
+			return nil, fmt.Errorf("commit cursor %d: %w", c.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			// Zero rows also when nothing changed; tell the cases apart.
+			var v int64
+			var o string
+			if err := tx.QueryRowContext(ctx, "SELECT version, owner FROM cursors WHERE id = ?", c.ID).Scan(&v, &o); err != nil || v != c.Version || o != owner {
+				lost = append(lost, c.ID)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit cursors: %w", err)
+	}
+	return lost, nil
+}
+
+func nonNilHoles(h []models.Hole) []models.Hole {
+	if h == nil {
+		return []models.Hole{}
+	}
+	return h
+}
+
+// CursorsRelease clears owner from the given cursors it still owns, so the next
+// owner can claim them without waiting for the lease to expire.
+func (s *Store) CursorsRelease(ctx context.Context, owner string, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return s.db.WithContext(ctx).Model(&cursorRow{}).Where("id IN ? AND owner = ?", ids, owner).
+		Updates(map[string]any{"owner": "", "updated_at": time.Now().UTC()}).Error
+}
+
+// CursorVersions returns version and owner of the given cursors, so an owner notices
+// resets and takeovers each tick.
+func (s *Store) CursorVersions(ctx context.Context, ids []int64) (map[int64]models.Cursor, error) {
+	out := map[int64]models.Cursor{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []cursorRow
+	if err := s.db.WithContext(ctx).Select("id", "group_id", "queue_id", "version", "owner").Where("id IN ?", ids).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read cursor versions: %w", err)
+	}
+	for _, r := range rows {
+		out[r.ID] = models.Cursor{ID: r.ID, GroupID: r.GroupID, QueueID: r.QueueID, Version: r.Version, Owner: r.Owner}
+	}
+	return out, nil
+}
+
+// DispatcherHeartbeat upserts dispatcher id with lease_until = NOW(3) + lease.
+func (s *Store) DispatcherHeartbeat(ctx context.Context, id, hostname string, lease time.Duration) error {
+	_, err := s.sql.ExecContext(ctx, `INSERT INTO dispatchers (id, hostname, started_at, lease_until)
+		VALUES (?, ?, NOW(3), NOW(3) + INTERVAL ? MICROSECOND)
+		ON DUPLICATE KEY UPDATE lease_until = VALUES(lease_until)`, id, hostname, lease.Microseconds())
+	if err != nil {
+		return fmt.Errorf("heartbeat dispatcher %s: %w", id, err)
+	}
+	return nil
+}
+
+// DispatchersLive lists dispatchers whose lease has not expired, in database time.
+func (s *Store) DispatchersLive(ctx context.Context) ([]string, error) {
+	var ids []string
+	err := s.db.WithContext(ctx).Raw("SELECT id FROM dispatchers WHERE lease_until > NOW(3) ORDER BY id").Scan(&ids).Error
+	return ids, err
+}
+
+// DispatcherDelete removes dispatcher id (on clean shutdown) and old expired rows.
+func (s *Store) DispatcherDelete(ctx context.Context, id string) error {
+	_, err := s.sql.ExecContext(ctx, "DELETE FROM dispatchers WHERE id = ? OR lease_until < NOW(3) - INTERVAL 1 DAY", id)
+	return err
+}

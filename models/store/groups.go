@@ -1,0 +1,240 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/heraldhq/herald/models"
+)
+
+type groupRow struct {
+	ID            int64 `gorm:"primaryKey"`
+	Name          string
+	EndpointURL   string
+	SigningSecret string
+	BatchSize     int
+	BatchMaxBytes int
+	BatchWindowMS int `gorm:"column:batch_window_ms"`
+	MaxInFlight   int
+	RateLimit     int
+	TimeoutMS     int `gorm:"column:timeout_ms"`
+	MaxAttempts   int
+	RetrySchedule string
+	Ordered       bool
+	ConsumeFrom   string
+	Status        string
+	PausedReason  string
+	ConfigVersion int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+func (groupRow) TableName() string { return "consumer_groups" }
+
+type subscriptionRow struct {
+	ID      int64 `gorm:"primaryKey"`
+	GroupID int64
+	TopicID int64
+	Tags    []byte
+}
+
+func (subscriptionRow) TableName() string { return "subscriptions" }
+
+type cursorRow struct {
+	ID              int64 `gorm:"primaryKey"`
+	GroupID         int64
+	QueueID         int64
+	CommittedOffset int64
+	Holes           []byte
+	Version         int64
+	Owner           string
+	UpdatedAt       time.Time
+}
+
+func (cursorRow) TableName() string { return "cursors" }
+
+// GroupCreate stores g with its subscriptions and one cursor per queue of each
+// subscribed topic, placed by g.ConsumeFrom in this request (so a message published
+// after it returns is delivered). g must be validated; its ID, timestamps and
+// ConfigVersion are filled in. Errors: ErrConflict for a taken name, a
+// *ValidationError for an unknown topic or a group subscribing to its own dead-letter topic.
+func (s *Store) GroupCreate(ctx context.Context, g *models.Group) error {
+	topics := make([]*models.Topic, len(g.Subscriptions))
+	var v models.ValidationError
+	for i, sub := range g.Subscriptions {
+		t, err := s.TopicGetByName(ctx, sub.Topic)
+		if err != nil {
+			v.Add(fmt.Sprintf("/subscriptions/%d/topic", i), "no topic named "+sub.Topic)
+			continue
+		}
+		if sub.Topic == g.Name+models.DeadLetterSuffix {
+			v.Add(fmt.Sprintf("/subscriptions/%d/topic", i), "a group may not subscribe to its own dead-letter topic")
+		}
+		topics[i] = t
+		g.Subscriptions[i].TopicID = t.ID
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	schedule, _ := json.Marshal(g.RetrySchedule)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	row := groupRow{
+		Name: g.Name, EndpointURL: g.EndpointURL, SigningSecret: g.SigningSecret,
+		BatchSize: g.BatchSize, BatchMaxBytes: g.BatchMaxBytes, BatchWindowMS: g.BatchWindowMS,
+		MaxInFlight: g.MaxInFlight, RateLimit: g.RateLimit, TimeoutMS: g.TimeoutMS,
+		MaxAttempts: g.MaxAttempts, RetrySchedule: string(schedule), Ordered: g.Ordered,
+		ConsumeFrom: g.ConsumeFrom, Status: string(g.Status), PausedReason: g.PausedReason,
+		ConfigVersion: 1, CreatedAt: now, UpdatedAt: now,
+	}
+	return s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.db.Create(&row).Error; err != nil {
+			if isDuplicate(err) {
+				return fmt.Errorf("group %q: %w", g.Name, models.ErrConflict)
+			}
+			return fmt.Errorf("insert group: %w", err)
+		}
+		for i, sub := range g.Subscriptions {
+			tags, _ := json.Marshal(nonNil(sub.Tags))
+			if err := tx.db.Create(&subscriptionRow{GroupID: row.ID, TopicID: sub.TopicID, Tags: tags}).Error; err != nil {
+				if isDuplicate(err) {
+					return &models.ValidationError{Errors: []models.FieldError{{Pointer: fmt.Sprintf("/subscriptions/%d/topic", i), Detail: "topic listed twice"}}}
+				}
+				return fmt.Errorf("insert subscription: %w", err)
+			}
+			for _, q := range topics[i].Queues {
+				off, err := tx.startOffset(ctx, q.ID, g.ConsumeFrom)
+				if err != nil {
+					return err
+				}
+				c := cursorRow{GroupID: row.ID, QueueID: q.ID, CommittedOffset: off, Holes: []byte("[]"), Version: 1, UpdatedAt: now}
+				if err := tx.db.Create(&c).Error; err != nil {
+					return fmt.Errorf("insert cursor: %w", err)
+				}
+			}
+		}
+		g.ID, g.CreatedAt, g.UpdatedAt, g.ConfigVersion = row.ID, now, now, 1
+		return nil
+	})
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// startOffset resolves consume_from for one queue: earliest → 0; latest → MAX(id);
+// a timestamp → the offset just before the first message at or after it.
+func (s *Store) startOffset(ctx context.Context, queueID int64, from string) (int64, error) {
+	table := models.QueueTableName(queueID)
+	var off int64
+	switch from {
+	case models.ConsumeEarliest:
+		return 0, nil
+	case models.ConsumeLatest:
+		err := s.db.WithContext(ctx).Raw("SELECT COALESCE(MAX(id), 0) FROM " + table).Scan(&off).Error
+		return off, err
+	default:
+		ts, err := time.Parse(time.RFC3339Nano, from)
+		if err != nil {
+			return 0, fmt.Errorf("consume_from: %w", models.ErrInvalid)
+		}
+		err = s.db.WithContext(ctx).Raw("SELECT COALESCE((SELECT MIN(id) - 1 FROM "+table+" WHERE created_at >= ?), (SELECT COALESCE(MAX(id), 0) FROM "+table+"))", ts.UnixMilli()).Scan(&off).Error
+		return off, err
+	}
+}
+
+// GroupGetByName returns the group with its subscriptions, or ErrNotFound.
+func (s *Store) GroupGetByName(ctx context.Context, name string) (*models.Group, error) {
+	return s.groupGet(ctx, "name = ?", name)
+}
+
+// GroupGetByID returns the group with its subscriptions, or ErrNotFound.
+func (s *Store) GroupGetByID(ctx context.Context, id int64) (*models.Group, error) {
+	return s.groupGet(ctx, "id = ?", id)
+}
+
+func (s *Store) groupGet(ctx context.Context, where string, arg any) (*models.Group, error) {
+	var r groupRow
+	if err := s.db.WithContext(ctx).Where(where, arg).Take(&r).Error; err != nil {
+		return nil, notFound(err, fmt.Sprintf("group %v", arg))
+	}
+	gs, err := s.withSubscriptions(ctx, []groupRow{r})
+	if err != nil {
+		return nil, err
+	}
+	return gs[0], nil
+}
+
+// GroupList returns up to limit groups with id > after, ordered by id. limit ≤ 0 means all.
+func (s *Store) GroupList(ctx context.Context, after int64, limit int) ([]*models.Group, error) {
+	var rows []groupRow
+	q := s.db.WithContext(ctx).Where("id > ?", after).Order("id")
+	if limit > 0 {
+		q = q.Limit(limit)
+	}
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list groups: %w", err)
+	}
+	return s.withSubscriptions(ctx, rows)
+}
+
+func (s *Store) withSubscriptions(ctx context.Context, rows []groupRow) ([]*models.Group, error) {
+	out := make([]*models.Group, 0, len(rows))
+	if len(rows) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	type subJoin struct {
+		GroupID int64
+		TopicID int64
+		Name    string
+		Tags    []byte
+	}
+	var subs []subJoin
+	err := s.db.WithContext(ctx).Raw("SELECT s.group_id, s.topic_id, t.name, s.tags FROM subscriptions s JOIN topics t ON t.id = s.topic_id WHERE s.group_id IN ? ORDER BY s.id", ids).Scan(&subs).Error
+	if err != nil {
+		return nil, fmt.Errorf("read subscriptions: %w", err)
+	}
+	byGroup := map[int64][]models.Subscription{}
+	for _, sj := range subs {
+		var tags []string
+		_ = json.Unmarshal(sj.Tags, &tags)
+		byGroup[sj.GroupID] = append(byGroup[sj.GroupID], models.Subscription{TopicID: sj.TopicID, Topic: sj.Name, Tags: tags})
+	}
+	for _, r := range rows {
+		g := &models.Group{
+			ID: r.ID, Name: r.Name, EndpointURL: r.EndpointURL, SigningSecret: r.SigningSecret,
+			Subscriptions: byGroup[r.ID], BatchSize: r.BatchSize, BatchMaxBytes: r.BatchMaxBytes,
+			BatchWindowMS: r.BatchWindowMS, MaxInFlight: r.MaxInFlight, RateLimit: r.RateLimit,
+			TimeoutMS: r.TimeoutMS, MaxAttempts: r.MaxAttempts, Ordered: r.Ordered,
+			ConsumeFrom: r.ConsumeFrom, Status: models.GroupStatus(r.Status), PausedReason: r.PausedReason,
+			ConfigVersion: r.ConfigVersion, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		}
+		_ = json.Unmarshal([]byte(r.RetrySchedule), &g.RetrySchedule)
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// GroupSetStatus sets a group's status and reason and bumps its config version.
+func (s *Store) GroupSetStatus(ctx context.Context, id int64, st models.GroupStatus, reason string) error {
+	res := s.db.WithContext(ctx).Model(&groupRow{}).Where("id = ?", id).Updates(map[string]any{
+		"status": string(st), "paused_reason": reason, "config_version": gorm.Expr("config_version + 1"), "updated_at": time.Now().UTC(),
+	})
+	if res.Error != nil {
+		return fmt.Errorf("set group %d status: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("group %d: %w", id, models.ErrNotFound)
+	}
+	return nil
+}

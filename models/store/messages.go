@@ -1,0 +1,266 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/heraldhq/herald/models"
+)
+
+// PublishRequest is one publish request inside a group-commit flush. Messages must
+// have QueueID set; MessagesInsert fills their Offset. Idempotency, when set, is
+// stored in the same transaction with the response Respond builds from the offsets.
+type PublishRequest struct {
+	Messages    []models.Message
+	Idempotency *IdempotencyRecord
+	Respond     func(msgs []models.Message) (status int, body []byte)
+}
+
+// IdempotencyRecord is a stored publish outcome, scoped to (API key, topic, key) and
+// kept 24 h. RequestHash is the SHA-256 of the request body.
+type IdempotencyRecord struct {
+	APIKeyID    int64
+	TopicID     int64
+	Key         string
+	RequestHash []byte
+	Status      int
+	Response    []byte
+}
+
+const insertColumns = "(tag, msg_key, headers, body, content_type, trace_id, created_at, producer_ip)"
+
+// MessagesInsert stores every message of reqs in one transaction: one multi-row
+// INSERT per touched queue table, then the requests' idempotency rows. Ids come from
+// `RETURNING id` on MariaDB and LAST_INSERT_ID()+i on MySQL 8 (multi-row inserts get
+// contiguous ids). All requests are stored or none; a duplicate idempotency key
+// fails the whole flush with models.ErrConflict so the caller can retry each alone.
+func (s *Store) MessagesInsert(ctx context.Context, reqs []*PublishRequest) error {
+	type ref struct{ req, msg int }
+	byQueue := map[int64][]ref{}
+	var order []int64
+	for ri, r := range reqs {
+		for mi := range r.Messages {
+			q := r.Messages[mi].QueueID
+			if _, ok := byQueue[q]; !ok {
+				order = append(order, q)
+			}
+			byQueue[q] = append(byQueue[q], ref{ri, mi})
+		}
+	}
+	tx, err := s.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin publish: %w", err)
+	}
+	defer tx.Rollback()
+	var sb strings.Builder
+	for _, q := range order {
+		refs := byQueue[q]
+		sb.Reset()
+		sb.WriteString("INSERT INTO ")
+		sb.WriteString(models.QueueTableName(q))
+		sb.WriteString(" ")
+		sb.WriteString(insertColumns)
+		sb.WriteString(" VALUES ")
+		args := make([]any, 0, len(refs)*8)
+		for i, rf := range refs {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString("(?,?,?,?,?,?,?,?)")
+			m := &reqs[rf.req].Messages[rf.msg]
+			var headers any
+			if len(m.Headers) > 0 {
+				b, _ := json.Marshal(m.Headers)
+				headers = string(b)
+			}
+			args = append(args, []byte(m.Tag), []byte(m.Key), headers, m.Body, m.ContentType, m.TraceID, m.CreatedAt, m.ProducerIP)
+		}
+		ids := make([]int64, 0, len(refs))
+		if s.mariadb {
+			sb.WriteString(" RETURNING id")
+			rows, err := tx.QueryContext(ctx, sb.String(), args...)
+			if err != nil {
+				return fmt.Errorf("insert into queue %d: %w", q, err)
+			}
+			for rows.Next() {
+				var id int64
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				ids = append(ids, id)
+			}
+			if err := rows.Close(); err != nil {
+				return fmt.Errorf("insert into queue %d: %w", q, err)
+			}
+		} else {
+			res, err := tx.ExecContext(ctx, sb.String(), args...)
+			if err != nil {
+				return fmt.Errorf("insert into queue %d: %w", q, err)
+			}
+			first, err := res.LastInsertId()
+			if err != nil {
+				return err
+			}
+			for i := range refs {
+				ids = append(ids, first+int64(i))
+			}
+		}
+		if len(ids) != len(refs) {
+			return fmt.Errorf("insert into queue %d: got %d ids for %d rows", q, len(ids), len(refs))
+		}
+		for i, rf := range refs {
+			reqs[rf.req].Messages[rf.msg].Offset = ids[i]
+		}
+	}
+	for _, r := range reqs {
+		if r.Idempotency == nil {
+			continue
+		}
+		rec := r.Idempotency
+		rec.Status, rec.Response = r.Respond(r.Messages)
+		_, err := tx.ExecContext(ctx, "INSERT INTO idempotency_keys (api_key_id, topic_id, idem_key, request_hash, status_code, response, created_at) VALUES (?,?,?,?,?,?,NOW(3))",
+			rec.APIKeyID, rec.TopicID, []byte(rec.Key), rec.RequestHash, rec.Status, rec.Response)
+		if err != nil {
+			if isDuplicate(err) {
+				return fmt.Errorf("idempotency key: %w", models.ErrConflict)
+			}
+			return fmt.Errorf("insert idempotency key: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit publish: %w", err)
+	}
+	return nil
+}
+
+// IdempotencyGet returns the stored outcome for (apiKeyID, topicID, key) if it is
+// younger than 24 h, or ErrNotFound.
+func (s *Store) IdempotencyGet(ctx context.Context, apiKeyID, topicID int64, key string) (*IdempotencyRecord, error) {
+	rec := &IdempotencyRecord{APIKeyID: apiKeyID, TopicID: topicID, Key: key}
+	err := s.sql.QueryRowContext(ctx, "SELECT request_hash, status_code, response FROM idempotency_keys WHERE api_key_id = ? AND topic_id = ? AND idem_key = ? AND created_at > NOW(3) - INTERVAL 1 DAY",
+		apiKeyID, topicID, []byte(key)).Scan(&rec.RequestHash, &rec.Status, &rec.Response)
+	if err != nil {
+		return nil, notFound(err, "idempotency key")
+	}
+	return rec, nil
+}
+
+// RowMeta is what a dispatcher reads of a queue row: never the body.
+type RowMeta struct {
+	ID        int64
+	Tag       string
+	CreatedAt int64 // Unix ms
+}
+
+// QueueScan reads up to limit rows with id > after in id order (never an id range:
+// ranges stall on gaps).
+func (s *Store) QueueScan(ctx context.Context, queueID, after int64, limit int) ([]RowMeta, error) {
+	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, created_at FROM "+models.QueueTableName(queueID)+" WHERE id > ? ORDER BY id LIMIT ?", after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("scan queue %d: %w", queueID, err)
+	}
+	return scanMeta(rows)
+}
+
+// QueueRowsByIDs re-reads the listed ids (open holes) of a queue.
+func (s *Store) QueueRowsByIDs(ctx context.Context, queueID int64, ids []int64) ([]RowMeta, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, created_at FROM "+models.QueueTableName(queueID)+" WHERE id IN ("+idList(ids)+") ORDER BY id")
+	if err != nil {
+		return nil, fmt.Errorf("re-read holes of queue %d: %w", queueID, err)
+	}
+	return scanMeta(rows)
+}
+
+func scanMeta(rows *sql.Rows) ([]RowMeta, error) {
+	defer rows.Close()
+	var out []RowMeta
+	for rows.Next() {
+		var m RowMeta
+		var tag []byte
+		if err := rows.Scan(&m.ID, &tag, &m.CreatedAt); err != nil {
+			return nil, err
+		}
+		m.Tag = string(tag)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// idList formats integers for an IN list; only numbers reach the SQL text.
+func idList(ids []int64) string {
+	b := make([]byte, 0, len(ids)*8)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(b)
+}
+
+// QueueMaxIDs returns MAX(id) of each listed queue (0 for an empty one) in one
+// statement per 200 queues: the dispatcher's fallback poll.
+func (s *Store) QueueMaxIDs(ctx context.Context, queueIDs []int64) (map[int64]int64, error) {
+	out := make(map[int64]int64, len(queueIDs))
+	for start := 0; start < len(queueIDs); start += 200 {
+		end := min(start+200, len(queueIDs))
+		var sb strings.Builder
+		for i, q := range queueIDs[start:end] {
+			if i > 0 {
+				sb.WriteString(" UNION ALL ")
+			}
+			fmt.Fprintf(&sb, "SELECT %d, COALESCE(MAX(id), 0) FROM %s", q, models.QueueTableName(q))
+		}
+		rows, err := s.sql.QueryContext(ctx, sb.String())
+		if err != nil {
+			return nil, fmt.Errorf("read queue max offsets: %w", err)
+		}
+		for rows.Next() {
+			var q, m int64
+			if err := rows.Scan(&q, &m); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[q] = m
+		}
+		rows.Close()
+	}
+	return out, nil
+}
+
+// MessagesGet loads the listed offsets of one queue with bodies, in offset order.
+// Missing offsets are simply absent from the result.
+func (s *Store) MessagesGet(ctx context.Context, queueID int64, offsets []int64) ([]models.Message, error) {
+	if len(offsets) == 0 {
+		return nil, nil
+	}
+	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, msg_key, headers, body, content_type, trace_id, created_at, producer_ip FROM "+
+		models.QueueTableName(queueID)+" WHERE id IN ("+idList(offsets)+") ORDER BY id")
+	if err != nil {
+		return nil, fmt.Errorf("load messages of queue %d: %w", queueID, err)
+	}
+	defer rows.Close()
+	out := make([]models.Message, 0, len(offsets))
+	for rows.Next() {
+		m := models.Message{QueueID: queueID}
+		var tag, key []byte
+		var headers sql.RawBytes
+		if err := rows.Scan(&m.Offset, &tag, &key, &headers, &m.Body, &m.ContentType, &m.TraceID, &m.CreatedAt, &m.ProducerIP); err != nil {
+			return nil, err
+		}
+		m.Tag, m.Key = string(tag), string(key)
+		if len(headers) > 0 {
+			_ = json.Unmarshal(headers, &m.Headers)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,130 @@
+// Package store is the only package that talks SQL. One Store wraps a gorm DB for
+// control tables and the underlying *sql.DB for queue tables (hot paths). Methods
+// are named noun-first (TopicCreate, CursorsCommit) and translate MySQL errors into
+// models errors. SQL here runs on both MySQL 8 and MariaDB 10.11.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	gormmysql "gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/heraldhq/herald/models"
+)
+
+// Store is a handle on one db node's control and queue tables. Safe for concurrent use.
+type Store struct {
+	db      *gorm.DB
+	sql     *sql.DB
+	mariadb bool
+	dsn     string
+}
+
+// NormalizeDSN parses a go-sql-driver DSN and sets what Herald relies on: parseTime,
+// UTC, utf8mb4, and interpolateParams (one round trip per statement).
+func NormalizeDSN(dsn string) (*mysql.Config, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse mysql dsn: %w", err)
+	}
+	cfg.ParseTime = true
+	cfg.Loc = time.UTC
+	cfg.InterpolateParams = true
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["charset"] = "utf8mb4"
+	cfg.Params["time_zone"] = "'+00:00'"
+	cfg.Params["transaction_isolation"] = "'READ-COMMITTED'"
+	if cfg.MaxAllowedPacket == 0 {
+		cfg.MaxAllowedPacket = 64 << 20
+	}
+	return cfg, nil
+}
+
+// Open connects to the db node at dsn, checks the server (auto_increment_increment
+// must be 1, DESIGN §3 gap rule) and returns a Store. It does not migrate.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := NormalizeDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	sqlDB, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		return nil, fmt.Errorf("open mysql: %w", err)
+	}
+	sqlDB.SetMaxOpenConns(64)
+	sqlDB.SetMaxIdleConns(64)
+	sqlDB.SetConnMaxLifetime(time.Hour)
+	if err := sqlDB.PingContext(ctx); err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("connect to mysql at %s: %w", cfg.Addr, err)
+	}
+	var version string
+	var incr int
+	if err := sqlDB.QueryRowContext(ctx, "SELECT VERSION(), @@auto_increment_increment").Scan(&version, &incr); err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("read server version: %w", err)
+	}
+	if incr != 1 {
+		sqlDB.Close()
+		return nil, fmt.Errorf("auto_increment_increment is %d on %s; Herald's gap rule needs 1", incr, cfg.Addr)
+	}
+	gdb, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: sqlDB}), &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		PrepareStmt:            false,
+	})
+	if err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("open gorm: %w", err)
+	}
+	return &Store{db: gdb, sql: sqlDB, mariadb: strings.Contains(strings.ToLower(version), "mariadb"), dsn: cfg.FormatDSN()}, nil
+}
+
+// Close releases the connection pool.
+func (s *Store) Close() error { return s.sql.Close() }
+
+// MariaDB reports whether the server is MariaDB (true) or MySQL (false).
+func (s *Store) MariaDB() bool { return s.mariadb }
+
+// DB returns the underlying *sql.DB, for tests and benchmarks that inspect tables.
+func (s *Store) DB() *sql.DB { return s.sql }
+
+// Ping checks the connection, for /readyz.
+func (s *Store) Ping(ctx context.Context) error { return s.sql.PingContext(ctx) }
+
+// WithTx runs fn in one transaction on a Store bound to it; fn's error rolls back.
+func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return fn(&Store{db: tx, sql: s.sql, mariadb: s.mariadb, dsn: s.dsn})
+	})
+}
+
+// Now returns the database clock (UTC, ms precision). Leases and holes use database
+// time, never local clocks.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	err := s.sql.QueryRowContext(ctx, "SELECT NOW(3)").Scan(&t)
+	return t, err
+}
+
+func isDuplicate(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1062
+}
+
+func notFound(err error, what string) error {
+	if errors.Is(err, gorm.ErrRecordNotFound) || errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, models.ErrNotFound)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

@@ -1,0 +1,51 @@
+package models
+
+import "time"
+
+// QueueState says whether a queue takes writes. A read-only queue keeps delivering
+// its backlog and can then be retired (PMQ's queue read/write states).
+type QueueState string
+
+const (
+	// QueueReadWrite takes publishes and is read by dispatchers.
+	QueueReadWrite QueueState = "read_write"
+	// QueueReadOnly takes no publishes; dispatchers drain it.
+	QueueReadOnly QueueState = "read_only"
+)
+
+// MaxQueuesPerTopic caps the queue count given when a topic is created.
+const MaxQueuesPerTopic = 64
+
+// Topic is a named stream publishers write to. Its queues all live on NodeID.
+type Topic struct {
+	ID        int64
+	Name      string
+	NodeID    int64
+	Queues    []Queue
+	CreatedAt time.Time
+}
+
+// Queue is one partition of a topic, stored as one MySQL table named by its ID
+// only (see QueueTableName). IDs are never reused, so `msg_<queue>_<offset>`
+// names one message for the life of an installation.
+type Queue struct {
+	ID       int64
+	TopicID  int64
+	NodeID   int64
+	Position int // 0-based index within the topic, used for key slots
+	State    QueueState
+}
+
+// QueueTableName returns the table holding queue id: "queue_" and the id in at
+// least six digits. No user string ever reaches a table name.
+func QueueTableName(id int64) string {
+	s := itoa(int(id))
+	for len(s) < 6 {
+		s = "0" + s
+	}
+	return "queue_" + s
+}
+
+// KeySlots is the fixed number of key slots; a keyed message goes to slot
+// fnv32a(key) % KeySlots and the slot maps to queue position slot % len(queues).
+const KeySlots = 1024
