@@ -43,7 +43,6 @@ func NormalizeDSN(dsn string) (*mysql.Config, error) {
 	}
 	cfg.Params["charset"] = "utf8mb4"
 	cfg.Params["time_zone"] = "'+00:00'"
-	cfg.Params["transaction_isolation"] = "'READ-COMMITTED'"
 	if cfg.MaxAllowedPacket == 0 {
 		cfg.MaxAllowedPacket = 64 << 20
 	}

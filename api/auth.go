@@ -1,0 +1,206 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/labstack/echo/v4"
+	"golang.org/x/crypto/bcrypt"
+	"golang.org/x/time/rate"
+
+	"github.com/heraldhq/herald/models"
+)
+
+// keyCacheTTL bounds how long a revoked key keeps working on an api instance (DESIGN §8: ≤5 s).
+const keyCacheTTL = 5 * time.Second
+
+// TokenTTL is the lifetime of console and admin JWTs (DESIGN §8: at most 1 h).
+const TokenTTL = time.Hour
+
+var keyEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// NewAPIKey returns a fresh key `hk_<prefix>_<secret>` (32 random bytes of secret),
+// its prefix and the SHA-256 to store. Keys are random, so a fast hash is right; a
+// slow KDF would only tax every publish (DESIGN §8).
+func NewAPIKey() (key, prefix string, hash []byte) {
+	p := make([]byte, 5)
+	sec := make([]byte, 32)
+	_, _ = rand.Read(p)
+	_, _ = rand.Read(sec)
+	prefix = strings.ToLower(keyEncoding.EncodeToString(p))
+	key = "hk_" + prefix + "_" + strings.ToLower(keyEncoding.EncodeToString(sec))
+	sum := sha256.Sum256([]byte(key))
+	return key, prefix, sum[:]
+}
+
+type cachedKey struct {
+	k  *models.APIKey
+	at time.Time
+}
+
+func apiKeyFrom(c echo.Context) *models.APIKey { return c.Get("apikey").(*models.APIKey) }
+
+func bearer(c echo.Context) string {
+	h := c.Request().Header.Get(echo.HeaderAuthorization)
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// requireAPIKey authenticates publishers: looks the key up by prefix (cached ≤5 s)
+// and compares SHA-256 digests in constant time.
+func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		raw := bearer(c)
+		rest, ok := strings.CutPrefix(raw, "hk_")
+		prefix, _, ok2 := strings.Cut(rest, "_")
+		if !ok || !ok2 || prefix == "" || len(prefix) > 32 {
+			return problem("unauthorized", "send Authorization: Bearer hk_…")
+		}
+		k, err := s.apiKey(c.Request().Context(), prefix)
+		if errors.Is(err, models.ErrNotFound) {
+			return problem("unauthorized", "unknown API key")
+		} else if err != nil {
+			return err
+		}
+		sum := sha256.Sum256([]byte(raw))
+		if subtle.ConstantTimeCompare(sum[:], k.Hash) != 1 || k.RevokedAt != nil {
+			return problem("unauthorized", "invalid or revoked API key")
+		}
+		c.Set("apikey", k)
+		return next(c)
+	}
+}
+
+func (s *Server) apiKey(ctx context.Context, prefix string) (*models.APIKey, error) {
+	if v, ok := s.keys.Load(prefix); ok {
+		ck := v.(*cachedKey)
+		if time.Since(ck.at) < keyCacheTTL {
+			return ck.k, nil
+		}
+	}
+	k, err := s.st.APIKeyGetByPrefix(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	s.keys.Store(prefix, &cachedKey{k: k, at: time.Now()})
+	go func() { _ = s.st.APIKeyTouch(context.WithoutCancel(ctx), k.ID) }()
+	return k, nil
+}
+
+// claims are Herald's JWT claims: the user id as subject plus the token version that
+// revokes all of a user's tokens when bumped.
+type claims struct {
+	Role         string `json:"role"`
+	TokenVersion int64  `json:"tv"`
+	jwt.RegisteredClaims
+}
+
+type loginRequest struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+type loginResponse struct {
+	Token     string `json:"token"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+var loginLimits sync.Map // username → *rate.Limiter
+
+// login checks a username and password (bcrypt) and returns an HS256 JWT valid for
+// TokenTTL. Each username gets 5 attempts per minute.
+func (s *Server) login(c echo.Context) error {
+	body, err := readBody(c, 64<<10)
+	if err != nil {
+		return err
+	}
+	var req loginRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return err
+	}
+	lim, _ := loginLimits.LoadOrStore(req.Username, rate.NewLimiter(rate.Every(12*time.Second), 5))
+	if !lim.(*rate.Limiter).Allow() {
+		return problem("rate-limited", "too many login attempts; wait a minute")
+	}
+	u, err := s.st.UserGetByUsername(c.Request().Context(), req.Username)
+	if err != nil || bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(req.Password)) != nil {
+		return problem("unauthorized", "wrong username or password")
+	}
+	tok, exp, err := s.issueToken(u)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, loginResponse{Token: tok, ExpiresAt: exp.UTC().Format(timeFormat)})
+}
+
+func (s *Server) issueToken(u *models.User) (string, time.Time, error) {
+	now := time.Now()
+	exp := now.Add(TokenTTL)
+	cl := claims{Role: string(u.Role), TokenVersion: u.TokenVersion, RegisteredClaims: jwt.RegisteredClaims{
+		Subject: strconv.FormatInt(u.ID, 10), Issuer: "herald", IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
+	}}
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, cl).SignedString([]byte(s.cfg.JWTSecret))
+	return tok, exp, err
+}
+
+// requireJWT authenticates operators: HS256 only, expiry required, issuer herald,
+// and the user's current token_version.
+func (s *Server) requireJWT(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		raw := bearer(c)
+		if raw == "" {
+			return problem("unauthorized", "send Authorization: Bearer <JWT from /api/v1/auth/login>")
+		}
+		var cl claims
+		_, err := jwt.ParseWithClaims(raw, &cl, func(*jwt.Token) (any, error) { return []byte(s.cfg.JWTSecret), nil },
+			jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithIssuer("herald"))
+		if err != nil {
+			return problem("unauthorized", "invalid token: "+err.Error())
+		}
+		id, _ := strconv.ParseInt(cl.Subject, 10, 64)
+		u, err := s.st.UserGetByID(c.Request().Context(), id)
+		if err != nil || u.TokenVersion != cl.TokenVersion {
+			return problem("unauthorized", "token revoked")
+		}
+		c.Set("user", u)
+		return next(c)
+	}
+}
+
+func userFrom(c echo.Context) *models.User { return c.Get("user").(*models.User) }
+
+var roleRank = map[models.Role]int{models.RoleViewer: 1, models.RoleOperator: 2, models.RoleAdmin: 3}
+
+// requireRole lets through users at least as privileged as r.
+func requireRole(r models.Role) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if roleRank[userFrom(c).Role] < roleRank[r] {
+				return problem("forbidden", fmt.Sprintf("needs role %s", r))
+			}
+			return next(c)
+		}
+	}
+}
+
+// HashPassword returns the bcrypt hash of a user's password (cost 12).
+func HashPassword(pw string) (string, error) {
+	if len(pw) < 8 || len(pw) > 72 {
+		return "", &models.ValidationError{Errors: []models.FieldError{{Pointer: "/password", Detail: "passwords are 8 to 72 bytes"}}}
+	}
+	b, err := bcrypt.GenerateFromPassword([]byte(pw), 12)
+	return string(b), err
+}

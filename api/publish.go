@@ -1,0 +1,339 @@
+package api
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"mime"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/models/store"
+)
+
+// Publish limits (DESIGN §6).
+const (
+	MaxRequestBytes     = 5 << 20
+	MaxMessageBytes     = 1 << 20
+	MaxMessagesPerReq   = 500
+	MaxHeadersPerMsg    = 32
+	MaxHeaderValueBytes = 1024
+)
+
+var headerNameRE = regexp.MustCompile(`^x-[a-z0-9][a-z0-9-]{0,62}$`)
+
+// publishMessage is one message of a publish request.
+type publishMessage struct {
+	Body        json.RawMessage   `json:"body"`
+	BodyBase64  *string           `json:"body_base64"`
+	ContentType string            `json:"content_type"`
+	Key         string            `json:"key"`
+	Tag         string            `json:"tag"`
+	Headers     map[string]string `json:"headers"`
+}
+
+type publishRequest struct {
+	Messages []publishMessage `json:"messages"`
+}
+
+type publishedMessage struct {
+	ID     string `json:"id"`
+	Queue  int64  `json:"queue"`
+	Offset int64  `json:"offset"`
+}
+
+type publishResponse struct {
+	Messages []publishedMessage `json:"messages"`
+}
+
+// readBody reads a JSON request body of at most limit bytes (after gzip, if any).
+func readBody(c echo.Context, limit int64) ([]byte, error) {
+	req := c.Request()
+	ct := req.Header.Get(echo.HeaderContentType)
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		return nil, problem("unsupported-media-type", "Content-Type must be application/json")
+	}
+	r := io.Reader(http.MaxBytesReader(c.Response(), req.Body, limit))
+	switch strings.ToLower(req.Header.Get("Content-Encoding")) {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, problem("malformed-request", "gzip: "+err.Error())
+		}
+		defer zr.Close()
+		r = io.LimitReader(zr, limit+1) // a gzip bomb stops at the limit
+	default:
+		return nil, problem("unsupported-media-type", "Content-Encoding must be gzip or identity")
+	}
+	body, err := io.ReadAll(r)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) || int64(len(body)) > limit {
+		return nil, problem("payload-too-large", fmt.Sprintf("requests are limited to %d bytes", limit))
+	}
+	if err != nil {
+		return nil, problem("malformed-request", "read body: "+err.Error())
+	}
+	return body, nil
+}
+
+// decodeStrict decodes body into v, refusing unknown fields and trailing data.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if strings.HasPrefix(err.Error(), "json: unknown field") {
+			return problem("unknown-field", strings.TrimPrefix(err.Error(), "json: "))
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			p := problem("validation", fmt.Sprintf("%s must be %s", te.Field, te.Type))
+			p.Errors = []models.FieldError{{Pointer: "/" + strings.ReplaceAll(te.Field, ".", "/"), Detail: "must be " + te.Type.String()}}
+			return p
+		}
+		return problem("malformed-request", err.Error())
+	}
+	if dec.More() {
+		return problem("malformed-request", "trailing data after the JSON value")
+	}
+	return nil
+}
+
+// publish stores a request's messages, all or none, and answers 201 with their ids.
+func (s *Server) publish(c echo.Context) error {
+	ctx := c.Request().Context()
+	name := c.Param("topic")
+	key := apiKeyFrom(c)
+	if !models.ValidName(name) || models.ReservedName(name) {
+		if models.ReservedName(name) {
+			return problem("forbidden", "dead-letter topics are written by Herald only")
+		}
+		return problem("topic-not-found", "no topic named "+strconv.Quote(name))
+	}
+	if !key.Allows(name) {
+		return problem("forbidden", "this API key may not publish to "+name)
+	}
+	topic, err := s.topic(ctx, name)
+	if errors.Is(err, models.ErrNotFound) {
+		return problem("topic-not-found", "no topic named "+name)
+	} else if err != nil {
+		return err
+	}
+	body, err := readBody(c, MaxRequestBytes)
+	if err != nil {
+		return err
+	}
+	idemKey := c.Request().Header.Get("Idempotency-Key")
+	var reqHash []byte
+	if idemKey != "" {
+		if !models.ValidLabel(idemKey) {
+			return problem("validation", "Idempotency-Key must be 1 to 255 bytes of UTF-8 without control characters")
+		}
+		sum := sha256.Sum256(body)
+		reqHash = sum[:]
+		if rec, err := s.st.IdempotencyGet(ctx, key.ID, topic.ID, idemKey); err == nil {
+			return replay(c, rec, reqHash)
+		} else if !errors.Is(err, models.ErrNotFound) {
+			return err
+		}
+	}
+	var req publishRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return err
+	}
+	msgs, err := s.buildMessages(c, topic, req.Messages)
+	if err != nil {
+		return err
+	}
+	pr := &store.PublishRequest{Messages: msgs, Respond: respond}
+	if idemKey != "" {
+		pr.Idempotency = &store.IdempotencyRecord{APIKeyID: key.ID, TopicID: topic.ID, Key: idemKey, RequestHash: reqHash}
+	}
+	if err := s.writer.Submit(ctx, pr); err != nil {
+		if idemKey != "" && errors.Is(err, models.ErrConflict) {
+			// A concurrent request with the same key won the race: answer as it did.
+			if rec, gerr := s.st.IdempotencyGet(ctx, key.ID, topic.ID, idemKey); gerr == nil {
+				return replay(c, rec, reqHash)
+			}
+		}
+		s.log.Error("publish failed", "topic", name, "err", err)
+		return problem("unavailable", "the messages were not stored; retry the request")
+	}
+	metrics.Published.WithLabelValues(name).Add(float64(len(msgs)))
+	status, out := respond(pr.Messages)
+	return c.JSONBlob(status, out)
+}
+
+func respond(msgs []models.Message) (int, []byte) {
+	resp := publishResponse{Messages: make([]publishedMessage, len(msgs))}
+	for i, m := range msgs {
+		resp.Messages[i] = publishedMessage{ID: models.MessageID(m.QueueID, m.Offset), Queue: m.QueueID, Offset: m.Offset}
+	}
+	b, _ := json.Marshal(resp)
+	return http.StatusCreated, b
+}
+
+func replay(c echo.Context, rec *store.IdempotencyRecord, reqHash []byte) error {
+	if !bytes.Equal(rec.RequestHash, reqHash) {
+		return problem("idempotency-mismatch", "this Idempotency-Key was used with a different body in the last 24 h")
+	}
+	c.Response().Header().Set("Idempotent-Replayed", "true")
+	return c.JSONBlob(rec.Status, rec.Response)
+}
+
+// buildMessages validates every message and routes it to a queue: keyed messages to
+// their key's slot (never failing over, so per-key order holds), keyless ones of one
+// request together to the next queue in round-robin order.
+func (s *Server) buildMessages(c echo.Context, topic *models.Topic, in []publishMessage) ([]models.Message, error) {
+	var v models.ValidationError
+	if len(in) == 0 {
+		v.Add("/messages", "at least one message is required")
+		return nil, v.Err()
+	}
+	if len(in) > MaxMessagesPerReq {
+		return nil, problem("payload-too-large", fmt.Sprintf("at most %d messages per request", MaxMessagesPerReq))
+	}
+	keyless := s.nextQueue(topic)
+	now := time.Now().UnixMilli()
+	traceID := traceIDFrom(c.Request().Header.Get("traceparent"))
+	ip := c.RealIP()
+	out := make([]models.Message, len(in))
+	for i, m := range in {
+		p := "/messages/" + strconv.Itoa(i)
+		msg := models.Message{Tag: m.Tag, Key: m.Key, ContentType: m.ContentType, CreatedAt: now, TraceID: traceID, ProducerIP: ip}
+		switch {
+		case len(m.Body) > 0 && m.BodyBase64 != nil:
+			v.Add(p, "give body or body_base64, not both")
+		case len(m.Body) > 0:
+			msg.Body = m.Body
+			if msg.ContentType == "" {
+				msg.ContentType = "application/json"
+			}
+		case m.BodyBase64 != nil:
+			b, err := base64.StdEncoding.DecodeString(*m.BodyBase64)
+			if err != nil {
+				v.Add(p+"/body_base64", "not valid base64 (standard alphabet, padded)")
+			}
+			msg.Body = b
+			if msg.ContentType == "" {
+				msg.ContentType = "application/octet-stream"
+			}
+		default:
+			v.Add(p+"/body", "body or body_base64 is required")
+		}
+		if len(msg.Body) > MaxMessageBytes {
+			return nil, problem("payload-too-large", fmt.Sprintf("%s is %d bytes; messages are limited to %d", p, len(msg.Body), MaxMessageBytes))
+		}
+		if !models.ValidLabel(m.Tag) {
+			v.Add(p+"/tag", "tags are at most 255 bytes of UTF-8 without control characters")
+		}
+		if !models.ValidLabel(m.Key) {
+			v.Add(p+"/key", "keys are at most 255 bytes of UTF-8 without control characters")
+		}
+		if _, _, err := mime.ParseMediaType(msg.ContentType); err != nil || len(msg.ContentType) > 255 || !printableASCII(msg.ContentType) {
+			v.Add(p+"/content_type", "must be a media type such as application/json")
+		}
+		if len(m.Headers) > MaxHeadersPerMsg {
+			v.Add(p+"/headers", fmt.Sprintf("at most %d headers", MaxHeadersPerMsg))
+		}
+		for name, val := range m.Headers {
+			lname := strings.ToLower(name)
+			hp := p + "/headers/" + pointerEscape(name)
+			if !headerNameRE.MatchString(lname) {
+				v.Add(hp, "header names are x- followed by letters, digits and dashes (other names are reserved)")
+				continue
+			}
+			if len(val) > MaxHeaderValueBytes || !utf8.ValidString(val) || hasCtl(val) {
+				v.Add(hp, "header values are at most 1024 bytes without control characters")
+				continue
+			}
+			if msg.Headers == nil {
+				msg.Headers = map[string]string{}
+			}
+			msg.Headers[lname] = val
+		}
+		q := keyless
+		if m.Key != "" {
+			q = topic.Queues[keySlot(m.Key)%len(topic.Queues)]
+			if q.State != models.QueueReadWrite {
+				return nil, fmt.Errorf("key %q: %w", m.Key, models.ErrQueueUnavailable)
+			}
+		}
+		msg.QueueID = q.ID
+		out[i] = msg
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func keySlot(key string) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % models.KeySlots)
+}
+
+// nextQueue picks the writable queue for a request's keyless messages, round-robin.
+func (s *Server) nextQueue(t *models.Topic) models.Queue {
+	v, _ := s.rr.LoadOrStore(t.ID, new(uint64))
+	n := atomic.AddUint64(v.(*uint64), 1)
+	for i := range t.Queues {
+		q := t.Queues[(int(n)+i)%len(t.Queues)]
+		if q.State == models.QueueReadWrite {
+			return q
+		}
+	}
+	return t.Queues[int(n)%len(t.Queues)]
+}
+
+func hasCtl(s string) bool {
+	for _, r := range s {
+		if (r < 0x20 && r != '\t') || (r >= 0x7f && r <= 0x9f) {
+			return true
+		}
+	}
+	return false
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func pointerEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// traceIDFrom takes the trace id from a W3C traceparent header, or "".
+func traceIDFrom(tp string) string {
+	parts := strings.Split(tp, "-")
+	if len(parts) != 4 || len(parts[1]) != 32 {
+		return ""
+	}
+	for _, c := range parts[1] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return ""
+		}
+	}
+	return parts[1]
+}

@@ -1,0 +1,121 @@
+// Package app wires Herald's roles (api, dispatcher, worker) from a Config, for the
+// herald binary and for in-process black-box tests.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/heraldhq/herald/api"
+	"github.com/heraldhq/herald/dispatcher"
+	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/groupcommit"
+	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/notify"
+	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/models/store"
+	"github.com/heraldhq/herald/worker"
+)
+
+// Roles selects what a process runs.
+type Roles struct {
+	API, Dispatcher, Worker bool
+}
+
+// All runs every role in one process (`herald all`, `make run`).
+var All = Roles{API: true, Dispatcher: true, Worker: true}
+
+// App is a set of roles sharing one MySQL pool and one Redis client.
+type App struct {
+	Cfg        config.Config
+	Store      *store.Store
+	Redis      redis.UniversalClient
+	RedisOpt   asynq.RedisClientOpt
+	API        *api.Server
+	Writer     *groupcommit.Writer
+	Dispatcher *dispatcher.Dispatcher
+	Worker     *worker.Worker
+	log        *slog.Logger
+}
+
+// Open connects to MySQL and Redis, refuses to continue while migrations are pending
+// (models.ErrMigrationsPending) and builds the selected roles.
+func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger) (*App, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if roles.API {
+		if err := cfg.ValidateAPI(); err != nil {
+			return nil, err
+		}
+	}
+	st, err := store.Open(ctx, cfg.MySQLDSN)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.CheckMigrations(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	ropt := asynq.RedisClientOpt{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: cfg.RedisDB, PoolSize: 64}
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: cfg.RedisDB, PoolSize: 64})
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("connect to redis at %s: %w", cfg.RedisAddr, err)
+	}
+	a := &App{Cfg: cfg, Store: st, Redis: rdb, RedisOpt: ropt, log: log}
+	guard := ssrf.Guard{AllowPrivate: cfg.AllowPrivateEndpoints}
+	if roles.API {
+		n := notify.New(rdb, cfg.Namespace)
+		a.Writer = groupcommit.New(st, n, log)
+		a.API = api.New(cfg, st, rdb, a.Writer, n, guard, log)
+	}
+	if roles.Dispatcher {
+		a.Dispatcher = dispatcher.New(cfg.Dispatcher, cfg.Namespace, st, rdb, ropt, log, nil)
+	}
+	if roles.Worker {
+		a.Worker = worker.New(cfg.Worker, cfg.Namespace, st, rdb, ropt, guard, log)
+	}
+	return a, nil
+}
+
+// Run runs the roles until ctx ends. apiLn is the api's listener (nil: listen on
+// Cfg.HTTPAddr). Shutdown order: the api stops taking requests and the writer
+// flushes what it holds; the worker finishes running POSTs and reports; the
+// dispatcher commits cursors and releases its leases.
+func (a *App) Run(ctx context.Context, apiLn net.Listener) error {
+	eg, ctx := errgroup.WithContext(ctx)
+	if a.API != nil {
+		if apiLn == nil {
+			ln, err := net.Listen("tcp", a.Cfg.HTTPAddr)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w", a.Cfg.HTTPAddr, err)
+			}
+			apiLn = ln
+		}
+		eg.Go(func() error { return a.Writer.Run(ctx) })
+		eg.Go(func() error { return a.API.Serve(ctx, apiLn) })
+	}
+	if a.Worker != nil {
+		eg.Go(func() error { return a.Worker.Run(ctx) })
+	}
+	if a.Dispatcher != nil {
+		eg.Go(func() error { return a.Dispatcher.Run(ctx) })
+	}
+	if a.Cfg.MetricsAddr != "" {
+		eg.Go(func() error { return metrics.Serve(ctx, a.Cfg.MetricsAddr) })
+	}
+	return eg.Wait()
+}
+
+// Close releases MySQL and Redis connections.
+func (a *App) Close() {
+	a.Redis.Close()
+	a.Store.Close()
+}
