@@ -215,7 +215,13 @@ func (s *Server) groupCreate(c echo.Context) error {
 	for _, sub := range req.Subscriptions {
 		g.Subscriptions = append(g.Subscriptions, models.Subscription{Topic: sub.Topic, Tags: sub.Tags})
 	}
-	g.ApplyDefaults()
+	if g.ConsumeFrom == "" {
+		g.ConsumeFrom = models.ConsumeLatest
+	}
+	if g.RetrySchedule == nil {
+		g.RetrySchedule = models.DefaultRetrySchedule
+	}
+	g.Status = models.GroupRunning
 	if err := g.Validate(); err != nil {
 		return err
 	}

@@ -100,13 +100,13 @@ func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState
 	return true
 }
 
-// deadline is 30 s (JobDeadlineBase) + POST rounds × timeout + the rate's time + 10 s.
+// deadline is JobDeadlineBase (40 s) + POST rounds × timeout + the rate's time.
 func (d *Dispatcher) deadline(js *jobState) time.Duration {
 	g := js.cursor.group.g
 	n := len(js.remaining)
 	posts := (n + g.BatchSize - 1) / g.BatchSize
 	rounds := (posts + js.job.Parallelism - 1) / js.job.Parallelism
-	dl := d.cfg.JobDeadlineBase + time.Duration(rounds)*time.Duration(g.TimeoutMS)*time.Millisecond + 10*time.Second
+	dl := d.cfg.JobDeadlineBase + time.Duration(rounds)*time.Duration(g.TimeoutMS)*time.Millisecond
 	if g.RateLimit > 0 {
 		dl += time.Duration(n) * time.Second / time.Duration(g.RateLimit)
 	}
@@ -162,12 +162,12 @@ func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 		}
 		alive, err := d.rdb.Exists(ctx, task.HeartbeatKey(d.namespace, id)).Result()
 		if err == nil && alive > 0 {
-			js.deadline = now.Add(10 * time.Second)
+			js.deadline = now.Add(d.cfg.JobDeadlineBase)
 			continue
 		}
 		info, err := d.inspector.GetTaskInfo(task.AsynqQueue(d.namespace), id)
 		if err == nil && (info.State == asynq.TaskStatePending || info.State == asynq.TaskStateScheduled || info.State == asynq.TaskStateRetry) {
-			js.deadline = now.Add(10 * time.Second)
+			js.deadline = now.Add(d.cfg.JobDeadlineBase)
 			continue
 		}
 		metrics.JobsRedispatched.Inc()

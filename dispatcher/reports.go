@@ -83,7 +83,7 @@ func (d *Dispatcher) applyReport(r task.Report) {
 			}
 		}
 		// A progress report proves the job alive: push its deadline out.
-		if ext := d.now().Add(10 * time.Second); js.deadline.Before(ext) {
+		if ext := d.now().Add(d.cfg.JobDeadlineBase); js.deadline.Before(ext) {
 			js.deadline = ext
 		}
 		if r.Final || len(js.remaining) == 0 {

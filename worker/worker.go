@@ -301,24 +301,24 @@ func (r *reporter) flush(final bool) {
 	}
 }
 
-// heartbeat keeps the job's heartbeat key alive (TTL 10 s) and flushes progress every
-// interval until ctx ends.
+// heartbeat keeps the job's heartbeat key alive (HeartbeatTTL, refreshed every
+// third of it) and flushes progress every interval until ctx ends.
 func (r *reporter) heartbeat(ctx context.Context, interval time.Duration) {
 	key := task.HeartbeatKey(r.w.namespace, r.taskID)
-	r.w.rdb.Set(ctx, key, 1, 10*time.Second)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	beats := 0
+	ttl := r.w.cfg.HeartbeatTTL
+	r.w.rdb.Set(ctx, key, 1, ttl)
+	progress := time.NewTicker(interval)
+	defer progress.Stop()
+	beat := time.NewTicker(ttl / 3)
+	defer beat.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-progress.C:
 			r.flush(false)
-			beats++
-			if beats%3 == 0 {
-				r.w.rdb.Set(ctx, key, 1, 10*time.Second)
-			}
+		case <-beat.C:
+			r.w.rdb.Set(ctx, key, 1, ttl)
 		}
 	}
 }

@@ -58,8 +58,9 @@ type Dispatcher struct {
 	MaxSpan int `env:"MAX_SPAN" envDefault:"2000"`
 	// MaxJobsInFlight caps delivery jobs in flight per cursor. Default 16.
 	MaxJobsInFlight int `env:"MAX_JOBS_IN_FLIGHT" envDefault:"16"`
-	// JobDeadlineBase is the fixed part of a job's deadline (DESIGN: 30 s). Default 30s.
-	JobDeadlineBase time.Duration `env:"JOB_DEADLINE_BASE" envDefault:"30s"`
+	// JobDeadlineBase is the fixed part of a job's deadline (DESIGN §4: 30 s + 10 s);
+	// POST rounds × timeout_ms and the time the group's rate needs are added. Default 40s.
+	JobDeadlineBase time.Duration `env:"JOB_DEADLINE_BASE" envDefault:"40s"`
 	// ReturnBackoff is the first delay before a returned message is sent again; it doubles
 	// per return up to 30 s. Default 1s.
 	ReturnBackoff time.Duration `env:"RETURN_BACKOFF" envDefault:"1s"`
@@ -84,6 +85,9 @@ type Worker struct {
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"20s"`
 	// ResponseCapBytes caps how much of a response body is read. Default 64 KiB.
 	ResponseCapBytes int64 `env:"RESPONSE_CAP_BYTES" envDefault:"65536"`
+	// HeartbeatTTL is how long a running job's heartbeat key lives without a refresh
+	// (refreshed every TTL/3). Default 10s.
+	HeartbeatTTL time.Duration `env:"HEARTBEAT_TTL" envDefault:"10s"`
 	// ProgressInterval is the longest time between a running job's progress reports. Default 1s.
 	ProgressInterval time.Duration `env:"PROGRESS_INTERVAL" envDefault:"1s"`
 }

@@ -1,0 +1,101 @@
+// Command heraldbench measures Herald end to end on one machine: it recreates a
+// database, starts `herald all` as a subprocess, receives its webhooks on a loopback
+// endpoint and writes a markdown report to bench/results/. See bench/README.md.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command-line flags.
+type options struct {
+	herald, fixtures, results string
+	dsn, redisAddr            string
+	scenarios                 string
+	drainN, githubN, publishN int
+	publishers, latencyRate   int
+	publishDur, latencyDur    time.Duration
+	phaseTimeout              time.Duration
+	cpuprofileHerald          bool
+}
+
+func parseFlags() options {
+	var o options
+	flag.StringVar(&o.herald, "herald", "bin/herald", "path of the herald binary")
+	flag.StringVar(&o.fixtures, "fixtures", "../shared/fixtures/github-webhooks", "directory of GitHub webhook JSON files with index.tsv (scenario b)")
+	flag.StringVar(&o.results, "results", "bench/results", "directory for the report and Herald's log")
+	flag.StringVar(&o.dsn, "mysql-dsn", "root@tcp(127.0.0.1:3306)/herald_bench", "DSN of the benchmark database; it is DROPPED and recreated")
+	flag.StringVar(&o.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis address (a fresh namespace is used per run)")
+	flag.StringVar(&o.scenarios, "scenarios", "a,b,c,d", "scenarios to run: a drain 1 KiB, b drain GitHub payloads, c publish throughput, d latency")
+	flag.IntVar(&o.drainN, "n-drain", 50000, "messages in scenario a")
+	flag.IntVar(&o.githubN, "n-github", 20000, "messages in scenario b")
+	flag.IntVar(&o.publishN, "n-publish", 200000, "most messages in scenario c")
+	flag.DurationVar(&o.publishDur, "publish-duration", 10*time.Second, "longest publishing time in scenario c")
+	flag.IntVar(&o.publishers, "publishers", 16, "concurrent publishers in scenario c")
+	flag.IntVar(&o.latencyRate, "latency-rate", 1000, "paced publishes per second in scenario d")
+	flag.DurationVar(&o.latencyDur, "latency-duration", 10*time.Second, "paced publishing time in scenario d (whole seconds)")
+	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 120*time.Second, "longest wait of any phase (publish, drain, receipt)")
+	flag.BoolVar(&o.cpuprofileHerald, "cpuprofile-herald", false, "print how to profile Herald's CPU during a run (nothing is fetched)")
+	flag.Parse()
+	return o
+}
+
+func main() {
+	o := parseFlags()
+	if err := o.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "heraldbench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "heraldbench:", err)
+		os.Exit(1)
+	}
+}
+
+func (o options) validate() error {
+	for _, s := range o.selected() {
+		if !strings.Contains("abcd", s) || len(s) != 1 {
+			return fmt.Errorf("-scenarios: unknown scenario %q (want a,b,c,d)", s)
+		}
+	}
+	if o.drainN < 1 || o.githubN < 1 || o.publishN < 100 || o.publishers < 1 || o.latencyRate < 1 || o.latencyDur < time.Second {
+		return fmt.Errorf("message counts, publishers and rates must be positive, -n-publish ≥ 100, -latency-duration ≥ 1s")
+	}
+	return nil
+}
+
+func (o options) selected() []string {
+	var out []string
+	for s := range strings.SplitSeq(o.scenarios, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (o options) has(s string) bool {
+	for _, x := range o.selected() {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

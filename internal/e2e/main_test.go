@@ -1,0 +1,67 @@
+// Package e2e holds Herald's black-box tests: every role in process on random
+// loopback ports, a real MariaDB database and Redis namespace per test, and loopback
+// receivers that verify signatures with the official Standard Webhooks library.
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/testinfra"
+)
+
+// fixture is one real GitHub webhook payload from testdata.
+type fixture struct {
+	File  string
+	Event string
+	Body  []byte // the JSON value as published: the file without surrounding whitespace
+}
+
+func loadFixtures(t *testing.T) []fixture {
+	t.Helper()
+	dir := filepath.Join("..", "..", "testdata", "github-webhooks")
+	index, err := os.ReadFile(filepath.Join(dir, "index.tsv"))
+	require.NoError(t, err)
+	var out []fixture
+	for _, line := range strings.Split(strings.TrimSpace(string(index)), "\n")[1:] {
+		cols := strings.Split(line, "\t")
+		b, err := os.ReadFile(filepath.Join(dir, cols[0]))
+		require.NoError(t, err)
+		out = append(out, fixture{File: cols[0], Event: cols[1], Body: bytes.TrimSpace(b)})
+	}
+	require.GreaterOrEqual(t, len(out), 50)
+	return out
+}
+
+// rawPublish builds a publish body that embeds each payload's bytes unchanged (a
+// json.Marshal would compact them).
+func rawPublish(bodies [][]byte, tags []string) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"messages":[`)
+	for i, body := range bodies {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		tag, _ := json.Marshal(tags[i])
+		b.WriteString(`{"tag":`)
+		b.Write(tag)
+		b.WriteString(`,"body":`)
+		b.Write(body)
+		b.WriteByte('}')
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+func published(t *testing.T, body []byte) []testinfra.Published {
+	t.Helper()
+	var out struct{ Messages []testinfra.Published }
+	require.NoError(t, json.Unmarshal(body, &out), string(body))
+	return out.Messages
+}
