@@ -37,7 +37,7 @@ const (
 	DefaultMaxInFlight   = 16
 	MaxMaxInFlight       = 1024
 	DefaultTimeoutMS     = 15000
-	MaxTimeoutMS         = 120000
+	MaxTimeoutMS         = 30000
 	DefaultMaxAttempts   = 10
 	MaxBatchWindowMS     = 60000
 )

@@ -6,7 +6,9 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +17,28 @@ import (
 
 	"github.com/heraldhq/herald/internal/testinfra"
 )
+
+// heraldBin is the herald binary built once for tests that run roles as real
+// processes (to kill them).
+var heraldBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "herald-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	heraldBin = filepath.Join(dir, "herald")
+	build := exec.Command("go", "build", "-o", heraldBin, "../../cmd/herald")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build herald:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 // fixture is one real GitHub webhook payload from testdata.
 type fixture struct {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -33,8 +34,7 @@ type Herald struct {
 	Redis   *redis.Client
 	Cfg     config.Config
 	token   string
-	stop    context.CancelFunc
-	done    chan error
+	stops   []func()
 }
 
 var lowerBcrypt sync.Once
@@ -65,6 +65,13 @@ func TestConfig(dsn, ns string) config.Config {
 // StartHerald starts every role with TestConfig, changed by mutate if not nil.
 func StartHerald(t testing.TB, mutate func(*config.Config)) *Herald {
 	t.Helper()
+	return StartHeraldRoles(t, app.All, mutate)
+}
+
+// StartHeraldRoles is StartHerald for a subset of roles; the api role is required
+// (tests drive Herald through it).
+func StartHeraldRoles(t testing.TB, roles app.Roles, mutate func(*config.Config)) *Herald {
+	t.Helper()
 	dsn, st := Database(t)
 	rdb, ns := Redis(t)
 	cfg := TestConfig(dsn, ns)
@@ -72,7 +79,7 @@ func StartHerald(t testing.TB, mutate func(*config.Config)) *Herald {
 		mutate(&cfg)
 	}
 	h := &Herald{t: t, DSN: dsn, Store: st, Redis: rdb, Cfg: cfg}
-	h.Start(app.All)
+	h.Start(roles)
 	lowerBcrypt.Do(func() { api.BcryptCost = 4 }) // bcrypt.MinCost: tests check logic, not the work factor
 	hash, err := api.HashPassword(AdminPassword)
 	require.NoError(t, err)
@@ -97,9 +104,19 @@ func (h *Herald) Start(roles app.Roles) {
 		require.NoError(h.t, err)
 		h.BaseURL = "http://" + ln.Addr().String()
 	}
-	h.stop, h.done = cancel, make(chan error, 1)
-	go func() { h.done <- a.Run(ctx, ln); a.Close() }()
-	h.t.Cleanup(h.Stop)
+	done := make(chan struct{})
+	go func() { _ = a.Run(ctx, ln); a.Close(); close(done) }()
+	h.stops = append(h.stops, func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			h.t.Errorf("herald did not stop within 30 s")
+		}
+	})
+	if len(h.stops) == 1 {
+		h.t.Cleanup(h.Stop)
+	}
 	if roles.API {
 		require.Eventually(h.t, func() bool {
 			resp, err := http.Get(h.BaseURL + "/healthz")
@@ -111,18 +128,26 @@ func (h *Herald) Start(roles app.Roles) {
 	}
 }
 
-// Stop ends the running roles and waits for their graceful shutdown.
+// Stop ends every started set of roles, newest first, and waits for their graceful
+// shutdown.
 func (h *Herald) Stop() {
-	if h.stop == nil {
-		return
+	for i := len(h.stops) - 1; i >= 0; i-- {
+		h.stops[i]()
 	}
-	h.stop()
-	select {
-	case <-h.done:
-	case <-time.After(30 * time.Second):
-		h.t.Errorf("herald did not stop within 30 s")
+	h.stops = nil
+}
+
+// Env returns HERALD_* variables that point a `herald` subprocess at this test's
+// database, Redis namespace and timings.
+func (h *Herald) Env() []string {
+	c := h.Cfg
+	return []string{
+		"HERALD_MYSQL_DSN=" + c.MySQLDSN, "HERALD_REDIS_ADDR=" + c.RedisAddr, "HERALD_NAMESPACE=" + c.Namespace,
+		"HERALD_METRICS_ADDR=127.0.0.1:0", "HERALD_ALLOW_PRIVATE_ENDPOINTS=true",
+		"HERALD_WORKER_HEARTBEAT_TTL=" + c.Worker.HeartbeatTTL.String(),
+		"HERALD_WORKER_SHUTDOWN_TIMEOUT=" + c.Worker.ShutdownTimeout.String(),
+		"HERALD_REDIS_DB=" + strconv.Itoa(c.RedisDB),
 	}
-	h.stop = nil
 }
 
 // Do sends a JSON request (body marshalled unless it is []byte) with an optional

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,6 +24,7 @@ type receiver struct {
 	mu    sync.RWMutex
 	sinks map[string]*sink
 	bufs  sync.Pool
+	conns atomic.Int64 // TCP connections accepted so far
 }
 
 // delivery is the first receipt of one webhook-id.
@@ -55,7 +57,12 @@ func startReceiver() (*receiver, error) {
 	r.bufs.New = func() any { return new(bytes.Buffer) }
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /hook/{sink}", r.handle)
-	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Minute}
+	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 5 * time.Minute,
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				r.conns.Add(1)
+			}
+		}}
 	go r.srv.Serve(l)
 	return r, nil
 }

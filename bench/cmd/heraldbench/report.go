@@ -32,7 +32,6 @@ func (r report) markdown() string {
 	p("| herald | `%s all`, Redis namespace `%s`, database from `%s` |", r.opts.herald, r.namespace, r.opts.dsn)
 	p("| scenarios | %s (phase timeout %s) |", r.opts.scenarios, r.opts.phaseTimeout)
 	p("| floors | MariaDB autocommit INSERT %s; Redis PING %s |", r.floors.commit, r.floors.redisRTT)
-	p("")
 	p("| background load | %.2f cores busy in the second before Herald started |", r.floors.background)
 	p("")
 	p("Herald, MariaDB, Redis and this benchmark (publishers and receiver) share the machine's CPUs. " +

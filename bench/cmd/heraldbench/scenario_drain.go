@@ -60,6 +60,7 @@ func (b *bench) drain(ctx context.Context, s drainSpec) *result {
 	// Drain: from the group create request until the last distinct id arrived.
 	sk, url := b.rcv.newSink(s.key)
 	resetOK := procstat.ResetPeakRSS(b.procs.herald) == nil
+	conns0 := b.rcv.conns.Load()
 	before = b.procs.snap()
 	start := time.Now()
 	secret, err := b.c.createGroup(ctx, groupSpec{name: group, topic: topic, endpoint: url, consumeFrom: "earliest", batchSize: 1, maxInFlight: 64})
@@ -85,6 +86,7 @@ func (b *bench) drain(ctx context.Context, s drainSpec) *result {
 	}
 	b.logf("%s: drained %d of %d", s.key, st.distinct, s.n)
 	r.timelineRow(sk, start)
+	r.info("TCP connections Herald opened to the receiver", fmt.Sprint(b.rcv.conns.Load()-conns0))
 	r.addCPURows(" (drain)", use, int(st.distinct))
 	r.addCPURows(" (publish)", pubUse, s.n)
 	r.peakRSSRow(b.procs.herald, resetOK)

@@ -30,7 +30,7 @@ func (b *bench) scenarioLatency(ctx context.Context) *result {
 	if err := sk.setSecret(secret); err != nil {
 		r.note("signature check off: %v", err)
 	}
-	lt := &latencyRun{b: b, sk: sk, topic: topic, sent: map[string]time.Time{}}
+	lt := &latencyRun{b: b, sk: sk, topic: topic, sent: map[string]time.Time{}, answered: map[string]time.Time{}}
 
 	// Warm-up: the first message published right after the 201 must arrive.
 	if _, err := lt.publishOne(ctx, -1); err != nil {
@@ -47,6 +47,7 @@ func (b *bench) scenarioLatency(ctx context.Context) *result {
 	// Paced phase.
 	n := b.opts.latencyRate * int(b.opts.latencyDur/time.Second)
 	resetOK := procstat.ResetPeakRSS(b.procs.herald) == nil
+	conns0 := b.rcv.conns.Load()
 	before := b.procs.snap()
 	ids, pubDurs, errs := lt.paced(ctx, n, time.Second/time.Duration(b.opts.latencyRate))
 	pctx, cancel := context.WithTimeout(ctx, b.opts.phaseTimeout)
@@ -75,6 +76,10 @@ func (b *bench) scenarioLatency(ctx context.Context) *result {
 	if len(pubDurs) > 0 {
 		r.info("publish request time p50 / p99", ms(pct(pubDurs, 0.5))+" / "+ms(pct(pubDurs, 0.99)))
 	}
+	if after := lt.afterAnswer(ids); len(after) > 0 {
+		r.info("publish answer → receipt p50 / p99", ms(pct(after, 0.5))+" / "+ms(pct(after, 0.99))+" (negative: delivered before the answer)")
+	}
+	r.info("TCP connections Herald opened to the receiver (paced)", fmt.Sprint(b.rcv.conns.Load()-conns0))
 	r.addCPURows(" (paced)", use, len(lats))
 	r.peakRSSRow(b.procs.herald, resetOK)
 
@@ -119,6 +124,7 @@ type latencyRun struct {
 	topic    string
 	mu       sync.Mutex
 	sent     map[string]time.Time
+	answered map[string]time.Time
 	firstErr error
 }
 
@@ -127,6 +133,7 @@ func (lt *latencyRun) publishOne(ctx context.Context, seq int) (string, error) {
 	env := envelope([]outMsg{{body: padBody(seq, 1024)}})
 	t := time.Now()
 	ids, err := lt.b.c.publish(ctx, lt.topic, env)
+	at := time.Now()
 	if err == nil && len(ids) != 1 {
 		err = fmt.Errorf("answer lists %d ids for 1 message", len(ids))
 	}
@@ -135,6 +142,7 @@ func (lt *latencyRun) publishOne(ctx context.Context, seq int) (string, error) {
 	}
 	lt.mu.Lock()
 	lt.sent[ids[0].ID] = t
+	lt.answered[ids[0].ID] = at
 	lt.mu.Unlock()
 	return ids[0].ID, nil
 }
@@ -203,6 +211,20 @@ func (lt *latencyRun) latencies(ids []string) ([]time.Duration, int) {
 	}
 	slices.Sort(out)
 	return out, missing
+}
+
+// afterAnswer returns sorted times from each publish answer to the receipt.
+func (lt *latencyRun) afterAnswer(ids []string) []time.Duration {
+	var out []time.Duration
+	for _, id := range ids {
+		if d, ok := lt.sk.lookup(id); ok {
+			lt.mu.Lock()
+			out = append(out, d.at.Sub(lt.answered[id]))
+			lt.mu.Unlock()
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // waitFor polls until id was received or timeout passed.

@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/worker/task"
+)
+
+// startWorkerProcess runs `herald worker` against h's database and namespace and
+// returns the running command.
+func startWorkerProcess(t *testing.T, h *testinfra.Herald) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(heraldBin, "worker")
+	cmd.Env = append(os.Environ(), h.Env()...)
+	if os.Getenv("HERALD_TEST_LOG") != "" {
+		cmd.Stderr = os.Stderr
+	}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd
+}
+
+// TestWorkerKilledMidPost kills a worker process while its POST is open. The asynq
+// task stays "active" forever; the dispatcher must re-dispatch the job under a new
+// generation once its deadline passes with no report and no heartbeat, and the
+// message must be delivered again with the same webhook-id; the cursor ends right.
+func TestWorkerKilledMidPost(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, nil)
+	h.CreateTopic("crash", 1)
+	r := testinfra.NewReceiver(t)
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	first := true
+	r.Respond = func(d testinfra.Delivery) int {
+		if first {
+			first = false
+			arrived <- struct{}{}
+			<-release // hold the POST open until the worker is dead
+			return 500
+		}
+		return 204
+	}
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "timeout_ms": 2000,
+		"subscriptions": []map[string]any{{"topic": "crash"}}}))
+	key := h.CreateAPIKey("crash")
+
+	worker := startWorkerProcess(t, h)
+	msg := h.Publish(key, "crash", map[string]any{"body": map[string]string{"hello": "world"}})[0]
+	select {
+	case <-arrived:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the first POST never arrived")
+	}
+	require.NoError(t, worker.Process.Signal(syscall.SIGKILL))
+	_ = worker.Wait()
+	close(release)
+
+	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: h.Cfg.RedisAddr})
+	defer insp.Close()
+	active, err := insp.ListActiveTasks(task.AsynqQueue(h.Cfg.Namespace))
+	require.NoError(t, err)
+	require.Len(t, active, 1, "the killed worker's task is left active")
+	require.True(t, strings.HasSuffix(active[0].ID, ":g0"), active[0].ID)
+
+	h.Start(app.Roles{Worker: true}) // a fresh worker
+	r.WaitCount(1, 30*time.Second)
+	ds := r.Get(msg.ID)
+	require.Len(t, ds, 1)
+	require.Equal(t, msg.ID, ds[0].ID)
+	require.True(t, ds[0].Verified)
+	require.JSONEq(t, `{"hello":"world"}`, string(ds[0].Body))
+	waitCommitted(t, h, msg.Queue, msg.Offset)
+}

@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/models"
+)
+
+// holeSetup starts Herald with a one-queue topic and a subscribed group.
+func holeSetup(t *testing.T) (*testinfra.Herald, *testinfra.Receiver, string, int64) {
+	h := testinfra.StartHerald(t, nil)
+	h.CreateTopic("holes", 1)
+	r := testinfra.NewReceiver(t)
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "subscriptions": []map[string]any{{"topic": "holes"}}}))
+	key := h.CreateAPIKey("holes")
+	first := h.Publish(key, "holes", map[string]any{"body": map[string]int{"n": 0}})
+	r.WaitCount(1, 10*time.Second)
+	return h, r, key, first[0].Queue
+}
+
+func cursorOf(t *testing.T, h *testinfra.Herald, queue int64) (int64, []models.Hole) {
+	var off int64
+	var holes []byte
+	require.NoError(t, h.Store.DB().QueryRow("SELECT committed_offset, holes FROM cursors WHERE queue_id = ?", queue).Scan(&off, &holes))
+	var hs []models.Hole
+	require.NoError(t, json.Unmarshal(holes, &hs))
+	return off, hs
+}
+
+// TestHoleCommittedLate holds a publish transaction open while later ids commit and
+// releases it after several polls: its message must still be delivered and the
+// cursor must end past it with no open holes.
+func TestHoleCommittedLate(t *testing.T) {
+	t.Parallel()
+	h, r, key, queue := holeSetup(t)
+	ctx := context.Background()
+	tx, err := h.Store.DB().BeginTx(ctx, nil)
+	require.NoError(t, err)
+	res, err := tx.ExecContext(ctx, "INSERT INTO "+models.QueueTableName(queue)+" (body, content_type, created_at) VALUES ('{\"late\":true}', 'application/json', ?)", time.Now().UnixMilli())
+	require.NoError(t, err)
+	lateID, _ := res.LastInsertId()
+	later := h.Publish(key, "holes", map[string]any{"body": 1}, map[string]any{"body": 2})
+	require.Greater(t, later[0].Offset, lateID)
+	r.WaitCount(3, 10*time.Second)
+	time.Sleep(3 * h.Cfg.Dispatcher.PollInterval) // the hole is seen and re-read on several polls
+	_, holes := waitCommitted(t, h, queue, later[1].Offset)
+	require.Equal(t, []models.Hole{{From: lateID, To: lateID, FirstSeenMS: holes[0].FirstSeenMS}}, holes, "the open hole is listed in the commit")
+	require.NoError(t, tx.Commit())
+
+	lateMsg := models.MessageID(queue, lateID)
+	require.Eventually(t, func() bool { return len(r.Get(lateMsg)) > 0 }, 10*time.Second, 10*time.Millisecond)
+	require.JSONEq(t, `{"late":true}`, string(r.Get(lateMsg)[0].Body))
+	require.Eventually(t, func() bool {
+		off, hs := cursorOf(t, h, queue)
+		return off == later[1].Offset && len(hs) == 0
+	}, 10*time.Second, 20*time.Millisecond)
+}
+
+// TestHoleRolledBack rolls an insert back: the cursor passes the hole once
+// gap_timeout has elapsed, and nothing is delivered for it.
+func TestHoleRolledBack(t *testing.T) {
+	t.Parallel()
+	h, r, key, queue := holeSetup(t)
+	ctx := context.Background()
+	tx, err := h.Store.DB().BeginTx(ctx, nil)
+	require.NoError(t, err)
+	res, err := tx.ExecContext(ctx, "INSERT INTO "+models.QueueTableName(queue)+" (body, content_type, created_at) VALUES ('{}', 'application/json', ?)", time.Now().UnixMilli())
+	require.NoError(t, err)
+	goneID, _ := res.LastInsertId()
+	later := h.Publish(key, "holes", map[string]any{"body": 1})
+	r.WaitCount(2, 10*time.Second)
+	_, holes := waitCommitted(t, h, queue, later[0].Offset)
+	require.Len(t, holes, 1)
+	require.NoError(t, tx.Rollback())
+	require.Eventually(t, func() bool {
+		off, hs := cursorOf(t, h, queue)
+		return off == later[0].Offset && len(hs) == 0
+	}, 15*time.Second, 20*time.Millisecond)
+	open := time.Since(time.UnixMilli(holes[0].FirstSeenMS))
+	require.GreaterOrEqual(t, open, h.Cfg.Dispatcher.GapTimeout, "the hole closed only after gap_timeout")
+	require.Empty(t, r.Get(models.MessageID(queue, goneID)))
+	require.Equal(t, 2, r.Count())
+}
+
+// waitCommitted waits until the cursor of queue is committed at offset and returns it.
+func waitCommitted(t *testing.T, h *testinfra.Herald, queue, offset int64) (int64, []models.Hole) {
+	t.Helper()
+	var off int64
+	var hs []models.Hole
+	require.Eventually(t, func() bool {
+		off, hs = cursorOf(t, h, queue)
+		return off == offset
+	}, 10*time.Second, 20*time.Millisecond, "cursor of queue %d never reached %d", queue, offset)
+	return off, hs
+}
