@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -118,10 +117,8 @@ type loginResponse struct {
 	ExpiresAt string `json:"expires_at"`
 }
 
-var loginLimits sync.Map // username → *rate.Limiter
-
 // login checks a username and password (bcrypt) and returns an HS256 JWT valid for
-// TokenTTL. Each username gets 5 attempts per minute.
+// TokenTTL. Each (username, client IP) gets 5 attempts per minute.
 func (s *Server) login(c echo.Context) error {
 	body, err := readBody(c, 64<<10)
 	if err != nil {
@@ -131,7 +128,7 @@ func (s *Server) login(c echo.Context) error {
 	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
-	lim, _ := loginLimits.LoadOrStore(req.Username, rate.NewLimiter(rate.Every(12*time.Second), 5))
+	lim, _ := s.logins.LoadOrStore(req.Username+"\x00"+c.RealIP(), rate.NewLimiter(rate.Every(12*time.Second), 5))
 	if !lim.(*rate.Limiter).Allow() {
 		return problem("rate-limited", "too many login attempts; wait a minute")
 	}

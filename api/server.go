@@ -46,6 +46,7 @@ type Server struct {
 	keys   sync.Map // prefix → *cachedKey
 	topics sync.Map // name → *cachedTopic
 	rr     sync.Map // topic id → *uint64 round-robin counter
+	logins sync.Map // username + client IP → *rate.Limiter
 }
 
 // New wires the routes. The group-commit writer must be running (its Run) for

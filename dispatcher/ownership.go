@@ -2,7 +2,8 @@ package dispatcher
 
 import (
 	"context"
-	"hash/fnv"
+	"crypto/sha256"
+	"encoding/binary"
 	"os"
 	"slices"
 	"strconv"
@@ -22,11 +23,8 @@ func (d *Dispatcher) heartbeat(ctx context.Context) error {
 func owner(group int64, live []string) string {
 	best, bestScore := "", uint64(0)
 	for _, id := range live {
-		h := fnv.New64a()
-		h.Write([]byte(id))
-		h.Write([]byte{0})
-		h.Write(strconv.AppendInt(nil, group, 10))
-		if s := h.Sum64(); best == "" || s > bestScore {
+		sum := sha256.Sum256(append(append([]byte(id), 0), strconv.AppendInt(nil, group, 10)...))
+		if s := binary.BigEndian.Uint64(sum[:8]); best == "" || s > bestScore {
 			best, bestScore = id, s
 		}
 	}

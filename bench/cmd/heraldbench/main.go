@@ -24,7 +24,7 @@ type options struct {
 	drainN, githubN, publishN int
 	publishers, latencyRate   int
 	publishDur, latencyDur    time.Duration
-	phaseTimeout              time.Duration
+	phaseTimeout, waitQuiet   time.Duration
 	cpuprofileHerald          bool
 }
 
@@ -44,6 +44,7 @@ func parseFlags() options {
 	flag.IntVar(&o.latencyRate, "latency-rate", 1000, "paced publishes per second in scenario d")
 	flag.DurationVar(&o.latencyDur, "latency-duration", 10*time.Second, "paced publishing time in scenario d (whole seconds)")
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 120*time.Second, "longest wait of any phase (publish, drain, receipt)")
+	flag.DurationVar(&o.waitQuiet, "wait-quiet", 0, "before starting, wait up to this long for the machine's background load to drop below 0.25 cores (0: don't wait)")
 	flag.BoolVar(&o.cpuprofileHerald, "cpuprofile-herald", false, "print how to profile Herald's CPU during a run (nothing is fetched)")
 	flag.Parse()
 	return o

@@ -74,10 +74,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer b.db.Close()
-	idle, idleErr := backgroundLoad(time.Second)
-	if idleErr != nil {
-		idle = -1
-	}
+	idle := b.waitQuiet(ctx)
 	fl := measureFloors(ctx, b.db, o.redisAddr)
 	fl.background = idle
 	b.logf("floors: MariaDB commit %s; Redis PING %s", fl.commit, fl.redisRTT)
@@ -183,4 +180,25 @@ func printProfileHint(hp *heraldProc) {
   or, if Herald registers net/http/pprof on its metrics listener (%s):
     go tool pprof -seconds 10 http://%s/debug/pprof/profile
 `, hp.pid(), hp.pid(), hp.metrics, hp.metrics)
+}
+
+// waitQuiet measures the machine's background load over 1 s, repeating for up to
+// -wait-quiet while it is above 0.25 cores; it returns the last figure (-1 unknown).
+func (b *bench) waitQuiet(ctx context.Context) float64 {
+	end := time.Now().Add(b.opts.waitQuiet)
+	for {
+		load, err := backgroundLoad(time.Second)
+		if err != nil {
+			return -1
+		}
+		if load < 0.25 || time.Now().After(end) || ctx.Err() != nil {
+			return load
+		}
+		b.logf("background load %.2f cores; waiting for a quiet machine", load)
+		select {
+		case <-ctx.Done():
+			return load
+		case <-time.After(2 * time.Second):
+		}
+	}
 }

@@ -1,0 +1,88 @@
+package models
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestValidName(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"orders", true}, {"orders.created", true}, {"0-a_b.c", true}, {strings.Repeat("a", 120), true},
+		{"", false}, {".orders", false}, {"Orders", false}, {"a b", false}, {strings.Repeat("a", 121), false},
+		{"ordérs", false}, {"a/b", false}, {"a;drop table", false},
+	} {
+		require.Equal(t, tc.ok, ValidName(tc.name), tc.name)
+	}
+	require.True(t, ReservedName("billing.dlq"))
+	require.False(t, ReservedName("billing.dlqx"))
+}
+
+func TestValidLabel(t *testing.T) {
+	t.Parallel()
+	require.True(t, ValidLabel(""))
+	require.True(t, ValidLabel("push"))
+	require.True(t, ValidLabel("日本語 <script>"))
+	require.True(t, ValidLabel(strings.Repeat("é", 127)))
+	require.False(t, ValidLabel(strings.Repeat("é", 128)), "256 bytes")
+	require.False(t, ValidLabel("a\nb"))
+	require.False(t, ValidLabel("a\u0085b"), "C1 control")
+	require.False(t, ValidLabel("\xff"))
+}
+
+func TestMessageID(t *testing.T) {
+	t.Parallel()
+	id := MessageID(12, 4832)
+	require.Equal(t, "msg_12_4832", id)
+	q, o, err := ParseMessageID(id)
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{12, 4832}, [2]int64{q, o})
+	for _, bad := range []string{"", "msg_", "msg_1", "msg_a_1", "bat_1_2", "msg_0_1", "msg_1_-2"} {
+		_, _, err := ParseMessageID(bad)
+		require.ErrorIs(t, err, ErrInvalid, bad)
+	}
+}
+
+func TestQueueTableName(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "queue_000001", QueueTableName(1))
+	require.Equal(t, "queue_1234567", QueueTableName(1234567))
+}
+
+func TestAPIKeyAllows(t *testing.T) {
+	t.Parallel()
+	k := APIKey{Topics: []string{"orders", "github.*"}}
+	require.True(t, k.Allows("orders"))
+	require.True(t, k.Allows("github.events"))
+	require.False(t, k.Allows("orders.created"))
+	require.False(t, k.Allows("github.events.dlq"), "patterns never match dead-letter topics")
+	require.False(t, (&APIKey{Topics: []string{"*"}}).Allows("x.dlq"))
+	require.True(t, ValidTopicPattern("orders.*"))
+	require.False(t, ValidTopicPattern("Orders"))
+	require.False(t, ValidTopicPattern("[a"))
+}
+
+func TestGroupValidate(t *testing.T) {
+	t.Parallel()
+	g := Group{Name: "billing", EndpointURL: "https://example.com/hook", Subscriptions: []Subscription{{Topic: "orders"}}}
+	g.ApplyDefaults()
+	require.NoError(t, g.Validate())
+	g.BatchSize, g.EndpointURL, g.ConsumeFrom = 0, "https://u:p@example.com", "soon"
+	var v *ValidationError
+	require.ErrorAs(t, g.Validate(), &v)
+	var ptrs []string
+	for _, e := range v.Errors {
+		ptrs = append(ptrs, e.Pointer)
+	}
+	require.ElementsMatch(t, []string{"/batch_size", "/endpoint_url", "/consume_from"}, ptrs)
+	require.True(t, Subscription{}.Matches("anything"))
+	require.False(t, Subscription{Tags: []string{"a"}}.Matches("b"))
+}
