@@ -53,7 +53,13 @@ func newCursorState(c models.Cursor, g *groupState) *cursorState {
 // span is how many offsets lie between the commit and the read position, holes excluded
 // (RocketMQ's consumeConcurrentlyMaxSpan).
 func (c *cursorState) span() int {
-	return int(c.readPos-c.committed) - len(c.holes)
+	above := 0
+	for id := range c.holes {
+		if id > c.committed {
+			above++
+		}
+	}
+	return int(c.readPos-c.committed) - above
 }
 
 // markDone records offset as finished (delivered, filtered out, or a closed hole) and

@@ -19,7 +19,6 @@ import (
 // heraldProc is one `herald all` subprocess and the settings it was started with.
 type heraldProc struct {
 	cmd     *exec.Cmd
-	env     []string
 	baseURL string
 	metrics string // host:port of Herald's /metrics listener
 	logPath string
@@ -117,7 +116,7 @@ func startHerald(s heraldSettings, logPath string) (*heraldProc, error) {
 		logf.Close()
 		return nil, fmt.Errorf("start %s all: %w", s.binary, err)
 	}
-	p := &heraldProc{cmd: cmd, env: cmd.Env, baseURL: "http://" + s.httpAddr, metrics: metrics, logPath: logPath, exited: make(chan struct{})}
+	p := &heraldProc{cmd: cmd, baseURL: "http://" + s.httpAddr, metrics: metrics, logPath: logPath, exited: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		logf.Close()

@@ -95,21 +95,4 @@ func envelope(msgs []outMsg) []byte {
 	return append(b, "]}"...)
 }
 
-// chunk splits msgs into requests of at most perReq messages and maxBytes of bodies.
-func chunk(msgs []outMsg, perReq, maxBytes int) [][]outMsg {
-	var out [][]outMsg
-	start, size := 0, 0
-	for i, m := range msgs {
-		if i > start && (i-start == perReq || size+len(m.body) > maxBytes) {
-			out = append(out, msgs[start:i])
-			start, size = i, 0
-		}
-		size += len(m.body)
-	}
-	if start < len(msgs) {
-		out = append(out, msgs[start:])
-	}
-	return out
-}
-
 func hashOf(b []byte) [sha256.Size]byte { return sha256.Sum256(b) }

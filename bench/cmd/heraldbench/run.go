@@ -66,6 +66,7 @@ func run(ctx context.Context, o options) error {
 		notes = append(notes, "Redis CPU not measured: "+err.Error())
 	}
 
+	idle := b.waitQuiet(ctx)
 	b.logf("recreating database %s", b.schema)
 	if err := recreateDatabase(ctx, o.dsn); err != nil {
 		return err
@@ -74,7 +75,6 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer b.db.Close()
-	idle := b.waitQuiet(ctx)
 	fl := measureFloors(ctx, b.db, o.redisAddr)
 	fl.background = idle
 	b.logf("floors: MariaDB commit %s; Redis PING %s", fl.commit, fl.redisRTT)
