@@ -26,7 +26,8 @@ func TestSplitBatches(t *testing.T) {
 	}
 	require.Equal(t, []int{1, 1, 1, 1}, sizes(splitBatches(ms, 1, 1<<20)))
 	require.Equal(t, []int{3, 1}, sizes(splitBatches(ms, 3, 1<<20)))
-	require.Equal(t, []int{2, 1, 1}, sizes(splitBatches(ms, 10, 10)), "bytes cap; an oversized message goes alone")
+	require.Equal(t, []int{3, 1}, sizes(splitBatches(ms, 10, 10)), "4+4+2 bytes fit a 10-byte cap")
+	require.Equal(t, []int{2, 1, 1}, sizes(splitBatches(ms, 10, 9)), "bytes cap; an oversized message goes alone")
 }
 
 // TestEnvelopeKeepsBodiesExact checks the batch envelope embeds JSON bodies byte for
