@@ -78,6 +78,9 @@ func New(cfg config.Config, st *store.Store, rdb redis.UniversalClient, writer *
 	admin.POST("/groups/:group/pause", s.groupPause, requireRole(models.RoleOperator))
 	admin.POST("/groups/:group/resume", s.groupResume, requireRole(models.RoleOperator))
 	admin.POST("/api-keys", s.apiKeyCreate, requireRole(models.RoleOperator))
+	s.controlRoutes(admin)
+	s.failureRoutes(admin)
+	s.consoleRoutes(e)
 	e.RouteNotFound("/*", func(c echo.Context) error { return problem("not-found", "no route for "+c.Request().URL.Path) })
 	return s
 }
