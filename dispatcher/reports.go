@@ -3,7 +3,11 @@ package dispatcher
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/heraldhq/herald/worker/task"
 )
@@ -11,18 +15,32 @@ import (
 // popReports moves reports from this dispatcher's Redis list to the loop.
 func (d *Dispatcher) popReports(ctx context.Context, out chan<- task.Report) error {
 	key := task.ReportsKey(d.namespace, d.id)
+	blmpop := true // Redis ≥ 7 pops up to 256 reports in one blocking call
 	for ctx.Err() == nil {
-		res, err := d.rdb.BLPop(ctx, time.Second, key).Result()
+		var vals []string
+		var err error
+		if blmpop {
+			_, vals, err = d.rdb.BLMPop(ctx, time.Second, "left", 256, key).Result()
+			if err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
+				blmpop = false
+				continue
+			}
+		} else {
+			var res []string
+			res, err = d.rdb.BLPop(ctx, time.Second, key).Result()
+			if err == nil {
+				vals = []string{res[1]}
+				if more, err := d.rdb.LPopCount(ctx, key, 255).Result(); err == nil {
+					vals = append(vals, more...)
+				}
+			}
+		}
 		if err != nil {
-			if ctx.Err() == nil && err.Error() != "redis: nil" {
+			if ctx.Err() == nil && !errors.Is(err, redis.Nil) {
 				d.log.Warn("pop reports", "err", err)
 				time.Sleep(200 * time.Millisecond)
 			}
 			continue
-		}
-		vals := []string{res[1]}
-		if more, err := d.rdb.LPopCount(ctx, key, 255).Result(); err == nil {
-			vals = append(vals, more...)
 		}
 		for _, v := range vals {
 			var r task.Report

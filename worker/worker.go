@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -240,6 +241,7 @@ type reporter struct {
 	back     map[task.Reason][]int64
 	counters task.Counters
 	final    bool
+	beating  atomic.Bool // the heartbeat key was written
 }
 
 func newReporter(w *Worker, j task.Job) *reporter {
@@ -292,7 +294,7 @@ func (r *reporter) flush(final bool) {
 	defer cancel()
 	pipe := r.w.rdb.Pipeline()
 	pipe.RPush(ctx, task.ReportsKey(r.w.namespace, r.job.Owner), b)
-	if final {
+	if final && r.beating.Load() {
 		pipe.Del(ctx, task.HeartbeatKey(r.w.namespace, r.taskID))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -301,12 +303,12 @@ func (r *reporter) flush(final bool) {
 	}
 }
 
-// heartbeat keeps the job's heartbeat key alive (HeartbeatTTL, refreshed every
-// third of it) and flushes progress every interval until ctx ends.
+// heartbeat flushes progress every interval and, from a third of HeartbeatTTL on,
+// keeps the job's heartbeat key alive, until ctx ends. Short jobs never write the
+// key: the dispatcher's deadline (≥ JobDeadlineBase) covers them.
 func (r *reporter) heartbeat(ctx context.Context, interval time.Duration) {
 	key := task.HeartbeatKey(r.w.namespace, r.taskID)
 	ttl := r.w.cfg.HeartbeatTTL
-	r.w.rdb.Set(ctx, key, 1, ttl)
 	progress := time.NewTicker(interval)
 	defer progress.Stop()
 	beat := time.NewTicker(ttl / 3)
@@ -318,6 +320,7 @@ func (r *reporter) heartbeat(ctx context.Context, interval time.Duration) {
 		case <-progress.C:
 			r.flush(false)
 		case <-beat.C:
+			r.beating.Store(true)
 			r.w.rdb.Set(ctx, key, 1, ttl)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,7 +43,8 @@ func init() {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
-// Serve runs the /metrics listener on addr until ctx ends. An empty addr disables it.
+// Serve runs the /metrics listener (and Go's /debug/pprof profiles) on addr until
+// ctx ends. An empty addr disables it.
 func Serve(ctx context.Context, addr string) error {
 	if addr == "" {
 		<-ctx.Done()
@@ -50,6 +52,10 @@ func Serve(ctx context.Context, addr string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(Registry, promhttp.HandlerOpts{}))
+	// Profiles share the metrics listener: loopback by default, never the api's.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

@@ -16,21 +16,25 @@ type groupRow struct {
 	Name          string
 	EndpointURL   string
 	SigningSecret string
-	BatchSize     int
-	BatchMaxBytes int
-	BatchWindowMS int `gorm:"column:batch_window_ms"`
-	MaxInFlight   int
-	RateLimit     int
-	TimeoutMS     int `gorm:"column:timeout_ms"`
-	MaxAttempts   int
-	RetrySchedule string
-	Ordered       bool
-	ConsumeFrom   string
-	Status        string
-	PausedReason  string
-	ConfigVersion int64
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// PreviousSigningSecret and PreviousSecretExpiresAt keep the rotated-out secret signing
+	// during the overlap window (migration 000003).
+	PreviousSigningSecret   string
+	PreviousSecretExpiresAt *time.Time
+	BatchSize               int
+	BatchMaxBytes           int
+	BatchWindowMS           int `gorm:"column:batch_window_ms"`
+	MaxInFlight             int
+	RateLimit               int
+	TimeoutMS               int `gorm:"column:timeout_ms"`
+	MaxAttempts             int
+	RetrySchedule           string
+	Ordered                 bool
+	ConsumeFrom             string
+	Status                  string
+	PausedReason            string
+	ConfigVersion           int64
+	CreatedAt               time.Time
+	UpdatedAt               time.Time
 }
 
 func (groupRow) TableName() string { return "consumer_groups" }
@@ -83,7 +87,7 @@ func (s *Store) GroupCreate(ctx context.Context, g *models.Group) error {
 	schedule, _ := json.Marshal(g.RetrySchedule)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	row := groupRow{
-		Name: g.Name, EndpointURL: g.EndpointURL, SigningSecret: g.SigningSecret,
+		Name: g.Name, EndpointURL: g.EndpointURL, SigningSecret: s.keys.Seal(g.SigningSecret),
 		BatchSize: g.BatchSize, BatchMaxBytes: g.BatchMaxBytes, BatchWindowMS: g.BatchWindowMS,
 		MaxInFlight: g.MaxInFlight, RateLimit: g.RateLimit, TimeoutMS: g.TimeoutMS,
 		MaxAttempts: g.MaxAttempts, RetrySchedule: string(schedule), Ordered: g.Ordered,
@@ -211,8 +215,17 @@ func (s *Store) withSubscriptions(ctx context.Context, rows []groupRow) ([]*mode
 		byGroup[sj.GroupID] = append(byGroup[sj.GroupID], models.Subscription{TopicID: sj.TopicID, Topic: sj.Name, Tags: tags})
 	}
 	for _, r := range rows {
+		secret, err := s.keys.Open(r.SigningSecret)
+		if err != nil {
+			return nil, fmt.Errorf("open signing secret of group %d: %w", r.ID, err)
+		}
+		prev, err := s.keys.Open(r.PreviousSigningSecret)
+		if err != nil {
+			return nil, fmt.Errorf("open previous signing secret of group %d: %w", r.ID, err)
+		}
 		g := &models.Group{
-			ID: r.ID, Name: r.Name, EndpointURL: r.EndpointURL, SigningSecret: r.SigningSecret,
+			ID: r.ID, Name: r.Name, EndpointURL: r.EndpointURL, SigningSecret: secret,
+			PreviousSigningSecret: prev, PreviousSecretExpiresAt: r.PreviousSecretExpiresAt,
 			Subscriptions: byGroup[r.ID], BatchSize: r.BatchSize, BatchMaxBytes: r.BatchMaxBytes,
 			BatchWindowMS: r.BatchWindowMS, MaxInFlight: r.MaxInFlight, RateLimit: r.RateLimit,
 			TimeoutMS: r.TimeoutMS, MaxAttempts: r.MaxAttempts, Ordered: r.Ordered,

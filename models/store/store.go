@@ -17,6 +17,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/heraldhq/herald/internal/secrets"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -26,6 +27,7 @@ type Store struct {
 	sql     *sql.DB
 	mariadb bool
 	dsn     string
+	keys    *secrets.Keyring // seals signing secrets at rest; nil stores plaintext (UseKeyring)
 }
 
 // NormalizeDSN parses a go-sql-driver DSN and sets what Herald relies on: parseTime,
@@ -104,7 +106,7 @@ func (s *Store) Ping(ctx context.Context) error { return s.sql.PingContext(ctx) 
 // WithTx runs fn in one transaction on a Store bound to it; fn's error rolls back.
 func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, sql: s.sql, mariadb: s.mariadb, dsn: s.dsn})
+		return fn(&Store{db: tx, sql: s.sql, mariadb: s.mariadb, dsn: s.dsn, keys: s.keys})
 	})
 }
 

@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/heraldhq/herald/internal/secrets"
+)
+
+// UseKeyring makes the Store seal signing secrets with k when it writes them and open
+// them when it reads them (DESIGN §8). Call it once, before the Store is shared; a nil
+// or empty Keyring stores plaintext. Plaintext rows written before encryption was
+// enabled are read as they are and resealed by GroupSecretsReseal.
+func (s *Store) UseKeyring(k *secrets.Keyring) { s.keys = k }
+
+// GroupSecretsReseal rewrites every group secret that is not sealed under the primary
+// key (plaintext rows, or rows sealed under an older key), and returns how many rows
+// changed. Each row is updated only if it still holds what was read, so concurrent
+// rotations win. It returns an error wrapping secrets.ErrUnknownKey when a row names
+// a key the Keyring lacks.
+func (s *Store) GroupSecretsReseal(ctx context.Context) (int, error) {
+	if !s.keys.Enabled() {
+		return 0, nil
+	}
+	var rows []groupRow
+	if err := s.db.WithContext(ctx).Select("id", "signing_secret", "previous_signing_secret").Find(&rows).Error; err != nil {
+		return 0, fmt.Errorf("read group secrets: %w", err)
+	}
+	n := 0
+	for _, r := range rows {
+		if s.keys.Current(r.SigningSecret) && s.keys.Current(r.PreviousSigningSecret) {
+			continue
+		}
+		cur, err := s.keys.Open(r.SigningSecret)
+		if err != nil {
+			return n, fmt.Errorf("group %d: %w", r.ID, err)
+		}
+		prev, err := s.keys.Open(r.PreviousSigningSecret)
+		if err != nil {
+			return n, fmt.Errorf("group %d: %w", r.ID, err)
+		}
+		res := s.db.WithContext(ctx).Model(&groupRow{}).
+			Where("id = ? AND signing_secret = ? AND previous_signing_secret = ?", r.ID, r.SigningSecret, r.PreviousSigningSecret).
+			Updates(map[string]any{"signing_secret": s.keys.Seal(cur), "previous_signing_secret": s.keys.Seal(prev)})
+		if res.Error != nil {
+			return n, fmt.Errorf("reseal group %d: %w", r.ID, res.Error)
+		}
+		n += int(res.RowsAffected)
+	}
+	return n, nil
+}
+
+// GroupRotateSecret makes secret the group's signing secret; the old one becomes the
+// previous secret and keeps signing until expiresAt (UTC, ms), as Svix's rotation.
+// A rotation inside an open window drops the older previous secret. It bumps the
+// config version and returns ErrNotFound for an unknown group.
+func (s *Store) GroupRotateSecret(ctx context.Context, id int64, secret string, expiresAt time.Time) error {
+	return s.WithTx(ctx, func(tx *Store) error {
+		var r groupRow
+		if err := tx.db.Clauses(clause.Locking{Strength: "UPDATE"}).Select("id", "signing_secret").Where("id = ?", id).Take(&r).Error; err != nil {
+			return notFound(err, fmt.Sprintf("group %d", id))
+		}
+		cur, err := tx.keys.Open(r.SigningSecret)
+		if err != nil {
+			return fmt.Errorf("group %d: %w", id, err)
+		}
+		exp := expiresAt.UTC().Truncate(time.Millisecond)
+		err = tx.db.Model(&groupRow{}).Where("id = ?", id).Updates(map[string]any{
+			"signing_secret": tx.keys.Seal(secret), "previous_signing_secret": tx.keys.Seal(cur),
+			"previous_secret_expires_at": exp, "config_version": gorm.Expr("config_version + 1"), "updated_at": time.Now().UTC(),
+		}).Error
+		if err != nil {
+			return fmt.Errorf("rotate secret of group %d: %w", id, err)
+		}
+		return nil
+	})
+}

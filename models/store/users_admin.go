@@ -1,0 +1,132 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/heraldhq/herald/models"
+)
+
+// UserList returns up to limit users with id > after, ordered by id. Password hashes
+// are included; callers never show them.
+func (s *Store) UserList(ctx context.Context, after int64, limit int) ([]*models.User, error) {
+	var rows []userRow
+	if err := s.db.WithContext(ctx).Where("id > ?", after).Order("id").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	out := make([]*models.User, len(rows))
+	for i, r := range rows {
+		out[i] = &models.User{ID: r.ID, Username: r.Username, PasswordHash: r.PasswordHash, Role: models.Role(r.Role), TokenVersion: r.TokenVersion, CreatedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
+// UserUpdate changes a user's role and/or password hash (nil leaves it) and bumps
+// token_version, so every token issued before stops working at its next request.
+// It refuses with models.ErrLastAdmin when the change would leave no admin, and
+// returns ErrNotFound for an unknown id.
+func (s *Store) UserUpdate(ctx context.Context, id int64, role *models.Role, passwordHash *string) error {
+	return s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.lockAdmins(id, role == nil || *role == models.RoleAdmin); err != nil {
+			return err
+		}
+		set := map[string]any{"token_version": gorm.Expr("token_version + 1")}
+		if role != nil {
+			set["role"] = string(*role)
+		}
+		if passwordHash != nil {
+			set["password_hash"] = *passwordHash
+		}
+		if err := tx.db.Model(&userRow{}).Where("id = ?", id).Updates(set).Error; err != nil {
+			return fmt.Errorf("update user %d: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// UserRevokeTokens bumps a user's token_version: every JWT issued before stops working.
+func (s *Store) UserRevokeTokens(ctx context.Context, id int64) error {
+	res := s.db.WithContext(ctx).Model(&userRow{}).Where("id = ?", id).Update("token_version", gorm.Expr("token_version + 1"))
+	if res.Error != nil {
+		return fmt.Errorf("revoke tokens of user %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("user %d: %w", id, models.ErrNotFound)
+	}
+	return nil
+}
+
+// UserDelete removes a user (their tokens die with the row). It refuses with
+// models.ErrLastAdmin for the last admin and returns ErrNotFound for an unknown id.
+func (s *Store) UserDelete(ctx context.Context, id int64) error {
+	return s.WithTx(ctx, func(tx *Store) error {
+		if err := tx.lockAdmins(id, false); err != nil {
+			return err
+		}
+		if err := tx.db.Delete(&userRow{}, id).Error; err != nil {
+			return fmt.Errorf("delete user %d: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// lockAdmins locks the user rows, checks that user id exists and, unless it stays an
+// admin, that another admin remains.
+func (s *Store) lockAdmins(id int64, staysAdmin bool) error {
+	var rows []userRow
+	if err := s.db.Clauses(clause.Locking{Strength: "UPDATE"}).Select("id", "role").Find(&rows).Error; err != nil {
+		return fmt.Errorf("lock users: %w", err)
+	}
+	found, admins, isAdmin := false, 0, false
+	for _, r := range rows {
+		if r.Role == string(models.RoleAdmin) {
+			admins++
+		}
+		if r.ID == id {
+			found, isAdmin = true, r.Role == string(models.RoleAdmin)
+		}
+	}
+	if !found {
+		return fmt.Errorf("user %d: %w", id, models.ErrNotFound)
+	}
+	if isAdmin && !staysAdmin && admins <= 1 {
+		return fmt.Errorf("user %d: %w", id, models.ErrLastAdmin)
+	}
+	return nil
+}
+
+// APIKeyList returns up to limit API keys with id > after, ordered by id, revoked
+// ones included (RevokedAt set).
+func (s *Store) APIKeyList(ctx context.Context, after int64, limit int) ([]*models.APIKey, error) {
+	var rows []apiKeyRow
+	if err := s.db.WithContext(ctx).Where("id > ?", after).Order("id").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	out := make([]*models.APIKey, len(rows))
+	for i, r := range rows {
+		k := &models.APIKey{ID: r.ID, Name: r.Name, Prefix: r.Prefix, CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
+		_ = json.Unmarshal(r.Topics, &k.Topics)
+		out[i] = k
+	}
+	return out, nil
+}
+
+// APIKeyRevoke marks key id revoked now and returns it. Revoking twice keeps the first
+// time. Every api instance refuses the key once its ≤5 s cache expires (DESIGN §8).
+// ErrNotFound for an unknown id.
+func (s *Store) APIKeyRevoke(ctx context.Context, id int64) (*models.APIKey, error) {
+	if _, err := s.sql.ExecContext(ctx, "UPDATE api_keys SET revoked_at = NOW(3) WHERE id = ? AND revoked_at IS NULL", id); err != nil {
+		return nil, fmt.Errorf("revoke api key %d: %w", id, err)
+	}
+	var r apiKeyRow
+	if err := s.db.WithContext(ctx).Where("id = ?", id).Take(&r).Error; err != nil {
+		return nil, notFound(err, fmt.Sprintf("api key %d", id))
+	}
+	k := &models.APIKey{ID: r.ID, Name: r.Name, Prefix: r.Prefix, CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
+	_ = json.Unmarshal(r.Topics, &k.Topics)
+	return k, nil
+}
