@@ -31,13 +31,15 @@ import (
 // Clock returns the current time; tests inject their own.
 type Clock func() time.Time
 
-// groupState is an owned group: its settings, credits and rate limiter.
+// groupState is an owned group: its settings, credits, rate limiter, failure
+// counters and breaker (see health.go).
 type groupState struct {
 	g         *models.Group
 	inflightP int // sum of parallelism over in-flight jobs (≤ MaxInFlight)
 	limiter   *rate.Limiter
 	cursors   []*cursorState
 	lastError string
+	health
 }
 
 // Dispatcher is one dispatcher process. Create it with New and start it with Run.
@@ -63,6 +65,11 @@ type Dispatcher struct {
 	refresh     bool // reload groups at the next step
 	wakeAt      time.Time
 	lastPoll    time.Time
+	// outboxDue asks the next poll to append new dead letters to dead-letter topics.
+	outboxDue    bool
+	lastOutbox   time.Time
+	lastPartMgmt time.Time
+	claimSeq     int64
 }
 
 // New returns a Dispatcher with a fresh random id. now may be nil (time.Now).
@@ -78,6 +85,7 @@ func New(cfg config.Dispatcher, namespace string, st *store.Store, rdb redis.Uni
 		st: st, rdb: rdb, client: asynq.NewClient(redisOpt), inspector: asynq.NewInspector(redisOpt), log: log, now: now,
 		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
 		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, dirtyQ: map[int64]bool{},
+		claimSeq: now().UnixNano() / int64(time.Millisecond),
 	}
 }
 
@@ -140,9 +148,11 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 			d.refresh = true
 		case <-commit.C:
 			d.commit(ctx)
+			d.tickHealth(ctx)
 		case <-poll.C:
 			d.poll(ctx)
 			d.checkDeadlines(ctx)
+			d.maintain(ctx)
 			d.updateLag()
 		case <-wake.C:
 		}
@@ -180,6 +190,9 @@ func (d *Dispatcher) onEvent(ev notify.Event) {
 	}
 	if ev.Group > 0 {
 		d.refresh = true
+		if gs := d.groups[ev.Group]; gs != nil {
+			gs.nextRetry = time.Time{} // a redrive may have made retries due
+		}
 	}
 }
 

@@ -16,40 +16,70 @@ import (
 // credits it holds, and when the dispatcher stops waiting for it.
 type jobState struct {
 	job       task.Job
-	cursor    *cursorState
+	group     *groupState
+	cursor    *cursorState // nil for a retry job
 	remaining map[int64]bool
 	deadline  time.Time
 }
 
-// cut turns pending messages into delivery jobs for every running group, within the
-// group's in-flight credits, its rate and each cursor's job cap.
+// cut turns pending messages and due retries into delivery jobs for every running
+// group, within the group's in-flight credits, its (effective) rate and each
+// cursor's job cap; a throttled group or an open breaker sends nothing, and a
+// half-open breaker sends one probe batch.
 func (d *Dispatcher) cut(ctx context.Context) {
 	now := d.now()
 	for _, gs := range d.groups {
-		if gs.g.Status != models.GroupRunning {
+		if gs.g.Status != models.GroupRunning || !d.mayCut(gs, now) {
+			continue
+		}
+		if gs.breaker == breakerHalfOpen {
+			d.cutProbe(ctx, gs, now)
 			continue
 		}
 		for _, cs := range gs.cursors {
-			for d.cutOne(ctx, gs, cs, now) {
+			for d.cutOne(ctx, gs, cs, now, false) {
 			}
 		}
+		d.cutRetries(ctx, gs, now)
 	}
 }
 
-// cutOne cuts at most one job from cs and reports whether another might follow.
-func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState, now time.Time) bool {
+// cutProbe sends the breaker's one test batch from the head of the backlog, or from
+// the retry topic when no first delivery waits.
+func (d *Dispatcher) cutProbe(ctx context.Context, gs *groupState, now time.Time) {
+	for _, cs := range gs.cursors {
+		if d.cutOne(ctx, gs, cs, now, true) {
+			gs.probing = true
+			return
+		}
+	}
+	if d.claimRetries(ctx, gs, now, gs.g.BatchSize, true) {
+		gs.probing = true
+	}
+}
+
+// cutOne cuts at most one job from cs and reports whether another might follow. A
+// probe is one batch.
+func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState, now time.Time, probe bool) bool {
 	g := gs.g
 	if len(cs.pending) == 0 || cs.jobs >= d.cfg.MaxJobsInFlight || gs.inflightP >= g.MaxInFlight {
 		return false
 	}
-	n := d.cfg.JobSize
-	if g.RateLimit > 0 {
-		tokens := int(gs.limiter.TokensAt(now))
-		if tokens < 1 {
-			d.wakeBy(now.Add(time.Second / time.Duration(g.RateLimit)))
+	if g.BatchWindowMS > 0 && len(cs.pending) < g.BatchSize && !probe {
+		// A partial batch waits up to batch_window_ms for more (Lambda's batching window).
+		due := time.UnixMilli(cs.pending[0].createdAt).Add(time.Duration(g.BatchWindowMS) * time.Millisecond)
+		if now.Before(due) {
+			d.wakeBy(due)
 			return false
 		}
-		n = min(n, tokens)
+	}
+	n := d.cfg.JobSize
+	if probe {
+		n = g.BatchSize
+	}
+	if n = gs.tokens(now, n); n < 1 {
+		d.wakeBy(gs.nextToken(now))
+		return false
 	}
 	nowMS := now.UnixMilli()
 	var take []pendingMsg
@@ -72,9 +102,7 @@ func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState
 	if len(take) == 0 {
 		return false
 	}
-	if g.RateLimit > 0 {
-		gs.limiter.AllowN(now, len(take))
-	}
+	gs.limiter.AllowN(now, len(take))
 	posts := (len(take) + g.BatchSize - 1) / g.BatchSize
 	// A job takes at most half the group's credits so the next job can start while
 	// this one's last POSTs finish.
@@ -83,8 +111,8 @@ func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState
 	for i, t := range take {
 		offsets[i] = t.offset
 	}
-	j := task.Job{Group: g.ID, Queue: cs.queueID, Version: cs.version, Owner: d.id, Offsets: task.Ranges(offsets), Parallelism: p, Attempt: 1}
-	js := &jobState{job: j, cursor: cs, remaining: make(map[int64]bool, len(take))}
+	j := task.Job{Group: g.ID, Queue: cs.queueID, Version: cs.version, Owner: d.id, Offsets: task.Ranges(offsets), Parallelism: p, Attempt: 1, Probe: probe}
+	js := &jobState{job: j, group: gs, cursor: cs, remaining: make(map[int64]bool, len(take))}
 	for _, t := range take {
 		js.remaining[t.offset] = true
 		cs.inflight[t.offset] = inflightMsg{job: js, createdAt: t.createdAt, returns: t.returns}
@@ -102,7 +130,7 @@ func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState
 
 // deadline is JobDeadlineBase (40 s) + POST rounds × timeout + the rate's time.
 func (d *Dispatcher) deadline(js *jobState) time.Duration {
-	g := js.cursor.group.g
+	g := js.group.g
 	n := len(js.remaining)
 	posts := (n + g.BatchSize - 1) / g.BatchSize
 	rounds := (posts + js.job.Parallelism - 1) / js.job.Parallelism
@@ -136,7 +164,15 @@ func (d *Dispatcher) finishJob(js *jobState, backoff time.Duration) {
 		return
 	}
 	delete(d.jobs, js.job.TaskID())
-	cs.group.inflightP -= js.job.Parallelism
+	js.group.inflightP -= js.job.Parallelism
+	if js.job.Probe {
+		js.group.probing = false
+	}
+	if cs == nil {
+		// A retry job's unreported rows become due again when their claim lease ends.
+		js.group.retryDueBy(d.now().Add(d.cfg.JobDeadlineBase))
+		return
+	}
 	cs.jobs--
 	notBefore := d.now().Add(backoff).UnixMilli()
 	for off := range js.remaining {
@@ -173,7 +209,7 @@ func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 		metrics.JobsRedispatched.Inc()
 		if js.job.Generation+1 >= d.cfg.MaxGenerations {
 			d.log.Warn("job exhausted its generations without reports; backing off", "task", id, "class", "no_report")
-			js.cursor.group.lastError = "no_report"
+			js.group.lastError = "no_report"
 			d.finishJob(js, 30*time.Second)
 			continue
 		}
@@ -191,11 +227,25 @@ func (d *Dispatcher) redispatch(ctx context.Context, old *jobState, now time.Tim
 	j := old.job
 	j.Generation++
 	j.Offsets = task.Ranges(offsets)
-	js := &jobState{job: j, cursor: cs, remaining: old.remaining}
-	for off := range js.remaining {
-		inf := cs.inflight[off]
-		inf.job = js
-		cs.inflight[off] = inf
+	if j.Retry {
+		was := map[int64]int{}
+		for i, off := range task.Expand(old.job.Offsets) {
+			if i < len(old.job.Attempts) {
+				was[off] = old.job.Attempts[i]
+			}
+		}
+		j.Attempts = nil
+		for _, off := range task.Expand(j.Offsets) {
+			j.Attempts = append(j.Attempts, was[off])
+		}
+	}
+	js := &jobState{job: j, group: old.group, cursor: cs, remaining: old.remaining}
+	if cs != nil {
+		for off := range js.remaining {
+			inf := cs.inflight[off]
+			inf.job = js
+			cs.inflight[off] = inf
+		}
 	}
 	d.jobs[j.TaskID()] = js
 	d.log.Info("re-dispatching job without reports", "task", j.TaskID())

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -65,10 +66,13 @@ func (d *Dispatcher) rebalance(ctx context.Context) {
 			gs = &groupState{g: g}
 			d.groups[id] = gs
 		}
-		if gs.g.ConfigVersion != g.ConfigVersion || gs.limiter == nil {
-			gs.limiter = newLimiter(g.RateLimit)
-		}
+		changed := gs.g.ConfigVersion != g.ConfigVersion || gs.limiter == nil
 		gs.g = g
+		if changed {
+			gs.limiter = newLimiter(g.RateLimit)
+			gs.applyRate(d.now())
+			gs.nextRetry = time.Time{}
+		}
 		want = append(want, id)
 	}
 	if len(want) == 0 {

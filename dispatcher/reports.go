@@ -58,54 +58,85 @@ func (d *Dispatcher) popReports(ctx context.Context, out chan<- task.Report) err
 	return nil
 }
 
-// returnBackoff is the delay before a message returned after a failed POST is sent
-// again: ReturnBackoff doubling per return, at most 30 s. The retry topic (next
-// issue) replaces this interim rule.
+// returnBackoff is the delay before a message returned unattempted (shutdown, a
+// store error) is sent again: ReturnBackoff doubling per return, at most 30 s.
 func (d *Dispatcher) returnBackoff(returns int) time.Duration {
 	b := d.cfg.ReturnBackoff << min(returns, 10)
 	return min(b, 30*time.Second)
 }
 
-// applyReport marks delivered offsets done (final and idempotent, whatever job or
-// generation reported them) and puts returned ones back to send, if the report is
-// from the job that currently holds them. Reports of another cursor version are dropped.
+// applyReport applies a worker's report. For a first-delivery job, delivered,
+// retry-written and dead-lettered offsets are done for the cursor (final and
+// idempotent, whatever job or generation reported them), and returned ones go back
+// to send if the report is from the job that holds them; reports of another cursor
+// version are dropped. Every report feeds the group's counters and breaker.
 func (d *Dispatcher) applyReport(r task.Report) {
+	gs := d.groups[r.Group]
+	if gs == nil {
+		return
+	}
+	js := d.jobs[r.TaskID]
+	d.observe(gs, r)
+	if r.NextDueMS > 0 {
+		gs.retryDueBy(time.UnixMilli(r.NextDueMS))
+	}
+	if len(r.DeadLettered) > 0 {
+		d.outboxDue = true
+	}
+	if r.Retry {
+		if js != nil {
+			for _, rs := range [][]task.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
+				for _, off := range task.Expand(rs) {
+					delete(js.remaining, off)
+				}
+			}
+			for _, rs := range r.Returned {
+				for _, off := range task.Expand(rs) {
+					delete(js.remaining, off)
+				}
+				gs.retryDueBy(d.now())
+			}
+			if r.Final || len(js.remaining) == 0 {
+				d.finishJob(js, 0)
+			}
+		}
+		return
+	}
 	cs := d.byGQ[[2]int64{r.Group, r.Queue}]
 	if cs == nil || cs.version != r.Version {
 		return
 	}
-	for _, off := range task.Expand(r.Delivered) {
-		cs.markDone(off)
+	for _, rs := range [][]task.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
+		for _, off := range task.Expand(rs) {
+			cs.markDone(off)
+		}
 	}
-	js := d.jobs[r.TaskID]
-	if r.Counters.LastError != "" {
-		cs.group.lastError = r.Counters.LastError
+	if js == nil {
+		return
 	}
-	if js != nil {
-		nowMS := d.now().UnixMilli()
-		for reason, rs := range r.Returned {
-			for _, off := range task.Expand(rs) {
-				inf, ok := cs.inflight[off]
-				if !ok || inf.job != js {
-					continue
-				}
-				delete(cs.inflight, off)
-				delete(js.remaining, off)
-				p := pendingMsg{offset: off, createdAt: inf.createdAt, returns: inf.returns}
-				if reason == task.ReasonFailed {
-					p.returns++
-					p.notBefore = nowMS + d.returnBackoff(inf.returns).Milliseconds()
-					d.wakeBy(time.UnixMilli(p.notBefore))
-				}
-				cs.pending = append(cs.pending, p)
+	nowMS := d.now().UnixMilli()
+	for reason, rs := range r.Returned {
+		for _, off := range task.Expand(rs) {
+			inf, ok := cs.inflight[off]
+			if !ok || inf.job != js {
+				continue
 			}
+			delete(cs.inflight, off)
+			delete(js.remaining, off)
+			p := pendingMsg{offset: off, createdAt: inf.createdAt, returns: inf.returns}
+			if reason == task.ReasonShutdown {
+				p.returns++
+				p.notBefore = nowMS + d.returnBackoff(inf.returns).Milliseconds()
+				d.wakeBy(time.UnixMilli(p.notBefore))
+			}
+			cs.pending = append(cs.pending, p)
 		}
-		// A progress report proves the job alive: push its deadline out.
-		if ext := d.now().Add(d.cfg.JobDeadlineBase); js.deadline.Before(ext) {
-			js.deadline = ext
-		}
-		if r.Final || len(js.remaining) == 0 {
-			d.finishJob(js, time.Second)
-		}
+	}
+	// A progress report proves the job alive: push its deadline out.
+	if ext := d.now().Add(d.cfg.JobDeadlineBase); js.deadline.Before(ext) {
+		js.deadline = ext
+	}
+	if r.Final || len(js.remaining) == 0 {
+		d.finishJob(js, time.Second)
 	}
 }

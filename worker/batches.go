@@ -49,7 +49,7 @@ func batchID(group int64, msgs []models.Message) string {
 
 // envelope renders a batch > 1 as {"messages":[…]}: JSON bodies embedded as the
 // exact bytes published (no re-encoding, no HTML escaping), others as body_base64.
-func envelope(topic string, attempt int, msgs []models.Message) []byte {
+func envelope(topic string, attempt func(offset int64) int, msgs []models.Message) []byte {
 	size := 16
 	for _, m := range msgs {
 		size += len(m.Body)*4/3 + 256
@@ -82,7 +82,7 @@ func envelope(topic string, attempt int, msgs []models.Message) []byte {
 		b = append(b, `,"published_at":"`...)
 		b = time.UnixMilli(m.CreatedAt).UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
 		b = append(b, `","attempt":`...)
-		b = strconv.AppendInt(b, int64(attempt), 10)
+		b = strconv.AppendInt(b, int64(attempt(m.Offset)), 10)
 		b = append(b, `,"content_type":`...)
 		b = appendString(b, m.ContentType)
 		if isJSON(m.ContentType) && json.Valid(m.Body) {

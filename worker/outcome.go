@@ -1,13 +1,18 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/heraldhq/herald/internal/ssrf"
 )
@@ -18,9 +23,19 @@ type Kind string
 const (
 	// KindDelivered: 2xx; every message of the batch is done.
 	KindDelivered Kind = "delivered"
+	// KindPartial: 2xx with {"failed":["msg_…"]}: the listed messages failed, the rest
+	// are delivered (PMQ's failIds, AWS Lambda's batchItemFailures).
+	KindPartial Kind = "partial"
+	// KindThrottled: 429, or 503 with Retry-After: messages returned, no attempt counted.
+	KindThrottled Kind = "throttled"
+	// KindGone: 410: the group is paused with a reason, messages returned.
+	KindGone Kind = "gone"
 	// KindFailed: any other status or a transport error; an attempt is counted.
 	KindFailed Kind = "failed"
 )
+
+// Kinds lists every Kind.
+func Kinds() []Kind { return []Kind{KindDelivered, KindPartial, KindThrottled, KindGone, KindFailed} }
 
 // ErrorClass names why a POST failed, as recorded on delivery attempts.
 type ErrorClass string
@@ -35,29 +50,98 @@ const (
 	ClassRedirect   ErrorClass = "redirect"
 	ClassBlocked    ErrorClass = "blocked_destination"
 	ClassHTTPStatus ErrorClass = "http_status"
-	ClassOther      ErrorClass = "other"
+	// ClassPartialMalformed: a 2xx whose {"failed": …} is not a list of message ids.
+	ClassPartialMalformed ErrorClass = "partial_malformed"
+	ClassOther            ErrorClass = "other"
 )
 
-// Outcome is the classified result of one POST.
+// Retry-After clamps (DESIGN §5).
+const (
+	MinRetryAfter     = time.Second
+	MaxRetryAfter     = 10 * time.Minute
+	DefaultRetryAfter = 5 * time.Second
+)
+
+// Outcome is the classified result of one POST. Failed lists the message ids a
+// partial answer named; RetryAfter is the clamped delay a throttle asked for.
 type Outcome struct {
-	Kind   Kind
-	Status int // HTTP status, 0 when no response
-	Class  ErrorClass
+	Kind       Kind
+	Status     int // HTTP status, 0 when no response
+	Class      ErrorClass
+	Failed     []string
+	RetryAfter time.Duration
 }
 
-// Classify turns a status code (0 if none) and transport error into an Outcome.
-func Classify(status int, err error) Outcome {
+// Classify turns a response (status 0 and err set when none) into an Outcome:
+// retryAfter is the Retry-After header, body the start of the response body.
+func Classify(status int, retryAfter string, body []byte, err error) Outcome {
 	if err != nil {
 		return Outcome{Kind: KindFailed, Class: classifyErr(err)}
 	}
 	switch {
 	case status >= 200 && status < 300:
-		return Outcome{Kind: KindDelivered, Status: status}
+		return classifySuccess(status, body)
+	case status == http.StatusTooManyRequests:
+		ra, ok := parseRetryAfter(retryAfter, time.Now())
+		if !ok {
+			ra = DefaultRetryAfter
+		}
+		return Outcome{Kind: KindThrottled, Status: status, RetryAfter: ra}
+	case status == http.StatusServiceUnavailable && retryAfter != "":
+		if ra, ok := parseRetryAfter(retryAfter, time.Now()); ok {
+			return Outcome{Kind: KindThrottled, Status: status, RetryAfter: ra}
+		}
+		return Outcome{Kind: KindFailed, Status: status, Class: ClassHTTPStatus}
+	case status == http.StatusGone:
+		return Outcome{Kind: KindGone, Status: status}
 	case status >= 300 && status < 400:
 		return Outcome{Kind: KindFailed, Status: status, Class: ClassRedirect}
 	default:
 		return Outcome{Kind: KindFailed, Status: status, Class: ClassHTTPStatus}
 	}
+}
+
+// classifySuccess reads a 2xx body: empty, non-JSON or without "failed" means all
+// delivered; {"failed":["msg_…",…]} a partial failure; any other "failed" value fails
+// the whole batch.
+func classifySuccess(status int, body []byte) Outcome {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '{' || !bytes.Contains(body, []byte(`"failed"`)) {
+		return Outcome{Kind: KindDelivered, Status: status}
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(body, &probe) != nil {
+		return Outcome{Kind: KindDelivered, Status: status}
+	}
+	raw, ok := probe["failed"]
+	if !ok {
+		return Outcome{Kind: KindDelivered, Status: status}
+	}
+	var ids []string
+	if err := json.Unmarshal(raw, &ids); err != nil {
+		return Outcome{Kind: KindFailed, Status: status, Class: ClassPartialMalformed}
+	}
+	if len(ids) == 0 {
+		return Outcome{Kind: KindDelivered, Status: status}
+	}
+	return Outcome{Kind: KindPartial, Status: status, Failed: ids}
+}
+
+// parseRetryAfter reads delta-seconds or an HTTP date, clamped to [1 s, 10 min].
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		d = time.Duration(min(n, 1<<20)) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	} else {
+		return 0, false
+	}
+	return min(max(d, MinRetryAfter), MaxRetryAfter), true
 }
 
 func classifyErr(err error) ErrorClass {
@@ -90,8 +174,12 @@ func classifyErr(err error) ErrorClass {
 
 // String renders an outcome for a report's last error, e.g. "http_status 500".
 func (o Outcome) String() string {
-	if o.Kind == KindDelivered {
-		return "delivered"
+	switch o.Kind {
+	case KindDelivered, KindPartial, KindThrottled, KindGone:
+		if o.Kind != KindPartial && o.Kind != KindDelivered {
+			return string(o.Kind) + " " + strconv.Itoa(o.Status)
+		}
+		return string(o.Kind)
 	}
 	if o.Status > 0 {
 		return string(o.Class) + " " + strconv.Itoa(o.Status)

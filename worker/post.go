@@ -41,9 +41,13 @@ func newClient(guard ssrf.Guard) *http.Client {
 // deniedHeaders are publisher headers never forwarded even though they start with x-.
 var deniedHeaders = map[string]bool{"x-forwarded-for": true, "x-forwarded-host": true, "x-forwarded-proto": true, "x-real-ip": true}
 
-// post sends one batch and classifies the answer. The timestamp and signature are
-// made immediately before the POST.
-func (w *Worker) post(ctx context.Context, g *cachedGroup, topic string, attempt int, msgs []models.Message) Outcome {
+// excerptBytes caps the response excerpt kept on a failed attempt.
+const excerptBytes = 4 << 10
+
+// post sends one batch and classifies the answer; for a failure it also returns the
+// start of the response body. The timestamp and signature are made immediately
+// before the POST. attempt gives each message's attempt number.
+func (w *Worker) post(ctx context.Context, g *cachedGroup, topic string, attempt func(offset int64) int, msgs []models.Message) (Outcome, []byte) {
 	var body []byte
 	var id, contentType string
 	if len(msgs) == 1 && g.BatchSize == 1 {
@@ -56,7 +60,7 @@ func (w *Worker) post(ctx context.Context, g *cachedGroup, topic string, attempt
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.EndpointURL, bytes.NewReader(body))
 	if err != nil {
-		return Outcome{Kind: KindFailed, Class: ClassOther}
+		return Outcome{Kind: KindFailed, Class: ClassOther}, nil
 	}
 	h := req.Header
 	if len(msgs) == 1 && g.BatchSize == 1 {
@@ -68,7 +72,7 @@ func (w *Worker) post(ctx context.Context, g *cachedGroup, topic string, attempt
 		}
 		h["Herald-Tag"] = []string{m.Tag}
 		h["Herald-Key"] = []string{m.Key}
-		h["Herald-Attempt"] = []string{strconv.Itoa(attempt)}
+		h["Herald-Attempt"] = []string{strconv.Itoa(attempt(m.Offset))}
 	}
 	h["Content-Type"] = []string{contentType}
 	h["User-Agent"] = []string{"Herald-Webhooks/1"}
@@ -78,19 +82,31 @@ func (w *Worker) post(ctx context.Context, g *cachedGroup, topic string, attempt
 	ts := time.Now().Unix()
 	h["Webhook-Id"] = []string{id}
 	h["Webhook-Timestamp"] = []string{strconv.FormatInt(ts, 10)}
-	h["Webhook-Signature"] = []string{g.signer.Sign(id, ts, body)}
+	h["Webhook-Signature"] = []string{g.sign(id, ts, body)}
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return Classify(0, err)
+		return Classify(0, "", nil, err), nil
 	}
-	_, rerr := io.Copy(io.Discard, io.LimitReader(resp.Body, w.cfg.ResponseCapBytes))
-	resp.Body.Close()
-	out := Classify(resp.StatusCode, nil)
-	if rerr != nil && out.Kind == KindDelivered {
-		// The endpoint answered 2xx; a broken body afterwards does not undo delivery.
-		return out
+	defer resp.Body.Close()
+	var head []byte
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 && resp.ContentLength != 0 {
+		// Only a 2xx body can carry {"failed":[…]}; read it up to the cap.
+		head, err = io.ReadAll(io.LimitReader(resp.Body, w.cfg.ResponseCapBytes))
+	} else if resp.StatusCode >= 300 {
+		head, err = io.ReadAll(io.LimitReader(resp.Body, excerptBytes))
+		if err == nil {
+			_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, w.cfg.ResponseCapBytes))
+		}
 	}
-	return out
+	out := Classify(resp.StatusCode, resp.Header.Get("Retry-After"), head, nil)
+	if err != nil && out.Kind != KindDelivered {
+		// A reset or timeout while reading the answer is the POST's failure class.
+		out = Outcome{Kind: KindFailed, Status: resp.StatusCode, Class: classifyErr(err)}
+	}
+	if out.Kind == KindDelivered || out.Kind == KindPartial {
+		return out, nil
+	}
+	return out, head
 }
 
 // traceparent continues the publisher's W3C trace when one was given (32 hex
@@ -106,9 +122,22 @@ func traceparent(traceID string) string {
 	return "00-" + traceID + "-" + hex.EncodeToString(span[:]) + "-01"
 }
 
-// cachedGroup is a group with its decoded signer.
+// cachedGroup is a group with its decoded signers: the current secret and, during a
+// rotation's overlap window, the previous one.
 type cachedGroup struct {
 	*models.Group
-	signer   *signing.Signer
+	signers  []*signing.Signer
 	loadedAt time.Time
+}
+
+// sign returns the webhook-signature header: one `v1,` signature per valid secret.
+func (g *cachedGroup) sign(id string, ts int64, body []byte) string {
+	out := ""
+	for i, s := range g.signers {
+		if i > 0 {
+			out += " "
+		}
+		out += s.Sign(id, ts, body)
+	}
+	return out
 }

@@ -36,8 +36,12 @@ type Config struct {
 	AdminPassword string `env:"ADMIN_PASSWORD"`
 	// AllowPrivateEndpoints permits loopback and private endpoint addresses. Default false.
 	AllowPrivateEndpoints bool `env:"ALLOW_PRIVATE_ENDPOINTS" envDefault:"false"`
-	// EncryptionKey encrypts secrets at rest (reserved for the console issue).
+	// EncryptionKey seals signing secrets at rest with AES-256-GCM: 32 bytes as 64 hex
+	// characters or base64. Empty stores them in plaintext (a warning is logged).
 	EncryptionKey string `env:"ENCRYPTION_KEY"`
+	// EncryptionOldKeys are earlier EncryptionKeys, comma-separated, still used to open
+	// values sealed under them while they are resealed under EncryptionKey. Default none.
+	EncryptionOldKeys []string `env:"ENCRYPTION_OLD_KEYS"`
 
 	Dispatcher Dispatcher `envPrefix:"DISPATCHER_"`
 	Worker     Worker     `envPrefix:"WORKER_"`
@@ -70,6 +74,11 @@ type Dispatcher struct {
 	HeartbeatInterval time.Duration `env:"HEARTBEAT_INTERVAL" envDefault:"2s"`
 	// LeaseDuration is how long a heartbeat keeps the lease. Default 15s.
 	LeaseDuration time.Duration `env:"LEASE_DURATION" envDefault:"15s"`
+	// DisableAfter auto-pauses (disables) a group that failed without a success for
+	// this long (DESIGN §5). Default 72h.
+	DisableAfter time.Duration `env:"DISABLE_AFTER" envDefault:"72h"`
+	// AttemptRetention is how long delivery attempts are kept (daily partitions). Default 168h.
+	AttemptRetention time.Duration `env:"ATTEMPT_RETENTION" envDefault:"168h"`
 	// MaxGenerations is how many times a job without reports is re-dispatched before its
 	// messages are backed off as no_report. Default 5.
 	MaxGenerations int `env:"MAX_GENERATIONS" envDefault:"5"`

@@ -53,6 +53,7 @@ func TestConfig(dsn, ns string) config.Config {
 	cfg.MySQLDSN, cfg.RedisAddr, cfg.Namespace = dsn, RedisAddr(), ns
 	cfg.MetricsAddr = ""
 	cfg.AllowPrivateEndpoints = true
+	cfg.EncryptionKey = "6865726c642d746573742d6b65792d3332627974657321212121212121212121"
 	cfg.Dispatcher.JobDeadlineBase = 2 * time.Second
 	cfg.Dispatcher.GapTimeout = 2 * time.Second
 	cfg.Worker.HeartbeatTTL = 1500 * time.Millisecond
@@ -147,6 +148,7 @@ func (h *Herald) Env() []string {
 		"HERALD_WORKER_HEARTBEAT_TTL=" + c.Worker.HeartbeatTTL.String(),
 		"HERALD_WORKER_SHUTDOWN_TIMEOUT=" + c.Worker.ShutdownTimeout.String(),
 		"HERALD_REDIS_DB=" + strconv.Itoa(c.RedisDB),
+		"HERALD_ENCRYPTION_KEY=" + c.EncryptionKey,
 	}
 }
 

@@ -59,6 +59,12 @@ type Job struct {
 	Offsets     []Range `json:"off"`
 	Parallelism int     `json:"p"`
 	Attempt     int     `json:"a"`
+	// Retry marks a job cut from the retry topic; Attempts then holds each message's
+	// attempt number, aligned with Expand(Offsets).
+	Retry    bool  `json:"r,omitempty"`
+	Attempts []int `json:"as,omitempty"`
+	// Probe marks the breaker's single test batch (DESIGN §5).
+	Probe bool `json:"pr,omitempty"`
 }
 
 // TaskID is `<group>:<queue>:<version>:<first>-<last>:g<generation>`, so a repeated
@@ -103,15 +109,24 @@ const (
 	ReasonShutdown Reason = "shutdown"
 	// ReasonPaused: the group was paused or disabled when the job ran.
 	ReasonPaused Reason = "paused"
-	// ReasonMissing: the rows were not found (retention ran); treated as done.
-	ReasonMissing Reason = "missing"
+	// ReasonThrottled: the endpoint answered 429 or 503 with Retry-After.
+	ReasonThrottled Reason = "throttled"
+	// ReasonGone: the endpoint answered 410; the group is paused.
+	ReasonGone Reason = "gone"
 )
 
 // Counters summarise a report's POSTs so breaker and stats need no Redis write per
-// POST. Latencies are ms.
+// POST. Latencies are ms. TailFailures counts failed POSTs after the last success
+// (all of them when none succeeded); RetryAfterMS is the longest Retry-After seen.
 type Counters struct {
 	Successes    int    `json:"s,omitempty"`
 	Failures     int    `json:"f,omitempty"`
+	TailFailures int    `json:"tf,omitempty"`
+	Throttles    int    `json:"th,omitempty"`
+	RetryAfterMS int64  `json:"ra,omitempty"`
+	Gone         bool   `json:"gone,omitempty"`
+	Delivered    int    `json:"dm,omitempty"` // messages delivered
+	FailedMsgs   int    `json:"fm,omitempty"` // messages that failed
 	LastStatus   int    `json:"ls,omitempty"`
 	LastError    string `json:"le,omitempty"`
 	LatencySumMS int64  `json:"lsum,omitempty"`
@@ -119,19 +134,26 @@ type Counters struct {
 }
 
 // Report is a worker's per-message outcome for part or all of a job. Delivered
-// offsets are done; Returned offsets go back to the cursor's to-send set without an
-// attempt counted (the slice's interim stand-in for the retry topic). Final marks
-// the job's last report.
+// offsets were accepted; RetryWritten ones now have a retry row due later and
+// DeadLettered ones a dead letter (both written before the report, so all three are
+// done for the cursor); Returned offsets go back to the to-send set without an
+// attempt counted. NextDueMS is the earliest due time of retry rows written (Unix
+// ms). Final marks the job's last report.
 type Report struct {
-	TaskID     string             `json:"id"`
-	Group      int64              `json:"g"`
-	Queue      int64              `json:"q"`
-	Version    int64              `json:"v"`
-	Generation int                `json:"gen"`
-	Delivered  []Range            `json:"d,omitempty"`
-	Returned   map[Reason][]Range `json:"r,omitempty"`
-	Counters   Counters           `json:"c"`
-	Final      bool               `json:"fin,omitempty"`
+	TaskID       string             `json:"id"`
+	Group        int64              `json:"g"`
+	Queue        int64              `json:"q"`
+	Version      int64              `json:"v"`
+	Generation   int                `json:"gen"`
+	Delivered    []Range            `json:"d,omitempty"`
+	RetryWritten []Range            `json:"rw,omitempty"`
+	DeadLettered []Range            `json:"dl,omitempty"`
+	NextDueMS    int64              `json:"nd,omitempty"`
+	Returned     map[Reason][]Range `json:"r,omitempty"`
+	Retry        bool               `json:"rt,omitempty"`
+	Probe        bool               `json:"pr,omitempty"`
+	Counters     Counters           `json:"c"`
+	Final        bool               `json:"fin,omitempty"`
 }
 
 // ReportsKey is the Redis list a dispatcher pops its reports from.

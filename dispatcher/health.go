@@ -1,0 +1,291 @@
+package dispatcher
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/models/store"
+	"github.com/heraldhq/herald/worker/task"
+)
+
+// Breaker states (DESIGN §5).
+const (
+	breakerClosed   = "closed"
+	breakerOpen     = "open"
+	breakerHalfOpen = "half_open"
+)
+
+// Breaker and throttle constants (DESIGN §5).
+const (
+	breakerConsecutive = 10              // consecutive failed POSTs that open the breaker
+	breakerMinRequests = 20              // requests in a minute before the failure ratio counts
+	breakerMinCooldown = 5 * time.Second // first cool-down; doubles up to breakerMaxCooldown
+	breakerMaxCooldown = 5 * time.Minute
+	rateGrowEvery      = 10 * time.Second // the effective rate grows by 10 % of its base this often
+	slowStartFraction  = 0.1              // after the breaker closes the rate restarts at 10 %
+	measureWindow      = 10               // seconds of delivery counts for the measured rate
+)
+
+// health is a group's failure counters, breaker and effective rate, kept by its
+// owning dispatcher and fed only by worker reports (no Redis write per POST).
+type health struct {
+	consecutive   int
+	minute        time.Time
+	succMinute    int
+	failMinute    int
+	lastStatus    int
+	lastSuccess   time.Time
+	failingSince  time.Time // first failure (or throttle) since the last success
+	breaker       string
+	openUntil     time.Time
+	cooldown      time.Duration
+	probing       bool
+	throttleUntil time.Time
+	effRate       float64 // messages/s; 0 = the configured rate
+	effBase       float64
+	lastCut       time.Time
+	lastGrow      time.Time
+	delivered     [measureWindow]struct{ sec, n int64 }
+	nextRetry     time.Time // earliest time a retry row may be due; zero = check now
+	dirty         bool
+}
+
+// observe feeds one report into the group's counters, throttle and breaker.
+func (d *Dispatcher) observe(gs *groupState, r task.Report) {
+	now := d.now()
+	c := r.Counters
+	h := &gs.health
+	if c.Successes+c.Failures+c.Throttles == 0 && !c.Gone {
+		return
+	}
+	h.dirty = true
+	if m := now.Truncate(time.Minute); !m.Equal(h.minute) {
+		h.minute, h.succMinute, h.failMinute = m, 0, 0
+	}
+	h.succMinute += c.Successes
+	h.failMinute += c.Failures
+	if c.LastStatus != 0 || c.LastError != "" {
+		h.lastStatus, gs.lastError = c.LastStatus, c.LastError
+	}
+	if c.Delivered > 0 {
+		sec := now.Unix()
+		slot := &h.delivered[sec%measureWindow]
+		if slot.sec != sec {
+			slot.sec, slot.n = sec, 0
+		}
+		slot.n += int64(c.Delivered)
+	}
+	if c.Successes > 0 {
+		h.consecutive = c.TailFailures
+		h.lastSuccess = now
+		h.failingSince = time.Time{}
+		if c.TailFailures > 0 {
+			h.failingSince = now
+		}
+	} else if c.Failures > 0 || c.Throttles > 0 {
+		h.consecutive += c.Failures
+		if h.failingSince.IsZero() {
+			h.failingSince = now // throttle-only time counts toward disable_after too
+		}
+	}
+	if c.Throttles > 0 {
+		d.throttle(gs, now, time.Duration(c.RetryAfterMS)*time.Millisecond)
+	}
+	if c.Gone {
+		d.setStatus(gs, models.GroupPaused, fmt.Sprintf("endpoint answered 410 Gone at %s", now.UTC().Format(time.RFC3339)))
+	}
+	if r.Probe {
+		if c.Successes > 0 && c.Failures == 0 {
+			d.log.Info("breaker closed after a successful probe", "group", gs.g.Name)
+			h.breaker, h.cooldown = breakerClosed, 0
+			base := gs.configuredOrMeasured(now)
+			h.effBase, h.effRate, h.lastGrow = base, math.Max(base*slowStartFraction, 1), now
+			gs.applyRate(now)
+		} else if c.Failures > 0 {
+			d.openBreaker(gs, now)
+		}
+		return
+	}
+	if h.breaker == "" || h.breaker == breakerClosed {
+		total := h.succMinute + h.failMinute
+		if h.consecutive >= breakerConsecutive || (total >= breakerMinRequests && 2*h.failMinute > total) {
+			d.openBreaker(gs, now)
+		}
+	}
+}
+
+func (d *Dispatcher) openBreaker(gs *groupState, now time.Time) {
+	h := &gs.health
+	if h.cooldown == 0 {
+		h.cooldown = breakerMinCooldown
+	} else if h.breaker != breakerClosed {
+		h.cooldown = min(2*h.cooldown, breakerMaxCooldown)
+	}
+	h.breaker, h.openUntil, h.dirty = breakerOpen, now.Add(h.cooldown), true
+	d.log.Warn("breaker opened", "group", gs.g.Name, "cooldown", h.cooldown, "last_error", gs.lastError)
+	d.audit(gs, "group.breaker.open", map[string]any{"cooldown_ms": h.cooldown.Milliseconds(), "last_error": gs.lastError})
+}
+
+// throttle pauses the group for retryAfter and halves its effective rate, at most
+// once per second: half of the lower of the configured rate and the rate measured
+// over the last 10 s (DESIGN §5).
+func (d *Dispatcher) throttle(gs *groupState, now time.Time, retryAfter time.Duration) {
+	h := &gs.health
+	if until := now.Add(retryAfter); until.After(h.throttleUntil) {
+		h.throttleUntil = until
+	}
+	if now.Sub(h.lastCut) < time.Second {
+		return
+	}
+	base := gs.configuredOrMeasured(now)
+	h.effBase, h.effRate, h.lastCut, h.lastGrow = base, math.Max(base/2, 1), now, now
+	gs.applyRate(now)
+	d.log.Info("endpoint throttled; rate cut", "group", gs.g.Name, "retry_after", retryAfter, "effective_rate", h.effRate)
+}
+
+// configuredOrMeasured is the lower of the configured rate (if any) and the delivery
+// rate measured over the last 10 s, at least 1 msg/s.
+func (gs *groupState) configuredOrMeasured(now time.Time) float64 {
+	var n int64
+	for _, s := range gs.delivered {
+		if now.Unix()-s.sec < measureWindow {
+			n += s.n
+		}
+	}
+	measured := float64(n) / measureWindow
+	if cfg := float64(gs.g.RateLimit); cfg > 0 && (measured == 0 || cfg < measured) {
+		return cfg
+	}
+	return math.Max(measured, 1)
+}
+
+// applyRate sets the limiter from the effective rate, or the configured one.
+func (gs *groupState) applyRate(now time.Time) {
+	r := gs.effRate
+	if r == 0 {
+		r = float64(gs.g.RateLimit)
+	}
+	if r <= 0 {
+		gs.limiter.SetLimitAt(now, rate.Inf)
+		return
+	}
+	gs.limiter.SetLimitAt(now, rate.Limit(r))
+	gs.limiter.SetBurstAt(now, max(1, int(r)))
+}
+
+// tokens returns how many of want messages the group's rate allows now.
+func (gs *groupState) tokens(now time.Time, want int) int {
+	if gs.limiter.Limit() == rate.Inf {
+		return want
+	}
+	return min(want, int(gs.limiter.TokensAt(now)))
+}
+
+// nextToken is when the limiter will have one token again.
+func (gs *groupState) nextToken(now time.Time) time.Time {
+	l := float64(gs.limiter.Limit())
+	if l <= 0 {
+		return now.Add(time.Second)
+	}
+	return now.Add(time.Duration(float64(time.Second) / l))
+}
+
+// mayCut applies the throttle pause and the breaker before any job is cut, moving an
+// open breaker to half-open once its cool-down ended.
+func (d *Dispatcher) mayCut(gs *groupState, now time.Time) bool {
+	h := &gs.health
+	if now.Before(h.throttleUntil) {
+		d.wakeBy(h.throttleUntil)
+		return false
+	}
+	switch h.breaker {
+	case breakerOpen:
+		if now.Before(h.openUntil) {
+			d.wakeBy(h.openUntil)
+			return false
+		}
+		h.breaker, h.dirty = breakerHalfOpen, true
+		d.log.Info("breaker half-open; sending a probe", "group", gs.g.Name)
+	case breakerHalfOpen:
+		return !h.probing
+	}
+	return true
+}
+
+// tickHealth grows effective rates, auto-pauses groups failing past DisableAfter
+// and saves changed health rows.
+func (d *Dispatcher) tickHealth(ctx context.Context) {
+	now := d.now()
+	for _, gs := range d.groups {
+		h := &gs.health
+		if h.effRate > 0 && now.Sub(h.lastGrow) >= rateGrowEvery && !now.Before(h.throttleUntil) {
+			h.effRate += slowStartFraction * h.effBase
+			h.lastGrow, h.dirty = now, true
+			if cfg := float64(gs.g.RateLimit); (cfg > 0 && h.effRate >= cfg) || (cfg == 0 && h.effRate >= 2*h.effBase) {
+				h.effRate = 0
+			}
+			gs.applyRate(now)
+		}
+		if gs.g.Status == models.GroupRunning && !h.failingSince.IsZero() && now.Sub(h.failingSince) >= d.cfg.DisableAfter {
+			d.setStatus(gs, models.GroupDisabled, fmt.Sprintf("auto-paused: failing without a success since %s", h.failingSince.UTC().Format(time.RFC3339)))
+		}
+		if h.dirty {
+			h.dirty = false
+			if err := d.st.GroupHealthSave(ctx, gs.snapshot()); err != nil {
+				d.log.Warn("save group health", "group", gs.g.Name, "err", err)
+			}
+		}
+	}
+}
+
+func (gs *groupState) snapshot() store.GroupHealth {
+	h := gs.health
+	opt := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	state := h.breaker
+	if state == "" {
+		state = breakerClosed
+	}
+	return store.GroupHealth{GroupID: gs.g.ID, ConsecutiveFailures: h.consecutive, BreakerState: state, BreakerOpenUntil: opt(h.openUntil),
+		BreakerCooldownMS: h.cooldown.Milliseconds(), EffectiveRate: h.effRate, LastStatus: h.lastStatus, LastError: gs.lastError,
+		LastSuccessAt: opt(h.lastSuccess), FailingSince: opt(h.failingSince), ThrottledUntil: opt(h.throttleUntil),
+		SuccessesMinute: h.succMinute, FailuresMinute: h.failMinute}
+}
+
+// setStatus pauses or disables a group with a reason, in the database and locally,
+// and audits it.
+func (d *Dispatcher) setStatus(gs *groupState, st models.GroupStatus, reason string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := d.st.GroupSetStatus(ctx, gs.g.ID, st, reason); err != nil {
+		d.log.Warn("set group status", "group", gs.g.Name, "err", err)
+		return
+	}
+	gs.g.Status, gs.g.PausedReason = st, reason
+	d.log.Warn("group status changed", "group", gs.g.Name, "status", st, "reason", reason)
+	d.audit(gs, "group."+string(st), map[string]any{"reason": reason})
+}
+
+func (d *Dispatcher) audit(gs *groupState, action string, after any) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := d.st.AuditRecord(ctx, "dispatcher:"+d.id, action, gs.g.Name, "", nil, after); err != nil {
+		d.log.Warn("audit", "action", action, "err", err)
+	}
+}
+
+// retryDueBy notes that a retry row may be due at t.
+func (h *health) retryDueBy(t time.Time) {
+	if h.nextRetry.IsZero() || t.Before(h.nextRetry) {
+		h.nextRetry = t
+	}
+}

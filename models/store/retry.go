@@ -1,0 +1,167 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/heraldhq/herald/models"
+)
+
+// Failure is one message whose POST failed and the attempt it was.
+type Failure struct {
+	QueueID    int64
+	Offset     int64
+	Attempt    int // the attempt that failed (1 = first delivery)
+	LastStatus int
+	LastError  string
+}
+
+// FailureOutcome says where RetryRecord put each failure: retry rows with their due
+// times, or dead letters.
+type FailureOutcome struct {
+	Retried      []int64
+	DeadLettered []int64
+	NextDue      time.Time
+}
+
+// RetryRecord routes failed messages of one group: those with attempts left get (or
+// keep) a retry row due after schedule's delay; the rest become dead letters in the
+// transaction that deletes their retry rows (DESIGN §3). A first failure never
+// overwrites an existing retry row (ON DUPLICATE KEY keeps it). Offsets are of one queue.
+func (s *Store) RetryRecord(ctx context.Context, groupID int64, maxAttempts int, schedule []int, fails []Failure) (FailureOutcome, error) {
+	var out FailureOutcome
+	if len(fails) == 0 {
+		return out, nil
+	}
+	now := time.Now().UTC()
+	tx, err := s.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return out, fmt.Errorf("begin retry record: %w", err)
+	}
+	defer tx.Rollback()
+	var retryVals, deadVals []string
+	var retryArgs, deadArgs []any
+	var deadKeys []string
+	var deadKeyArgs []any
+	for _, f := range fails {
+		if f.Attempt >= maxAttempts {
+			deadVals = append(deadVals, "(?,?,?,?,?,?,'pending',NOW(3),NOW(3))")
+			deadArgs = append(deadArgs, groupID, f.QueueID, f.Offset, f.Attempt, f.LastStatus, truncate(f.LastError, 255))
+			deadKeys = append(deadKeys, "(?,?)")
+			deadKeyArgs = append(deadKeyArgs, f.QueueID, f.Offset)
+			out.DeadLettered = append(out.DeadLettered, f.Offset)
+			continue
+		}
+		due := now.Add(models.RetryDelay(schedule, f.Attempt+1))
+		if out.NextDue.IsZero() || due.Before(out.NextDue) {
+			out.NextDue = due
+		}
+		retryVals = append(retryVals, "(?,?,?,?,?,'',?,?,NOW(3),NOW(3))")
+		retryArgs = append(retryArgs, groupID, f.QueueID, f.Offset, f.Attempt+1, due, f.LastStatus, truncate(f.LastError, 255))
+		out.Retried = append(out.Retried, f.Offset)
+	}
+	if len(retryVals) > 0 {
+		// A retry row that exists belongs to a later attempt: move it on only if this
+		// failure is of the attempt it was waiting for (a retry), keep it otherwise.
+		q := "INSERT INTO retry_messages (group_id, queue_id, msg_offset, attempt, due_at, claim_token, last_status, last_error, created_at, updated_at) VALUES " +
+			strings.Join(retryVals, ",") +
+			" ON DUPLICATE KEY UPDATE due_at = IF(VALUES(attempt) = attempt + 1, VALUES(due_at), due_at), claim_token = IF(VALUES(attempt) = attempt + 1, '', claim_token)," +
+			" last_status = IF(VALUES(attempt) = attempt + 1, VALUES(last_status), last_status), last_error = IF(VALUES(attempt) = attempt + 1, VALUES(last_error), last_error)," +
+			" updated_at = NOW(3), attempt = IF(VALUES(attempt) = attempt + 1, VALUES(attempt), attempt)"
+		if _, err := tx.ExecContext(ctx, q, retryArgs...); err != nil {
+			return out, fmt.Errorf("write retry rows: %w", err)
+		}
+	}
+	if len(deadVals) > 0 {
+		q := "INSERT INTO dead_letters (group_id, queue_id, msg_offset, attempts, last_status, last_error, state, created_at, updated_at) VALUES " +
+			strings.Join(deadVals, ",") +
+			" ON DUPLICATE KEY UPDATE state = 'pending', attempts = VALUES(attempts), last_status = VALUES(last_status), last_error = VALUES(last_error), updated_at = NOW(3)"
+		if _, err := tx.ExecContext(ctx, q, deadArgs...); err != nil {
+			return out, fmt.Errorf("write dead letters: %w", err)
+		}
+		del := "DELETE FROM retry_messages WHERE group_id = ? AND (queue_id, msg_offset) IN (" + strings.Join(deadKeys, ",") + ")"
+		if _, err := tx.ExecContext(ctx, del, append([]any{groupID}, deadKeyArgs...)...); err != nil {
+			return out, fmt.Errorf("delete exhausted retry rows: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return out, fmt.Errorf("commit retry record: %w", err)
+	}
+	return out, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// RetryDelete removes delivered messages from a group's retry topic.
+func (s *Store) RetryDelete(ctx context.Context, groupID, queueID int64, offsets []int64) error {
+	if len(offsets) == 0 {
+		return nil
+	}
+	_, err := s.sql.ExecContext(ctx, "DELETE FROM retry_messages WHERE group_id = ? AND queue_id = ? AND msg_offset IN ("+idList(offsets)+")", groupID, queueID)
+	if err != nil {
+		return fmt.Errorf("delete delivered retry rows: %w", err)
+	}
+	return nil
+}
+
+// RetryClaim claims up to limit due retry rows of a group with token, pushing their
+// due time lease past now (so a crash leaves them due again), and returns them.
+// Claims are partitioned by the group's owner, so no SKIP LOCKED is needed.
+func (s *Store) RetryClaim(ctx context.Context, groupID int64, token string, lease time.Duration, limit int) ([]models.RetryMessage, error) {
+	res, err := s.sql.ExecContext(ctx, "UPDATE retry_messages SET claim_token = ?, due_at = NOW(3) + INTERVAL ? MICROSECOND WHERE group_id = ? AND due_at <= NOW(3) ORDER BY due_at LIMIT ?",
+		token, lease.Microseconds(), groupID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("claim retries of group %d: %w", groupID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil, nil
+	}
+	rows, err := s.sql.QueryContext(ctx, "SELECT queue_id, msg_offset, attempt, last_status, last_error FROM retry_messages WHERE claim_token = ? ORDER BY queue_id, msg_offset", token)
+	if err != nil {
+		return nil, fmt.Errorf("read claimed retries: %w", err)
+	}
+	defer rows.Close()
+	var out []models.RetryMessage
+	for rows.Next() {
+		m := models.RetryMessage{GroupID: groupID}
+		if err := rows.Scan(&m.QueueID, &m.Offset, &m.Attempt, &m.LastStatus, &m.LastError); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// RetryNextDue returns when a group's earliest retry row is due, or zero if none.
+func (s *Store) RetryNextDue(ctx context.Context, groupID int64) (time.Time, error) {
+	var t sql.NullTime
+	err := s.sql.QueryRowContext(ctx, "SELECT MIN(due_at) FROM retry_messages WHERE group_id = ?", groupID).Scan(&t)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read next retry of group %d: %w", groupID, err)
+	}
+	return t.Time, nil
+}
+
+// RetryRelease makes claimed rows due at once again (messages returned unattempted).
+func (s *Store) RetryRelease(ctx context.Context, groupID, queueID int64, offsets []int64, at time.Time) error {
+	if len(offsets) == 0 {
+		return nil
+	}
+	_, err := s.sql.ExecContext(ctx, "UPDATE retry_messages SET claim_token = '', due_at = ? WHERE group_id = ? AND queue_id = ? AND msg_offset IN ("+idList(offsets)+")", at.UTC(), groupID, queueID)
+	return err
+}
+
+// RetryCount returns how many messages wait in a group's retry topic.
+func (s *Store) RetryCount(ctx context.Context, groupID int64) (int64, error) {
+	var n int64
+	err := s.sql.QueryRowContext(ctx, "SELECT COUNT(*) FROM retry_messages WHERE group_id = ?", groupID).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,222 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/models/store"
+	"github.com/heraldhq/herald/worker/task"
+)
+
+// handle runs one delivery job. It always returns nil: asynq's retry is not used;
+// only the dispatcher re-executes a job (DESIGN §2).
+func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
+	j, err := task.ParseDeliver(t)
+	if err != nil {
+		w.log.Error("drop malformed delivery job", "err", err)
+		return nil
+	}
+	rep := newReporter(w, j)
+	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHB()
+	go rep.heartbeat(hbCtx, w.cfg.ProgressInterval)
+	defer rep.flush(true)
+
+	offsets := task.Expand(j.Offsets)
+	g, err := w.group(ctx, j.Group)
+	if err != nil {
+		w.log.Warn("load group for job", "group", j.Group, "err", err)
+		rep.returned(task.ReasonShutdown, offsets, task.Counters{})
+		return nil
+	}
+	if g.Status != models.GroupRunning {
+		rep.returned(task.ReasonPaused, offsets, task.Counters{})
+		return nil
+	}
+	msgs, err := w.st.MessagesGet(ctx, j.Queue, offsets)
+	if err != nil {
+		w.log.Warn("load messages for job", "group", j.Group, "queue", j.Queue, "err", err)
+		rep.returned(task.ReasonShutdown, offsets, task.Counters{})
+		return nil
+	}
+	if len(msgs) != len(offsets) {
+		found := make(map[int64]bool, len(msgs))
+		for _, m := range msgs {
+			found[m.Offset] = true
+		}
+		var missing []int64
+		for _, o := range offsets {
+			if !found[o] {
+				missing = append(missing, o)
+			}
+		}
+		w.log.Warn("messages missing from queue table; counted as done", "queue", j.Queue, "count", len(missing))
+		rep.delivered(missing, task.Counters{})
+	}
+	attempt := attemptsOf(j, offsets)
+	run := &jobRun{w: w, g: g, topic: w.topic(ctx, j.Queue), job: j, attempt: attempt, rep: rep}
+	batches := splitBatches(msgs, g.BatchSize, g.BatchMaxBytes)
+	if j.Probe && len(batches) > 1 {
+		for _, b := range batches[1:] {
+			rep.returned(task.ReasonPaused, offsetsOf(b), task.Counters{})
+		}
+		batches = batches[:1]
+	}
+	work := make(chan []models.Message)
+	var wg sync.WaitGroup
+	for range min(j.Parallelism, len(batches)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range work {
+				run.send(ctx, b)
+			}
+		}()
+	}
+	i := 0
+feed:
+	for ; i < len(batches); i++ {
+		if run.stopReason() != "" {
+			break
+		}
+		select {
+		case work <- batches[i]:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	reason := task.ReasonShutdown
+	if r := run.stopReason(); r != "" {
+		reason = r
+	}
+	for ; i < len(batches); i++ {
+		rep.returned(reason, offsetsOf(batches[i]), task.Counters{})
+	}
+	return nil
+}
+
+// attemptsOf returns each offset's attempt number: the job's for first deliveries,
+// the retry row's for retry jobs.
+func attemptsOf(j task.Job, offsets []int64) func(int64) int {
+	if !j.Retry || len(j.Attempts) != len(offsets) {
+		return func(int64) int { return max(j.Attempt, 1) }
+	}
+	m := make(map[int64]int, len(offsets))
+	for i, o := range offsets {
+		m[o] = j.Attempts[i]
+	}
+	return func(o int64) int { return m[o] }
+}
+
+// jobRun is one job's sending state shared by its parallel POSTs.
+type jobRun struct {
+	w       *Worker
+	g       *cachedGroup
+	topic   string
+	job     task.Job
+	attempt func(int64) int
+	rep     *reporter
+	stop    atomic.Value // task.Reason as string: a throttle or 410 stops the job
+}
+
+func (r *jobRun) stopReason() task.Reason {
+	if s, ok := r.stop.Load().(string); ok {
+		return task.Reason(s)
+	}
+	return ""
+}
+
+func (r *jobRun) send(ctx context.Context, b []models.Message) {
+	offsets := offsetsOf(b)
+	if ctx.Err() != nil {
+		r.rep.returned(task.ReasonShutdown, offsets, task.Counters{})
+		return
+	}
+	if s := r.stopReason(); s != "" {
+		r.rep.returned(s, offsets, task.Counters{})
+		return
+	}
+	start := time.Now()
+	// A POST already started finishes even during shutdown (asynq's ShutdownTimeout
+	// bounds it), so its outcome is known and reported.
+	out, excerpt := r.w.post(context.WithoutCancel(ctx), r.g, r.topic, r.attempt, b)
+	lat := time.Since(start)
+	ms := lat.Milliseconds()
+	name := r.g.Name
+	metrics.PostLatency.WithLabelValues(name).Observe(lat.Seconds())
+	c := task.Counters{LastStatus: out.Status, LatencySumMS: ms, LatencyMaxMS: ms}
+	switch out.Kind {
+	case KindThrottled, KindGone:
+		reason := task.ReasonThrottled
+		if out.Kind == KindGone {
+			reason, c.Gone = task.ReasonGone, true
+		} else {
+			c.Throttles, c.RetryAfterMS = 1, out.RetryAfter.Milliseconds()
+		}
+		c.LastError = out.String()
+		r.stop.Store(string(reason))
+		r.rep.returned(reason, offsets, c)
+		r.w.recordAttempts(r.g, b, r.attempt, out, ms, excerpt)
+		return
+	}
+	failedIDs := map[string]bool{}
+	if out.Kind == KindFailed {
+		for _, m := range b {
+			failedIDs[models.MessageID(m.QueueID, m.Offset)] = true
+		}
+	}
+	for _, id := range out.Failed {
+		failedIDs[id] = true
+	}
+	var ok []int64
+	var fails []store.Failure
+	for _, m := range b {
+		if failedIDs[models.MessageID(m.QueueID, m.Offset)] {
+			fails = append(fails, store.Failure{QueueID: m.QueueID, Offset: m.Offset, Attempt: r.attempt(m.Offset), LastStatus: out.Status, LastError: out.String()})
+		} else {
+			ok = append(ok, m.Offset)
+		}
+	}
+	if len(fails) == 0 {
+		c.Successes, c.Delivered = 1, len(ok)
+		now := time.Now().UnixMilli()
+		metrics.Delivered.WithLabelValues(name).Add(float64(len(ok)))
+		for _, m := range b {
+			metrics.EndToEnd.WithLabelValues(name).Observe(float64(now-m.CreatedAt) / 1000)
+		}
+		r.rep.delivered(ok, c)
+		r.w.recordAttempts(r.g, b, r.attempt, out, ms, nil)
+		return
+	}
+	c.Failures, c.TailFailures, c.FailedMsgs, c.LastError = 1, 1, len(fails), out.String()
+	metrics.Failed.WithLabelValues(name, string(out.Class)).Add(float64(len(fails)))
+	r.w.recordAttempts(r.g, b, r.attempt, out, ms, excerpt)
+	res, err := r.w.st.RetryRecord(context.WithoutCancel(ctx), r.g.ID, r.g.MaxAttempts, r.g.RetrySchedule, fails)
+	if err != nil {
+		// Not recorded: hand the messages back; they are sent again, never lost.
+		r.w.log.Warn("write retry rows", "group", r.g.ID, "err", err)
+		c.Failures, c.TailFailures = 0, 0
+		r.rep.returned(task.ReasonShutdown, offsetsOf(b), c)
+		return
+	}
+	if len(ok) > 0 {
+		r.rep.delivered(ok, task.Counters{Delivered: len(ok)})
+	}
+	r.rep.failed(res.Retried, res.DeadLettered, res.NextDue, c)
+}
+
+func offsetsOf(b []models.Message) []int64 {
+	out := make([]int64, len(b))
+	for i, m := range b {
+		out[i] = m.Offset
+	}
+	return out
+}

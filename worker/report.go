@@ -1,0 +1,148 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/heraldhq/herald/worker/task"
+)
+
+// reporter accumulates a job's per-message outcomes and pushes them to the owner's
+// report list at most every ProgressInterval and once at the end: one Redis write per
+// report, never per message. Retry rows and dead letters are written before the
+// report that names them (DESIGN §5).
+type reporter struct {
+	w      *Worker
+	job    task.Job
+	taskID string
+
+	mu        sync.Mutex
+	sent      []int64
+	retried   []int64
+	dead      []int64
+	back      map[task.Reason][]int64
+	nextDueMS int64
+	counters  task.Counters
+	final     bool
+	beating   atomic.Bool // the heartbeat key was written
+}
+
+func newReporter(w *Worker, j task.Job) *reporter {
+	return &reporter{w: w, job: j, taskID: j.TaskID(), back: map[task.Reason][]int64{}}
+}
+
+func (r *reporter) add(c task.Counters) {
+	r.counters.Successes += c.Successes
+	r.counters.Failures += c.Failures
+	if c.Successes > 0 {
+		r.counters.TailFailures = 0
+	}
+	r.counters.TailFailures += c.TailFailures
+	r.counters.Throttles += c.Throttles
+	r.counters.RetryAfterMS = max(r.counters.RetryAfterMS, c.RetryAfterMS)
+	r.counters.Gone = r.counters.Gone || c.Gone
+	r.counters.Delivered += c.Delivered
+	r.counters.FailedMsgs += c.FailedMsgs
+	if c.LastStatus != 0 || c.LastError != "" {
+		r.counters.LastStatus, r.counters.LastError = c.LastStatus, c.LastError
+	}
+	r.counters.LatencySumMS += c.LatencySumMS
+	r.counters.LatencyMaxMS = max(r.counters.LatencyMaxMS, c.LatencyMaxMS)
+}
+
+func (r *reporter) delivered(offsets []int64, c task.Counters) {
+	r.mu.Lock()
+	r.sent = append(r.sent, offsets...)
+	r.add(c)
+	r.mu.Unlock()
+}
+
+// failed records where RetryRecord put failed messages.
+func (r *reporter) failed(retried, dead []int64, nextDue time.Time, c task.Counters) {
+	r.mu.Lock()
+	r.retried = append(r.retried, retried...)
+	r.dead = append(r.dead, dead...)
+	if ms := nextDue.UnixMilli(); !nextDue.IsZero() && (r.nextDueMS == 0 || ms < r.nextDueMS) {
+		r.nextDueMS = ms
+	}
+	r.add(c)
+	r.mu.Unlock()
+}
+
+func (r *reporter) returned(reason task.Reason, offsets []int64, c task.Counters) {
+	r.mu.Lock()
+	r.back[reason] = append(r.back[reason], offsets...)
+	r.add(c)
+	r.mu.Unlock()
+}
+
+// flush pushes what accumulated; final marks the job's last report. For a retry job
+// it first deletes the delivered messages' retry rows and makes returned ones due again.
+func (r *reporter) flush(final bool) {
+	r.mu.Lock()
+	if r.final || (!final && len(r.sent) == 0 && len(r.back) == 0 && len(r.retried) == 0 && len(r.dead) == 0) {
+		r.mu.Unlock()
+		return
+	}
+	rep := task.Report{TaskID: r.taskID, Group: r.job.Group, Queue: r.job.Queue, Version: r.job.Version, Generation: r.job.Generation,
+		Delivered: task.Ranges(r.sent), RetryWritten: task.Ranges(r.retried), DeadLettered: task.Ranges(r.dead), NextDueMS: r.nextDueMS,
+		Counters: r.counters, Final: final, Retry: r.job.Retry, Probe: r.job.Probe}
+	var back []int64
+	if len(r.back) > 0 {
+		rep.Returned = map[task.Reason][]task.Range{}
+		for k, v := range r.back {
+			rep.Returned[k] = task.Ranges(v)
+			back = append(back, v...)
+		}
+	}
+	sent := r.sent
+	r.sent, r.retried, r.dead, r.back, r.nextDueMS, r.counters, r.final = nil, nil, nil, map[task.Reason][]int64{}, 0, task.Counters{}, final
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if r.job.Retry {
+		if err := r.w.st.RetryDelete(ctx, r.job.Group, r.job.Queue, sent); err != nil {
+			r.w.log.Warn("delete delivered retry rows", "task", r.taskID, "err", err)
+		}
+		at := time.Now().Add(time.Duration(rep.Counters.RetryAfterMS) * time.Millisecond)
+		if err := r.w.st.RetryRelease(ctx, r.job.Group, r.job.Queue, back, at); err != nil {
+			r.w.log.Warn("release returned retry rows", "task", r.taskID, "err", err)
+		}
+	}
+	b, _ := json.Marshal(rep)
+	pipe := r.w.rdb.Pipeline()
+	pipe.RPush(ctx, task.ReportsKey(r.w.namespace, r.job.Owner), b)
+	if final && r.beating.Load() {
+		pipe.Del(ctx, task.HeartbeatKey(r.w.namespace, r.taskID))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		// The dispatcher re-dispatches jobs whose reports never arrive: a duplicate, never a loss.
+		r.w.log.Warn("push report", "task", r.taskID, "err", err)
+	}
+}
+
+// heartbeat flushes progress every interval and, from a third of HeartbeatTTL on,
+// keeps the job's heartbeat key alive, until ctx ends. Short jobs never write the
+// key: the dispatcher's deadline (≥ JobDeadlineBase) covers them.
+func (r *reporter) heartbeat(ctx context.Context, interval time.Duration) {
+	key := task.HeartbeatKey(r.w.namespace, r.taskID)
+	ttl := r.w.cfg.HeartbeatTTL
+	progress := time.NewTicker(interval)
+	defer progress.Stop()
+	beat := time.NewTicker(ttl / 3)
+	defer beat.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-progress.C:
+			r.flush(false)
+		case <-beat.C:
+			r.beating.Store(true)
+			r.w.rdb.Set(ctx, key, 1, ttl)
+		}
+	}
+}
