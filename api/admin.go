@@ -2,14 +2,13 @@ package api
 
 import (
 	"encoding/base64"
-	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/heraldhq/herald/internal/signing"
-	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -50,24 +49,30 @@ type listResponse[T any] struct {
 }
 
 // TopicDTO is a topic as the admin API shows it.
+// PublishedLastHour (messages) comes from the per-minute rollups.
 type TopicDTO struct {
-	ID        int64      `json:"id"`
-	Name      string     `json:"name"`
-	Queues    []QueueDTO `json:"queues"`
-	CreatedAt string     `json:"created_at"`
+	ID                int64      `json:"id"`
+	Name              string     `json:"name"`
+	Queues            []QueueDTO `json:"queues"`
+	PublishedLastHour int64      `json:"published_last_hour"`
+	CreatedAt         string     `json:"created_at"`
 }
 
-// QueueDTO is one queue of a topic.
+// QueueDTO is one queue of a topic. MinOffset and MaxOffset are the lowest and
+// highest offsets it holds (0 when empty), filled by reads of the admin API.
 type QueueDTO struct {
-	ID       int64  `json:"id"`
-	Position int    `json:"position"`
-	State    string `json:"state"`
+	ID        int64  `json:"id"`
+	Position  int    `json:"position"`
+	State     string `json:"state"`
+	Node      int64  `json:"node"`
+	MinOffset int64  `json:"min_offset"`
+	MaxOffset int64  `json:"max_offset"`
 }
 
 func topicDTO(t *models.Topic) TopicDTO {
 	out := TopicDTO{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt.UTC().Format(timeFormat), Queues: []QueueDTO{}}
 	for _, q := range t.Queues {
-		out.Queues = append(out.Queues, QueueDTO{ID: q.ID, Position: q.Position, State: string(q.State)})
+		out.Queues = append(out.Queues, QueueDTO{ID: q.ID, Position: q.Position, State: string(q.State), Node: q.NodeID})
 	}
 	return out
 }
@@ -103,7 +108,11 @@ func (s *Server) topicGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, topicDTO(t))
+	out := []TopicDTO{topicDTO(t)}
+	if err := s.fillTopicStats(c.Request().Context(), out); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out[0])
 }
 
 func (s *Server) topicList(c echo.Context) error {
@@ -121,6 +130,9 @@ func (s *Server) topicList(c echo.Context) error {
 	}
 	if len(ts) > 0 {
 		out.NextCursor = nextCursor(ts[len(ts)-1].ID, len(ts), limit)
+	}
+	if err := s.fillTopicStats(c.Request().Context(), out.Items); err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -151,8 +163,12 @@ type GroupDTO struct {
 	SigningSecret string            `json:"signing_secret"`
 	Status        string            `json:"status"`
 	PausedReason  string            `json:"paused_reason"`
-	CreatedAt     string            `json:"created_at"`
-	UpdatedAt     string            `json:"updated_at"`
+	// PreviousSecretExpiresAt ends the overlap window of the last secret rotation, during
+	// which the previous secret signs too (null when none is open).
+	PreviousSecretExpiresAt *string `json:"previous_secret_expires_at"`
+	ConfigVersion           int64   `json:"config_version"`
+	CreatedAt               string  `json:"created_at"`
+	UpdatedAt               string  `json:"updated_at"`
 }
 
 func groupDTO(g *models.Group) GroupDTO {
@@ -160,7 +176,12 @@ func groupDTO(g *models.Group) GroupDTO {
 		BatchWindowMS: g.BatchWindowMS, MaxInFlight: g.MaxInFlight, RateLimit: g.RateLimit, TimeoutMS: g.TimeoutMS,
 		MaxAttempts: g.MaxAttempts, RetrySchedule: g.RetrySchedule, Ordered: g.Ordered, ConsumeFrom: g.ConsumeFrom,
 		SigningSecret: g.SigningSecret, Status: string(g.Status), PausedReason: g.PausedReason,
-		CreatedAt: g.CreatedAt.UTC().Format(timeFormat), UpdatedAt: g.UpdatedAt.UTC().Format(timeFormat), Subscriptions: []SubscriptionDTO{}}
+		CreatedAt: g.CreatedAt.UTC().Format(timeFormat), UpdatedAt: g.UpdatedAt.UTC().Format(timeFormat), Subscriptions: []SubscriptionDTO{},
+		ConfigVersion: g.ConfigVersion}
+	if exp := g.PreviousSecretExpiresAt; exp != nil && g.PreviousSigningSecret != "" && time.Now().Before(*exp) {
+		s := exp.UTC().Format(timeFormat)
+		out.PreviousSecretExpiresAt = &s
+	}
 	for _, sub := range g.Subscriptions {
 		tags := sub.Tags
 		if tags == nil {
@@ -195,7 +216,6 @@ func orDefault(p *int, def int) int {
 }
 
 func (s *Server) groupCreate(c echo.Context) error {
-	ctx := c.Request().Context()
 	body, err := readBody(c, 256<<10)
 	if err != nil {
 		return err
@@ -204,6 +224,17 @@ func (s *Server) groupCreate(c echo.Context) error {
 	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
+	g, err := s.createGroup(c, req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, groupDTO(g))
+}
+
+// createGroup validates and stores a new group with a fresh signing secret, tells
+// the dispatchers and audits it. Shared by the API and the console.
+func (s *Server) createGroup(c echo.Context, req groupCreateRequest) (*models.Group, error) {
+	ctx := c.Request().Context()
 	g := &models.Group{
 		Name: req.Name, EndpointURL: req.EndpointURL, SigningSecret: signing.NewSecret(),
 		BatchSize: orDefault(req.BatchSize, models.DefaultBatchSize), BatchMaxBytes: orDefault(req.BatchMaxBytes, models.DefaultBatchMaxBytes),
@@ -223,23 +254,17 @@ func (s *Server) groupCreate(c echo.Context) error {
 	}
 	g.Status = models.GroupRunning
 	if err := g.Validate(); err != nil {
-		return err
+		return nil, err
 	}
-	if err := s.guard.CheckURL(ctx, g.EndpointURL); err != nil {
-		if errors.Is(err, ssrf.ErrBlocked) {
-			p := problem("blocked-endpoint", err.Error())
-			p.Errors = []models.FieldError{{Pointer: "/endpoint_url", Detail: "private, loopback, link-local and metadata addresses are refused"}}
-			return p
-		}
-		return &models.ValidationError{Errors: []models.FieldError{{Pointer: "/endpoint_url", Detail: err.Error()}}}
+	if err := s.checkEndpoint(c, g.EndpointURL); err != nil {
+		return nil, err
 	}
 	if err := s.st.GroupCreate(ctx, g); err != nil {
-		return err
+		return nil, err
 	}
 	_ = s.notifier.Group(ctx, g.ID)
-	dto := groupDTO(g)
-	s.audit(c, "group.create", g.Name, nil, redacted(dto))
-	return c.JSON(http.StatusCreated, dto)
+	s.audit(c, "group.create", g.Name, nil, redacted(groupDTO(g)))
+	return g, nil
 }
 
 func redacted(g GroupDTO) GroupDTO {
@@ -322,6 +347,7 @@ type APIKeyDTO struct {
 	Topics     []string `json:"topics"`
 	CreatedAt  string   `json:"created_at"`
 	LastUsedAt *string  `json:"last_used_at"`
+	RevokedAt  *string  `json:"revoked_at"`
 }
 
 func (s *Server) apiKeyCreate(c echo.Context) error {
@@ -366,4 +392,3 @@ func (s *Server) audit(c echo.Context, action, subject string, before, after any
 		s.log.Warn("audit log write failed", "action", action, "err", err)
 	}
 }
-

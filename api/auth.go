@@ -161,20 +161,31 @@ func (s *Server) requireJWT(next echo.HandlerFunc) echo.HandlerFunc {
 		if raw == "" {
 			return problem("unauthorized", "send Authorization: Bearer <JWT from /api/v1/auth/login>")
 		}
-		var cl claims
-		_, err := jwt.ParseWithClaims(raw, &cl, func(*jwt.Token) (any, error) { return []byte(s.cfg.JWTSecret), nil },
-			jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithIssuer("herald"))
+		u, err := s.userFromJWT(c.Request().Context(), raw)
 		if err != nil {
-			return problem("unauthorized", "invalid token: "+err.Error())
-		}
-		id, _ := strconv.ParseInt(cl.Subject, 10, 64)
-		u, err := s.st.UserGetByID(c.Request().Context(), id)
-		if err != nil || u.TokenVersion != cl.TokenVersion {
-			return problem("unauthorized", "token revoked")
+			return err
 		}
 		c.Set("user", u)
 		return next(c)
 	}
+}
+
+// userFromJWT verifies a JWT (HS256 only, expiry required, issuer herald) and returns
+// its user if the token version is still current; otherwise an unauthorized problem.
+// The API reads the token from Authorization, the console from its session cookie.
+func (s *Server) userFromJWT(ctx context.Context, raw string) (*models.User, error) {
+	var cl claims
+	_, err := jwt.ParseWithClaims(raw, &cl, func(*jwt.Token) (any, error) { return []byte(s.cfg.JWTSecret), nil },
+		jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithIssuer("herald"))
+	if err != nil {
+		return nil, problem("unauthorized", "invalid token: "+err.Error())
+	}
+	id, _ := strconv.ParseInt(cl.Subject, 10, 64)
+	u, err := s.st.UserGetByID(ctx, id)
+	if err != nil || u.TokenVersion != cl.TokenVersion {
+		return nil, problem("unauthorized", "token revoked")
+	}
+	return u, nil
 }
 
 func userFrom(c echo.Context) *models.User { return c.Get("user").(*models.User) }

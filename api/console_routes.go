@@ -1,6 +1,69 @@
 package api
 
-import "github.com/labstack/echo/v4"
+import (
+	"net/http"
 
-// consoleRoutes mounts the web console (DESIGN §7).
-func (s *Server) consoleRoutes(e *echo.Echo) {}
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/web"
+)
+
+// consoleRoutes mounts the web console (DESIGN §7) under /console: server-rendered
+// pages signed in with an HttpOnly SameSite=Strict session cookie holding the JWT,
+// every form protected against CSRF (Sec-Fetch-Site, else a token in the form), and
+// embedded static files. Viewers read; operators change; admins manage users and
+// read the audit log.
+func (s *Server) consoleRoutes(e *echo.Echo) {
+	e.GET(consolePath, func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, consolePath+"/") })
+	static := http.StripPrefix(consolePath+"/static/", http.FileServerFS(web.Static()))
+	e.GET(consolePath+"/static/*", echo.WrapHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		static.ServeHTTP(w, r)
+	})))
+
+	csrf := middleware.CSRFWithConfig(middleware.CSRFConfig{
+		TokenLookup: "form:_csrf", CookieName: "herald_csrf", CookiePath: consolePath, CookieHTTPOnly: true,
+		CookieSameSite: http.SameSiteStrictMode, ContextKey: "csrf",
+		ErrorHandler: func(err error, c echo.Context) error {
+			return problem("forbidden", "the form expired or came from another site; reload the page and try again")
+		},
+	})
+	pub := e.Group(consolePath, csrf)
+	pub.GET("/login", s.consolePage(s.consoleLoginForm))
+	pub.POST("/login", s.consolePage(s.consoleLogin))
+	pub.POST("/logout", s.consolePage(s.consoleLogout))
+
+	con := e.Group(consolePath, csrf, s.requireSession)
+	op := requireConsoleRole(models.RoleOperator)
+	adm := requireConsoleRole(models.RoleAdmin)
+	page := s.consolePage
+	con.GET("/", page(s.consoleOverview))
+	con.GET("/topics", page(s.consoleTopics))
+	con.POST("/topics", page(op(s.consoleTopicCreate)))
+	con.GET("/topics/:topic", page(s.consoleTopic))
+	con.POST("/topics/:topic/queues", page(op(s.consoleTopicQueues)))
+	con.POST("/topics/:topic/delete", page(op(s.consoleTopicDelete)))
+	con.GET("/messages/:id", page(s.consoleMessage))
+	con.GET("/groups", page(s.consoleGroups))
+	con.POST("/groups", page(op(s.consoleGroupCreate)))
+	con.GET("/groups/:group", page(s.consoleGroup))
+	con.POST("/groups/:group/settings", page(op(s.consoleGroupSettings)))
+	con.POST("/groups/:group/pause", page(op(s.consoleGroupStatus(models.GroupPaused))))
+	con.POST("/groups/:group/resume", page(op(s.consoleGroupStatus(models.GroupRunning))))
+	con.POST("/groups/:group/reset", page(op(s.consoleGroupReset)))
+	con.POST("/groups/:group/rotate", page(op(s.consoleGroupRotate)))
+	con.POST("/groups/:group/secret", page(op(s.consoleGroupSecret)))
+	con.POST("/groups/:group/test", page(op(s.consoleGroupTest)))
+	con.GET("/dead-letters", page(s.consoleDeadLetters))
+	con.GET("/api-keys", page(s.consoleAPIKeys))
+	con.POST("/api-keys", page(op(s.consoleAPIKeyCreate)))
+	con.POST("/api-keys/:id/revoke", page(op(s.consoleAPIKeyRevoke)))
+	con.GET("/users", page(adm(s.consoleUsers)))
+	con.POST("/users", page(adm(s.consoleUserCreate)))
+	con.POST("/users/:id/role", page(adm(s.consoleUserRole)))
+	con.POST("/users/:id/revoke", page(adm(s.consoleUserRevoke)))
+	con.POST("/users/:id/delete", page(adm(s.consoleUserDelete)))
+	con.GET("/audit", page(adm(s.consoleAudit)))
+}

@@ -39,6 +39,9 @@ var problemKinds = map[string]struct {
 	"topic-not-found":        {http.StatusNotFound, "No such topic"},
 	"method-not-allowed":     {http.StatusMethodNotAllowed, "Method not allowed"},
 	"conflict":               {http.StatusConflict, "The name is already taken"},
+	"in-use":                 {http.StatusConflict, "The resource is still in use"},
+	"last-admin":             {http.StatusConflict, "At least one admin must remain"},
+	"read-only-field":        {http.StatusUnprocessableEntity, "The request changes a field that cannot be changed"},
 	"payload-too-large":      {http.StatusRequestEntityTooLarge, "The request or a message is too large"},
 	"unsupported-media-type": {http.StatusUnsupportedMediaType, "Unsupported Content-Type or Content-Encoding"},
 	"validation":             {http.StatusUnprocessableEntity, "The request has invalid fields"},
@@ -80,6 +83,10 @@ func fromError(err error) *Problem {
 		return problem("not-found", err.Error())
 	case errors.Is(err, models.ErrConflict):
 		return problem("conflict", err.Error())
+	case errors.Is(err, models.ErrInUse):
+		return problem("in-use", err.Error())
+	case errors.Is(err, models.ErrLastAdmin):
+		return problem("last-admin", err.Error())
 	case errors.Is(err, models.ErrUnauthorized):
 		return problem("unauthorized", err.Error())
 	case errors.Is(err, models.ErrForbidden):

@@ -175,6 +175,7 @@ func (s *Server) publish(c echo.Context) error {
 		return problem("unavailable", "the messages were not stored; retry the request")
 	}
 	metrics.Published.WithLabelValues(name).Add(float64(len(msgs)))
+	s.stats.addPublished(topic.ID, len(msgs))
 	status, out := respond(pr.Messages)
 	return c.JSONBlob(status, out)
 }

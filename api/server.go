@@ -43,10 +43,11 @@ type Server struct {
 	log      *slog.Logger
 	e        *echo.Echo
 
-	keys   sync.Map // prefix → *cachedKey
-	topics sync.Map // name → *cachedTopic
-	rr     sync.Map // topic id → *uint64 round-robin counter
-	logins sync.Map // username + client IP → *rate.Limiter
+	keys   sync.Map    // prefix → *cachedKey
+	topics sync.Map    // name → *cachedTopic
+	rr     sync.Map    // topic id → *uint64 round-robin counter
+	logins sync.Map    // username + client IP → *rate.Limiter
+	stats  statsRollup // published counts waiting for the next rollup flush
 }
 
 // New wires the routes. The group-commit writer must be running (its Run) for
@@ -93,6 +94,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: s.e, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	statsDone := make(chan struct{})
+	statsCtx, stopStats := context.WithCancel(ctx)
+	go func() { s.runStats(statsCtx); close(statsDone) }()
+	defer func() { stopStats(); <-statsDone }()
 	select {
 	case err := <-errc:
 		return err

@@ -65,27 +65,43 @@ func (s Subscription) Matches(tag string) bool {
 // MaxInFlight is parallel POSTs for the whole group; RateLimit is messages/s (0 =
 // unlimited); TimeoutMS bounds one POST; MaxAttempts and RetrySchedule (seconds)
 // drive retries. ConfigVersion grows on every change so caches can tell stale copies.
+// SigningSecret is the current `whsec_` secret; after a rotation PreviousSigningSecret
+// keeps signing too until PreviousSecretExpiresAt (see SigningSecrets).
 type Group struct {
-	ID            int64
-	Name          string
-	EndpointURL   string
-	SigningSecret string
-	Subscriptions []Subscription
-	BatchSize     int
-	BatchMaxBytes int
-	BatchWindowMS int
-	MaxInFlight   int
-	RateLimit     int
-	TimeoutMS     int
-	MaxAttempts   int
-	RetrySchedule []int
-	Ordered       bool
-	ConsumeFrom   string
-	Status        GroupStatus
-	PausedReason  string
-	ConfigVersion int64
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	ID                      int64
+	Name                    string
+	EndpointURL             string
+	SigningSecret           string
+	PreviousSigningSecret   string
+	PreviousSecretExpiresAt *time.Time
+	Subscriptions           []Subscription
+	BatchSize               int
+	BatchMaxBytes           int
+	BatchWindowMS           int
+	MaxInFlight             int
+	RateLimit               int
+	TimeoutMS               int
+	MaxAttempts             int
+	RetrySchedule           []int
+	Ordered                 bool
+	ConsumeFrom             string
+	Status                  GroupStatus
+	PausedReason            string
+	ConfigVersion           int64
+	CreatedAt               time.Time
+	UpdatedAt               time.Time
+}
+
+// SigningSecrets returns the secrets that sign a POST made at now: the current one,
+// then the previous one while its overlap window (PreviousSecretExpiresAt) is open.
+// The worker sends one `v1,` signature per secret, space-separated, in
+// `webhook-signature` (Standard Webhooks), so receivers holding either secret verify.
+func (g *Group) SigningSecrets(now time.Time) []string {
+	out := []string{g.SigningSecret}
+	if g.PreviousSigningSecret != "" && g.PreviousSecretExpiresAt != nil && now.Before(*g.PreviousSecretExpiresAt) {
+		out = append(out, g.PreviousSigningSecret)
+	}
+	return out
 }
 
 // ApplyDefaults fills zero settings with the package defaults.

@@ -1,11 +1,74 @@
-// Package web is Herald's console: server-rendered pages and static files embedded in
-// the binary. This first slice serves a landing page; the console issue fills it in.
+// Package web is Herald's console (DESIGN §7): server-rendered html/template pages
+// and static files embedded in the binary, with no CDN and no build step. The api
+// package serves them under /console with its handlers; this package holds only the
+// templates, static files and the helpers they call (charts, formatting).
 package web
 
-import _ "embed"
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"strings"
+)
 
 //go:embed index.html
 var index []byte
 
-// Index returns the landing page.
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Index returns the landing page served at /.
 func Index() []byte { return index }
+
+// Static returns the console's static files (CSS, JS), rooted at static/.
+func Static() fs.FS {
+	sub, _ := fs.Sub(staticFS, "static")
+	return sub
+}
+
+// Pages holds one parsed template per console page, each the shared layout plus the
+// page's file. html/template escapes every value by context, so user strings (tags,
+// keys, names, response excerpts) render as text, never markup.
+type Pages struct {
+	byName map[string]*template.Template
+}
+
+// ParsePages parses the embedded templates. It fails only if a template is broken,
+// which tests catch.
+func ParsePages() (*Pages, error) {
+	base, err := template.New("layout.html").Funcs(Funcs()).ParseFS(templateFS, "templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("parse console layout: %w", err)
+	}
+	files, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	p := &Pages{byName: map[string]*template.Template{}}
+	for _, f := range files {
+		name := strings.TrimSuffix(strings.TrimPrefix(f, "templates/"), ".html")
+		if name == "layout" {
+			continue
+		}
+		t, err := template.Must(base.Clone()).ParseFS(templateFS, f)
+		if err != nil {
+			return nil, fmt.Errorf("parse console page %s: %w", name, err)
+		}
+		p.byName[name] = t
+	}
+	return p, nil
+}
+
+// Render writes page name with data through the layout. Unknown pages are an error.
+func (p *Pages) Render(w io.Writer, name string, data any) error {
+	t, ok := p.byName[name]
+	if !ok {
+		return fmt.Errorf("no console page %q", name)
+	}
+	return t.ExecuteTemplate(w, "layout.html", data)
+}

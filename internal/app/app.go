@@ -18,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/internal/groupcommit"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/notify"
+	"github.com/heraldhq/herald/internal/secrets"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/models/store"
 	"github.com/heraldhq/herald/worker"
@@ -63,6 +64,10 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		st.Close()
 		return nil, err
 	}
+	if err := useKeyring(ctx, cfg, st, roles, log); err != nil {
+		st.Close()
+		return nil, err
+	}
 	ropt := asynq.RedisClientOpt{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: cfg.RedisDB, PoolSize: 64}
 	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: cfg.RedisDB, PoolSize: 64})
 	if err := rdb.Ping(ctx).Err(); err != nil {
@@ -83,6 +88,31 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		a.Worker = worker.New(cfg.Worker, cfg.Namespace, st, rdb, ropt, guard, log)
 	}
 	return a, nil
+}
+
+// useKeyring makes the store seal signing secrets with HERALD_ENCRYPTION_KEY; the api
+// role also reseals rows written in plaintext or under an old key.
+func useKeyring(ctx context.Context, cfg config.Config, st *store.Store, roles Roles, log *slog.Logger) error {
+	kr, err := secrets.ParseKeyring(cfg.EncryptionKey, cfg.EncryptionOldKeys)
+	if err != nil {
+		return fmt.Errorf("HERALD_ENCRYPTION_KEY: %w", err)
+	}
+	st.UseKeyring(kr)
+	if !roles.API {
+		return nil
+	}
+	if !kr.Enabled() {
+		log.Warn("HERALD_ENCRYPTION_KEY is not set: signing secrets are stored in plaintext")
+		return nil
+	}
+	n, err := st.GroupSecretsReseal(ctx)
+	if err != nil {
+		return fmt.Errorf("reseal signing secrets: %w", err)
+	}
+	if n > 0 {
+		log.Info("signing secrets resealed under the current encryption key", "groups", n, "key_id", kr.PrimaryID())
+	}
+	return nil
 }
 
 // Run runs the roles until ctx ends. apiLn is the api's listener (nil: listen on

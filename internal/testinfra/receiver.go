@@ -35,6 +35,10 @@ type Receiver struct {
 	inFlight int
 	maxInFl  int
 	Respond  func(d Delivery) int
+	// Body, when set, gives the response body for each request (default empty).
+	Body func(d Delivery) string
+	// Header, when set, gives extra response headers for each request.
+	Header func(d Delivery) http.Header
 }
 
 // NewReceiver starts a receiver on 127.0.0.1 and stops it when the test ends.
@@ -88,7 +92,15 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.byID[d.ID] = append(r.byID[d.ID], d)
 	}
 	r.mu.Unlock()
+	if r.Header != nil {
+		for k, v := range r.Header(d) {
+			w.Header()[k] = v
+		}
+	}
 	w.WriteHeader(status)
+	if r.Body != nil {
+		_, _ = io.WriteString(w, r.Body(d))
+	}
 }
 
 // Count returns how many distinct webhook-ids were accepted.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -152,4 +153,31 @@ func (s *Store) DispatchersLive(ctx context.Context) ([]string, error) {
 func (s *Store) DispatcherDelete(ctx context.Context, id string) error {
 	_, err := s.sql.ExecContext(ctx, "DELETE FROM dispatchers WHERE id = ? OR lease_until < NOW(3) - INTERVAL 1 DAY", id)
 	return err
+}
+
+// GroupLag returns a group's lag: offsets between its cursors and their queues' max
+// offsets, and the age in seconds of the oldest message past a cursor (0 if none).
+func (s *Store) GroupLag(ctx context.Context, groupID int64) (msgs int64, seconds float64, err error) {
+	cs, err := s.CursorsByGroups(ctx, []int64{groupID})
+	if err != nil {
+		return 0, 0, err
+	}
+	oldest := int64(0)
+	for _, c := range cs {
+		var maxID, created sql.NullInt64
+		q := "SELECT (SELECT MAX(id) FROM " + models.QueueTableName(c.QueueID) + "), (SELECT created_at FROM " + models.QueueTableName(c.QueueID) + " WHERE id > ? ORDER BY id LIMIT 1)"
+		if err := s.sql.QueryRowContext(ctx, q, c.Offset).Scan(&maxID, &created); err != nil {
+			return 0, 0, fmt.Errorf("lag of cursor %d: %w", c.ID, err)
+		}
+		if maxID.Int64 > c.Offset {
+			msgs += maxID.Int64 - c.Offset
+		}
+		if created.Valid && (oldest == 0 || created.Int64 < oldest) {
+			oldest = created.Int64
+		}
+	}
+	if oldest > 0 {
+		seconds = float64(time.Now().UnixMilli()-oldest) / 1000
+	}
+	return msgs, seconds, nil
 }

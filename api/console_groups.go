@@ -1,0 +1,345 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/models/store"
+	"github.com/heraldhq/herald/web"
+)
+
+// recentPerTopic is how many of each subscribed topic's newest messages a group's
+// page lists with their delivery state.
+const recentPerTopic = 15
+
+type groupsPage struct {
+	Items  []groupRow
+	Next   string
+	Form   map[string]string
+	Errors map[string]string
+}
+
+func (s *Server) consoleGroups(c echo.Context) error {
+	return s.renderGroups(c, http.StatusOK, map[string]string{}, map[string]string{}, "")
+}
+
+func (s *Server) renderGroups(c echo.Context, status int, form, errs map[string]string, errLine string) error {
+	ctx := c.Request().Context()
+	after, limit, err := listPage(c)
+	if err != nil {
+		return err
+	}
+	gs, err := s.st.GroupList(ctx, after, limit)
+	if err != nil {
+		return err
+	}
+	lags, totals, err := s.lagsAndTotals(ctx)
+	if err != nil {
+		return err
+	}
+	page := groupsPage{Items: groupRows(gs, lags, totals), Form: form, Errors: errs}
+	if len(gs) > 0 {
+		page.Next = nextCursor(gs[len(gs)-1].ID, len(gs), limit)
+	}
+	return s.render(c, status, "groups", "groups", "Consumer groups", page, "", errLine)
+}
+
+// parseSubscriptions reads the console's subscription text: a topic name alone on a
+// line, then one tag per line starting with "- " (tags may hold any character but
+// control characters, so lines are the only safe separator).
+func parseSubscriptions(text string) []SubscriptionDTO {
+	var out []SubscriptionDTO
+	for _, line := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
+		if tag, ok := strings.CutPrefix(line, "- "); ok && len(out) > 0 {
+			out[len(out)-1].Tags = append(out[len(out)-1].Tags, tag)
+			continue
+		}
+		if t := strings.TrimSpace(line); t != "" {
+			out = append(out, SubscriptionDTO{Topic: t, Tags: []string{}})
+		}
+	}
+	return out
+}
+
+// formatSubscriptions writes subscriptions in the format parseSubscriptions reads.
+func formatSubscriptions(subs []SubscriptionDTO) string {
+	var b strings.Builder
+	for _, sub := range subs {
+		b.WriteString(sub.Topic + "\n")
+		for _, t := range sub.Tags {
+			b.WriteString("- " + t + "\n")
+		}
+	}
+	return b.String()
+}
+
+func (s *Server) consoleGroupCreate(c echo.Context) error {
+	form := map[string]string{"name": c.FormValue("name"), "endpoint_url": c.FormValue("endpoint_url"),
+		"consume_from": c.FormValue("consume_from"), "subscriptions": c.FormValue("subscriptions")}
+	g, err := s.createGroup(c, groupCreateRequest{Name: form["name"], EndpointURL: form["endpoint_url"],
+		ConsumeFrom: form["consume_from"], Subscriptions: parseSubscriptions(form["subscriptions"])})
+	if err != nil {
+		fields, line, ok := formErrors(err)
+		if !ok {
+			return err
+		}
+		return s.renderGroups(c, http.StatusUnprocessableEntity, form, fields, line)
+	}
+	return redirectWith(c, consolePath+"/groups/"+g.Name, "Group "+g.Name+" created. Reveal its signing secret below to configure the receiver.")
+}
+
+// recentMessage is one of a subscribed topic's newest messages with its delivery
+// state for the group: delivered (the cursor passed it), filtered (its tag is not
+// subscribed) or pending.
+type recentMessage struct {
+	ID, Topic, PublishedAt, Tag, Key, State string
+}
+
+type groupPage struct {
+	G                         GroupDTO
+	Secret                    string
+	Cursors                   []CursorDTO
+	Lag                       int64
+	LagSeconds                float64
+	Delivered, Failed         int64
+	ThroughputChart, LagChart any
+	Recent                    []recentMessage
+	Form, Errors              map[string]string
+	Test                      *TestSendDTO
+}
+
+// groupForm holds the settings form's values for g.
+func groupForm(g *models.Group) map[string]string {
+	d := groupDTO(g)
+	sched := make([]string, len(d.RetrySchedule))
+	for i, v := range d.RetrySchedule {
+		sched[i] = strconv.Itoa(v)
+	}
+	return map[string]string{"endpoint_url": d.EndpointURL, "batch_size": strconv.Itoa(d.BatchSize),
+		"batch_window_ms": strconv.Itoa(d.BatchWindowMS), "max_in_flight": strconv.Itoa(d.MaxInFlight),
+		"rate_limit": strconv.Itoa(d.RateLimit), "timeout_ms": strconv.Itoa(d.TimeoutMS), "max_attempts": strconv.Itoa(d.MaxAttempts),
+		"retry_schedule": strings.Join(sched, ", "), "ordered": strconv.FormatBool(d.Ordered), "subscriptions": formatSubscriptions(d.Subscriptions)}
+}
+
+func (s *Server) consoleGroup(c echo.Context) error {
+	return s.renderGroup(c, http.StatusOK, groupPage{}, "", "")
+}
+
+// renderGroup fills the group page around extra (form values, errors, a test result
+// or a revealed secret) and renders it.
+func (s *Server) renderGroup(c echo.Context, status int, extra groupPage, notice, errLine string) error {
+	ctx := c.Request().Context()
+	g, err := s.st.GroupGetByName(ctx, c.Param("group"))
+	if err != nil {
+		return err
+	}
+	page := extra
+	page.G = groupDTO(g)
+	page.G.SigningSecret = ""
+	if page.Form == nil {
+		page.Form = groupForm(g)
+	}
+	if page.Errors == nil {
+		page.Errors = map[string]string{}
+	}
+	now := time.Now()
+	ps, err := s.st.GroupPositions(ctx, []int64{g.ID}, true)
+	if err != nil {
+		return err
+	}
+	page.Cursors = cursorDTOs(ps, now)
+	for _, cur := range page.Cursors {
+		page.Lag += cur.Lag
+		page.LagSeconds = max(page.LagSeconds, cur.LagSeconds)
+	}
+	points, err := s.st.StatsSeries(ctx, store.StatsScope{GroupID: g.ID}, now.Add(-overviewHours*time.Hour), now.Add(time.Minute))
+	if err != nil {
+		return err
+	}
+	times := make([]time.Time, len(points))
+	lag := make([]float64, len(points))
+	for i, p := range points {
+		times[i], lag[i] = p.Minute, float64(p.Lag)
+		if i >= len(points)-61 {
+			page.Delivered += p.Delivered
+			page.Failed += p.Failed
+		}
+	}
+	page.ThroughputChart = statsChart(points, false)
+	page.LagChart = web.Chart(times, []web.Series{{Label: "lag", Colour: "orange", Values: lag}}, 600, 180)
+	if page.Recent, err = s.recentMessages(c, g, ps); err != nil {
+		return err
+	}
+	return s.render(c, status, "group", "groups", "Group "+g.Name, page, notice, errLine)
+}
+
+// recentMessages lists the newest messages of each subscribed topic, newest first,
+// with their delivery state for g.
+func (s *Server) recentMessages(c echo.Context, g *models.Group, ps []store.CursorPosition) ([]recentMessage, error) {
+	committed := map[int64]int64{}
+	for _, p := range ps {
+		committed[p.QueueID] = p.Offset
+	}
+	type item struct {
+		m   store.MessageSummary
+		row recentMessage
+	}
+	var all []item
+	for _, sub := range g.Subscriptions {
+		t, err := s.st.TopicGetByName(c.Request().Context(), sub.Topic)
+		if err != nil {
+			return nil, err
+		}
+		ms, err := s.st.MessagesBrowse(c.Request().Context(), t, store.MessageFilter{}, recentPerTopic)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range ms {
+			state := "pending"
+			switch {
+			case !sub.Matches(m.Tag):
+				state = "filtered"
+			case m.Offset <= committed[m.QueueID]:
+				state = "delivered"
+			}
+			all = append(all, item{m, recentMessage{ID: models.MessageID(m.QueueID, m.Offset), Topic: sub.Topic,
+				PublishedAt: msTime(m.CreatedAt), Tag: m.Tag, Key: m.Key, State: state}})
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].m.CreatedAt > all[j].m.CreatedAt })
+	out := make([]recentMessage, 0, min(len(all), recentPerTopic))
+	for _, it := range all[:min(len(all), recentPerTopic)] {
+		out = append(out, it.row)
+	}
+	return out, nil
+}
+
+// consoleGroupSettings turns the settings form into a merge patch and applies it as
+// PATCH /api/v1/groups/{g} would; invalid fields come back next to their inputs.
+func (s *Server) consoleGroupSettings(c echo.Context) error {
+	form := map[string]string{}
+	for _, k := range []string{"endpoint_url", "batch_size", "batch_window_ms", "max_in_flight", "rate_limit", "timeout_ms", "max_attempts", "retry_schedule", "subscriptions"} {
+		form[k] = c.FormValue(k)
+	}
+	form["ordered"] = strconv.FormatBool(c.FormValue("ordered") == "true")
+	errs := map[string]string{}
+	patch := map[string]any{"endpoint_url": strings.TrimSpace(form["endpoint_url"]), "ordered": form["ordered"] == "true",
+		"subscriptions": parseSubscriptions(form["subscriptions"])}
+	for _, k := range []string{"batch_size", "batch_window_ms", "max_in_flight", "rate_limit", "timeout_ms", "max_attempts"} {
+		n, err := strconv.Atoi(strings.TrimSpace(form[k]))
+		if err != nil {
+			errs["/"+k] = "must be a whole number"
+			continue
+		}
+		patch[k] = n
+	}
+	var sched []int
+	for _, f := range strings.Split(form["retry_schedule"], ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			errs["/retry_schedule"] = "whole numbers of seconds, comma-separated"
+			break
+		}
+		sched = append(sched, n)
+	}
+	patch["retry_schedule"] = sched
+	if len(errs) > 0 {
+		return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Form: form, Errors: errs}, "", "Some settings are not valid; nothing was changed.")
+	}
+	body, _ := json.Marshal(patch)
+	g, err := s.applyGroupPatch(c, c.Param("group"), body)
+	if err != nil {
+		fields, _, ok := formErrors(err)
+		if !ok {
+			return err
+		}
+		return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Form: form, Errors: fields}, "", "Some settings are not valid; nothing was changed.")
+	}
+	return redirectWith(c, consolePath+"/groups/"+g.Name, fmt.Sprintf("Settings saved (config version %d); dispatchers and workers apply them within 2 s.", g.ConfigVersion))
+}
+
+func (s *Server) consoleGroupStatus(st models.GroupStatus) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		g, err := s.st.GroupGetByName(ctx, c.Param("group"))
+		if err != nil {
+			return err
+		}
+		reason := ""
+		if st == models.GroupPaused {
+			reason = "paused by " + consoleUser(c).Username
+		}
+		if err := s.st.GroupSetStatus(ctx, g.ID, st, reason); err != nil {
+			return err
+		}
+		_ = s.notifier.Group(ctx, g.ID)
+		s.audit(c, "group."+string(st), g.Name, map[string]string{"status": string(g.Status)}, map[string]string{"status": string(st)})
+		return redirectWith(c, consolePath+"/groups/"+g.Name, "Group "+g.Name+" is now "+string(st)+".")
+	}
+}
+
+func (s *Server) consoleGroupReset(c echo.Context) error {
+	req := offsetResetRequest{To: c.FormValue("to")}
+	if req.To == "timestamp" {
+		req.Timestamp = strings.TrimSpace(c.FormValue("timestamp"))
+	}
+	for _, f := range strings.Split(c.FormValue("queues"), ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		q, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Errors: map[string]string{"/queues": "queue ids are whole numbers, comma-separated"}}, "", "")
+		}
+		req.Queues = append(req.Queues, q)
+	}
+	ps, err := s.resetOffsets(c, c.Param("group"), req)
+	if err != nil {
+		fields, line, ok := formErrors(err)
+		if !ok {
+			return err
+		}
+		return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Errors: fields}, "", line)
+	}
+	return redirectWith(c, consolePath+"/groups/"+c.Param("group"), fmt.Sprintf("Offsets of %d queues reset to %s.", len(ps), req.To))
+}
+
+func (s *Server) consoleGroupRotate(c echo.Context) error {
+	overlap, err := strconv.Atoi(c.FormValue("overlap_seconds"))
+	if err != nil {
+		overlap = DefaultSecretOverlapSeconds
+	}
+	g, err := s.rotateSecret(c, c.Param("group"), overlap)
+	if err != nil {
+		return err
+	}
+	return s.renderGroup(c, http.StatusOK, groupPage{Secret: g.SigningSecret}, "Signing secret rotated; the new secret is shown once below.", "")
+}
+
+func (s *Server) consoleGroupSecret(c echo.Context) error {
+	g, err := s.st.GroupGetByName(c.Request().Context(), c.Param("group"))
+	if err != nil {
+		return err
+	}
+	s.audit(c, "group.secret.read", g.Name, nil, map[string]string{"via": "console"})
+	return s.renderGroup(c, http.StatusOK, groupPage{Secret: g.SigningSecret}, "", "")
+}
+
+func (s *Server) consoleGroupTest(c echo.Context) error {
+	res, err := s.testSend(c, c.Param("group"), nil)
+	if err != nil {
+		return err
+	}
+	return s.renderGroup(c, http.StatusOK, groupPage{Test: res}, "", "")
+}

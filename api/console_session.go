@@ -1,0 +1,228 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"golang.org/x/crypto/bcrypt"
+	"golang.org/x/time/rate"
+
+	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/web"
+)
+
+// Console cookies: the session holds the same JWT as the API (HttpOnly,
+// SameSite=Strict, path /console, TokenTTL); the flash carries one notice to the
+// next page after a redirect.
+const (
+	sessionCookie = "herald_session"
+	flashCookie   = "herald_flash"
+	consolePath   = "/console"
+)
+
+var consolePages = sync.OnceValues(web.ParsePages)
+
+// pageData is what every console template gets: the signed-in user, the CSRF token
+// for forms, a notice or error line and the page's own data in Page.
+type pageData struct {
+	Title      string
+	Nav        string
+	User       *models.User
+	CSRF       string
+	Notice     string
+	Error      string
+	CanOperate bool
+	IsAdmin    bool
+	Page       any
+}
+
+// consoleUser returns the signed-in user, or nil on the login page.
+func consoleUser(c echo.Context) *models.User {
+	u, _ := c.Get("user").(*models.User)
+	return u
+}
+
+// render writes a console page with security headers: a strict CSP (no inline
+// script or style), no framing, no caching.
+func (s *Server) render(c echo.Context, status int, page, nav, title string, data any, notice, errLine string) error {
+	u := consoleUser(c)
+	csrf, _ := c.Get("csrf").(string)
+	pd := pageData{Title: title, Nav: nav, User: u, CSRF: csrf, Notice: notice, Error: errLine, Page: data}
+	if u != nil {
+		pd.CanOperate = roleRank[u.Role] >= roleRank[models.RoleOperator]
+		pd.IsAdmin = u.Role == models.RoleAdmin
+	}
+	if pd.Notice == "" {
+		pd.Notice = takeFlash(c)
+	}
+	pages, err := consolePages()
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := pages.Render(&buf, page, pd); err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// consolePage wraps a console handler so its errors render as HTML pages instead of
+// problem+json: 401 goes to the login page, others show the problem's title.
+func (s *Server) consolePage(h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := h(c)
+		if err == nil || c.Response().Committed {
+			return err
+		}
+		p := fromError(err)
+		if p.Status == http.StatusUnauthorized {
+			return c.Redirect(http.StatusSeeOther, consolePath+"/login")
+		}
+		if p.Status >= 500 {
+			s.log.Error("console request failed", "path", c.Path(), "err", err)
+		}
+		detail := p.Detail
+		if detail == "" || p.Status >= 500 {
+			detail = p.Title
+		}
+		return s.render(c, p.Status, "error", "", p.Title, map[string]string{"Detail": detail}, "", "")
+	}
+}
+
+// requireSession authenticates console requests from the session cookie; without a
+// valid one the browser is sent to the login page.
+func (s *Server) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ck, err := c.Cookie(sessionCookie)
+		if err == nil && ck.Value != "" {
+			if u, err := s.userFromJWT(c.Request().Context(), ck.Value); err == nil {
+				c.Set("user", u)
+				return next(c)
+			}
+		}
+		target := consolePath + "/login"
+		if c.Request().Method == http.MethodGet {
+			target += "?next=" + url.QueryEscape(c.Request().URL.RequestURI())
+		}
+		return c.Redirect(http.StatusSeeOther, target)
+	}
+}
+
+// requireConsoleRole refuses console actions below role r with a 403 page.
+func requireConsoleRole(r models.Role) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if u := consoleUser(c); u == nil || roleRank[u.Role] < roleRank[r] {
+				return problem("forbidden", "this needs role "+string(r))
+			}
+			return next(c)
+		}
+	}
+}
+
+type loginPage struct {
+	Next     string
+	Username string
+}
+
+func (s *Server) consoleLoginForm(c echo.Context) error {
+	return s.render(c, http.StatusOK, "login", "", "Sign in", loginPage{Next: safeNext(c.QueryParam("next"))}, "", "")
+}
+
+// consoleLogin checks the password like the API's login (bcrypt, 5 tries a minute
+// per username and client IP) and sets the session cookie.
+func (s *Server) consoleLogin(c echo.Context) error {
+	name, pw := c.FormValue("username"), c.FormValue("password")
+	page := loginPage{Next: safeNext(c.FormValue("next")), Username: name}
+	lim, _ := s.logins.LoadOrStore(name+"\x00"+c.RealIP(), rate.NewLimiter(rate.Every(12*time.Second), 5))
+	if !lim.(*rate.Limiter).Allow() {
+		return s.render(c, http.StatusTooManyRequests, "login", "", "Sign in", page, "", "Too many sign-in attempts; wait a minute.")
+	}
+	u, err := s.st.UserGetByUsername(c.Request().Context(), name)
+	if err != nil || bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(pw)) != nil {
+		return s.render(c, http.StatusUnauthorized, "login", "", "Sign in", page, "", "Wrong username or password.")
+	}
+	tok, exp, err := s.issueToken(u)
+	if err != nil {
+		return err
+	}
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: tok, Path: consolePath, Expires: exp, HttpOnly: true,
+		Secure: c.IsTLS(), SameSite: http.SameSiteStrictMode})
+	c.Set("user", u)
+	s.audit(c, "user.login", u.Username, nil, map[string]string{"via": "console"})
+	next := page.Next
+	if next == "" {
+		next = consolePath + "/"
+	}
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+func (s *Server) consoleLogout(c echo.Context) error {
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: consolePath, MaxAge: -1, HttpOnly: true, Secure: c.IsTLS(), SameSite: http.SameSiteStrictMode})
+	return c.Redirect(http.StatusSeeOther, consolePath+"/login")
+}
+
+// safeNext keeps only console-local redirect targets (no open redirect).
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, consolePath+"/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return ""
+	}
+	return next
+}
+
+// redirectWith sends the browser to path with a one-time notice.
+func redirectWith(c echo.Context, path, notice string) error {
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: url.QueryEscape(notice), Path: consolePath, MaxAge: 60, HttpOnly: true,
+		Secure: c.IsTLS(), SameSite: http.SameSiteStrictMode})
+	return c.Redirect(http.StatusSeeOther, path)
+}
+
+func takeFlash(c echo.Context) string {
+	ck, err := c.Cookie(flashCookie)
+	if err != nil || ck.Value == "" {
+		return ""
+	}
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: consolePath, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	v, _ := url.QueryUnescape(ck.Value)
+	return v
+}
+
+// formErrors splits an action's error into field errors (JSON pointer → detail) for
+// the form and a page-level line; ok is false for errors that are not the user's.
+func formErrors(err error) (fields map[string]string, line string, ok bool) {
+	fields = map[string]string{}
+	p := fromError(err)
+	if p.Status >= 500 {
+		return nil, "", false
+	}
+	var v *models.ValidationError
+	if errors.As(err, &v) {
+		for _, fe := range v.Errors {
+			fields[firstSegment(fe.Pointer)] = fe.Detail
+		}
+	}
+	for _, fe := range p.Errors {
+		fields[firstSegment(fe.Pointer)] = fe.Detail
+	}
+	return fields, p.Detail, true
+}
+
+// firstSegment maps "/subscriptions/0/topic" to "/subscriptions", the form field.
+func firstSegment(pointer string) string {
+	if i := strings.Index(pointer[min(1, len(pointer)):], "/"); i >= 0 {
+		return pointer[:i+1]
+	}
+	return pointer
+}

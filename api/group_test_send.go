@@ -1,0 +1,168 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/heraldhq/herald/internal/signing"
+	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/models"
+)
+
+// testExcerptBytes caps the response body a test send returns.
+const testExcerptBytes = 4 << 10
+
+// TestSendDTO is the outcome of one test POST: the status code (0 when no response
+// came), latency in ms, and for failures the error class as in delivery attempts
+// (dns, connect, tls, timeout, reset, redirect, blocked_destination, http_status)
+// with a detail. ResponseExcerpt is at most 4 KiB of the response body, as text.
+type TestSendDTO struct {
+	OK              bool   `json:"ok"`
+	WebhookID       string `json:"webhook_id"`
+	StatusCode      int    `json:"status_code"`
+	LatencyMS       int64  `json:"latency_ms"`
+	ErrorClass      string `json:"error_class,omitempty"`
+	Error           string `json:"error,omitempty"`
+	ResponseExcerpt string `json:"response_excerpt"`
+}
+
+// testSendRequest optionally replaces the sample body with any JSON value.
+type testSendRequest struct {
+	Body json.RawMessage `json:"body"`
+}
+
+func (s *Server) groupTestSend(c echo.Context) error {
+	var req testSendRequest
+	if c.Request().ContentLength != 0 {
+		body, err := readBody(c, 256<<10)
+		if err != nil {
+			return err
+		}
+		if err := decodeStrict(body, &req); err != nil {
+			return err
+		}
+	}
+	out, err := s.testSend(c, c.Param("group"), req.Body)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// testSend POSTs a signed sample (or body) to the group's endpoint exactly as a
+// delivery at batch size 1 would go — Standard Webhooks headers signed with every
+// valid secret, no redirects, the group's timeout, dialled through the SSRF guard —
+// and reports what happened. It never touches cursors or counters. Audited.
+func (s *Server) testSend(c echo.Context, name string, body json.RawMessage) (*TestSendDTO, error) {
+	ctx := c.Request().Context()
+	g, err := s.st.GroupGetByName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	idb := make([]byte, 8)
+	_, _ = rand.Read(idb)
+	id := "msg_test_" + hex.EncodeToString(idb)
+	if len(body) == 0 {
+		body, _ = json.Marshal(map[string]any{"type": "herald.test", "group": g.Name, "webhook_id": id, "sent_at": time.Now().UTC().Format(timeFormat)})
+	}
+	out := &TestSendDTO{WebhookID: id}
+	if err := s.guard.CheckURL(ctx, g.EndpointURL); err != nil {
+		out.ErrorClass, out.Error = "blocked_destination", err.Error()
+		if !errors.Is(err, ssrf.ErrBlocked) {
+			out.ErrorClass = "dns"
+		}
+		s.audit(c, "group.test", g.Name, nil, out)
+		return out, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.EndpointURL, strings.NewReader(string(body)))
+	if err != nil {
+		return nil, &models.ValidationError{Errors: []models.FieldError{{Pointer: "/endpoint_url", Detail: err.Error()}}}
+	}
+	ts := time.Now().Unix()
+	var sigs []string
+	for _, secret := range g.SigningSecrets(time.Now()) {
+		signer, err := signing.NewSigner(secret)
+		if err != nil {
+			return nil, err
+		}
+		sigs = append(sigs, signer.Sign(id, ts, body))
+	}
+	req.Header.Set("content-type", "application/json")
+	req.Header.Set("webhook-id", id)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("webhook-signature", strings.Join(sigs, " "))
+	req.Header.Set("herald-group", g.Name)
+	req.Header.Set("herald-test", "true")
+	client := s.testClient(time.Duration(g.TimeoutMS) * time.Millisecond)
+	start := time.Now()
+	resp, err := client.Do(req)
+	out.LatencyMS = time.Since(start).Milliseconds()
+	if err != nil {
+		out.ErrorClass, out.Error = classifySendError(err), err.Error()
+	} else {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, testExcerptBytes))
+		resp.Body.Close()
+		out.StatusCode = resp.StatusCode
+		out.ResponseExcerpt = strings.ToValidUTF8(string(b), "\uFFFD")
+		switch {
+		case resp.StatusCode >= 200 && resp.StatusCode < 300:
+			out.OK = true
+		case resp.StatusCode >= 300 && resp.StatusCode < 400:
+			out.ErrorClass, out.Error = "redirect", "redirects are not followed"
+		default:
+			out.ErrorClass, out.Error = "http_status", resp.Status
+		}
+	}
+	if !utf8.ValidString(out.Error) {
+		out.Error = strings.ToValidUTF8(out.Error, "\uFFFD")
+	}
+	s.audit(c, "group.test", g.Name, nil, map[string]any{"ok": out.OK, "status_code": out.StatusCode, "latency_ms": out.LatencyMS, "error_class": out.ErrorClass})
+	return out, nil
+}
+
+// testClient is a one-off HTTP client like the worker's: no proxy, no redirects,
+// the dialler refusing blocked addresses.
+func (s *Server) testClient(timeout time.Duration) *http.Client {
+	d := &net.Dialer{Timeout: 5 * time.Second, Control: s.guard.Control}
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{Proxy: nil, DialContext: d.DialContext, TLSHandshakeTimeout: 5 * time.Second,
+			DisableKeepAlives: true, ResponseHeaderTimeout: timeout},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// classifySendError names a transport failure with the delivery error classes.
+func classifySendError(err error) string {
+	var dnsErr *net.DNSError
+	var tlsErr *tls.RecordHeaderError
+	var certErr *tls.CertificateVerificationError
+	var netErr net.Error
+	switch {
+	case errors.Is(err, ssrf.ErrBlocked):
+		return "blocked_destination"
+	case errors.As(err, &dnsErr):
+		return "dns"
+	case errors.As(err, &tlsErr), errors.As(err, &certErr):
+		return "tls"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "reset"
+	}
+	return "connect"
+}

@@ -1,0 +1,174 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/testinfra"
+)
+
+type statsBody struct {
+	Status              string  `json:"status"`
+	PausedReason        string  `json:"paused_reason"`
+	EffectiveRate       float64 `json:"effective_rate"`
+	Breaker             string  `json:"breaker"`
+	ConsecutiveFailures int     `json:"consecutive_failures"`
+	RetryMessages       int64   `json:"retry_messages"`
+	DeadLetters         int64   `json:"dead_letters_pending"`
+}
+
+func stats(t *testing.T, h *testinfra.Herald, group string) statsBody {
+	var s statsBody
+	require.NoError(t, json.Unmarshal(h.Admin("GET", "/groups/"+group+"/stats", nil, 200), &s))
+	return s
+}
+
+// headerReceiver wraps a Receiver to set response headers for scripted answers.
+func withHeader(r *testinfra.Receiver, key, value string) {
+	r.Header = func(testinfra.Delivery) http.Header { return http.Header{key: []string{value}} }
+}
+
+// TestThrottle429: 429 with Retry-After 2 returns the message without counting an
+// attempt, pauses the group about 2 s and halves its effective rate.
+func TestThrottle429(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHerald(t, nil)
+	h.CreateTopic("t", 1)
+	r := testinfra.NewReceiver(t)
+	var mu sync.Mutex
+	var times []time.Time
+	var attempts []string
+	inner := scripted(429)
+	r.Respond = func(d testinfra.Delivery) int {
+		mu.Lock()
+		times = append(times, time.Now())
+		attempts = append(attempts, d.Header.Get("herald-attempt"))
+		mu.Unlock()
+		return inner(d)
+	}
+	withHeader(r, "Retry-After", "2")
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "rate_limit": 100, "subscriptions": []map[string]any{{"topic": "t"}}}))
+	msg := h.Publish(h.CreateAPIKey("t"), "t", map[string]any{"body": 1})[0]
+	r.WaitCount(1, 20*time.Second)
+	mu.Lock()
+	require.Len(t, times, 2)
+	require.GreaterOrEqual(t, times[1].Sub(times[0]), 1900*time.Millisecond, "paused for Retry-After")
+	require.Equal(t, []string{"1", "1"}, attempts, "a throttle counts no attempt")
+	mu.Unlock()
+	require.Eventually(t, func() bool {
+		s := stats(t, h, "g")
+		return s.EffectiveRate > 0 && s.EffectiveRate <= 50
+	}, 5*time.Second, 50*time.Millisecond, "effective rate halved from 100")
+	require.Empty(t, mustRetryCount(t, h))
+	require.NotEmpty(t, r.Get(msg.ID))
+}
+
+func mustRetryCount(t *testing.T, h *testinfra.Herald) []int {
+	n, err := h.Store.RetryCount(t.Context(), 1)
+	require.NoError(t, err)
+	if n == 0 {
+		return nil
+	}
+	return []int{int(n)}
+}
+
+// TestGone410: 410 pauses the group with a reason; the message is returned, not
+// lost, and resume delivers it.
+func TestGone410(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHerald(t, nil)
+	h.CreateTopic("t", 1)
+	r := testinfra.NewReceiver(t)
+	r.Respond = scripted(410)
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "subscriptions": []map[string]any{{"topic": "t"}}}))
+	msg := h.Publish(h.CreateAPIKey("t"), "t", map[string]any{"body": 1})[0]
+	require.Eventually(t, func() bool { return stats(t, h, "g").Status == "paused" }, 10*time.Second, 50*time.Millisecond)
+	require.Contains(t, stats(t, h, "g").PausedReason, "410")
+	time.Sleep(500 * time.Millisecond)
+	require.Zero(t, r.Count())
+	h.Admin("POST", "/groups/g/resume", nil, 200)
+	r.WaitCount(1, 10*time.Second)
+	require.NotEmpty(t, r.Get(msg.ID))
+}
+
+// TestBreaker: ten consecutive failures open the breaker; after the cool-down a
+// probe succeeds, the breaker closes and the rate restarts slowly.
+func TestBreaker(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHerald(t, nil)
+	h.CreateTopic("t", 1)
+	r := testinfra.NewReceiver(t)
+	var mu sync.Mutex
+	failing := true
+	r.Respond = func(testinfra.Delivery) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return 500
+		}
+		return 204
+	}
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "max_attempts": 1, "max_in_flight": 1,
+		"subscriptions": []map[string]any{{"topic": "t"}}}))
+	key := h.CreateAPIKey("t")
+	for i := range 12 {
+		h.Publish(key, "t", map[string]any{"body": i})
+	}
+	require.Eventually(t, func() bool { return stats(t, h, "g").Breaker == "open" }, 15*time.Second, 50*time.Millisecond)
+	s := stats(t, h, "g")
+	require.GreaterOrEqual(t, s.ConsecutiveFailures, 10)
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	later := h.Publish(key, "t", map[string]any{"body": "after"})[0]
+	r.WaitCount(1, 20*time.Second) // the probe after the 5 s cool-down
+	require.NotEmpty(t, r.Get(later.ID))
+	require.Eventually(t, func() bool {
+		s := stats(t, h, "g")
+		return s.Breaker == "closed" && s.EffectiveRate > 0
+	}, 5*time.Second, 50*time.Millisecond, "closed with a slow start")
+}
+
+// TestMaxInFlight: max_in_flight 4 over 8 queues never shows more than 4 POSTs open
+// at the endpoint.
+func TestMaxInFlight(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHerald(t, nil)
+	h.CreateTopic("t", 8)
+	r := testinfra.NewReceiver(t)
+	r.Respond = func(testinfra.Delivery) int { time.Sleep(10 * time.Millisecond); return 204 }
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "max_in_flight": 4, "subscriptions": []map[string]any{{"topic": "t"}}}))
+	key := h.CreateAPIKey("t")
+	for i := range 16 {
+		msgs := make([]map[string]any, 10)
+		for j := range msgs {
+			msgs[j] = map[string]any{"body": i*10 + j}
+		}
+		h.Publish(key, "t", msgs...)
+	}
+	r.WaitCount(160, 30*time.Second)
+	require.LessOrEqual(t, r.MaxInFlight(), 4)
+	require.GreaterOrEqual(t, r.MaxInFlight(), 2, "parallelism was used")
+}
+
+// TestRedirectNotFollowed: a 302 is a failure of class redirect, never followed.
+func TestRedirectNotFollowed(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHerald(t, nil)
+	h.CreateTopic("t", 1)
+	target := testinfra.NewReceiver(t)
+	r := testinfra.NewReceiver(t)
+	r.Respond = func(testinfra.Delivery) int { return 302 }
+	withHeader(r, "Location", target.URL)
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "max_attempts": 1, "subscriptions": []map[string]any{{"topic": "t"}}}))
+	msg := h.Publish(h.CreateAPIKey("t"), "t", map[string]any{"body": 1})[0]
+	as := attemptsOf(t, h, msg.Queue, msg.Offset, 1)
+	require.Equal(t, "redirect", as[0].ErrorClass)
+	require.Equal(t, 302, as[0].Status)
+	require.Zero(t, target.Count())
+}
