@@ -34,7 +34,7 @@ run: services build ## migrate, then run every role with the demo on 127.0.0.1:8
 # database; each test creates its own) and HERALD_TEST_REDIS_ADDR. Unless set,
 # they are derived from HERALD_MYSQL_DSN / HERALD_REDIS_ADDR, or default to
 # root@tcp(127.0.0.1:3306)/ and 127.0.0.1:6379.
-test: services ## go vet, then every test with -race against the real MariaDB and Redis
+test: services browser ## go vet, then every test with -race against the real MariaDB and Redis
 	$(GO) vet ./...
 	@if [ -z "$${HERALD_TEST_MYSQL_DSN:-}" ]; then \
 		if [ -n "$${HERALD_MYSQL_DSN:-}" ]; then \

@@ -146,7 +146,10 @@ func TestAdminAPIMatchesSpec(t *testing.T) {
 	for _, c := range reset.Items {
 		require.Zero(t, c.Offset)
 	}
-	sc.do("POST", "/v1/topics/orders/messages", key.Key, map[string]any{"messages": []map[string]any{{"body": 4, "key": "o-1"}}}, 201)
+	// An idle cursor learns of its reset at its next fenced commit: publish to every queue.
+	for range 2 {
+		sc.do("POST", "/v1/topics/orders/messages", key.Key, map[string]any{"messages": []map[string]any{{"body": 4}}}, 201)
+	}
 	require.Eventually(t, func() bool {
 		for _, m := range pub.Messages {
 			if len(recv.Get(m.ID)) < 2 {
@@ -180,6 +183,36 @@ func TestAdminAPIMatchesSpec(t *testing.T) {
 	require.Equal(t, false, failed["ok"])
 	require.Equal(t, "http_status", failed["error_class"])
 	recv.Respond = nil
+
+	// Dead letters: one attempt allowed, the endpoint failing, then redriven.
+	sc.do("POST", "/api/v1/topics", tok, map[string]any{"name": "risky", "queues": 1}, 201)
+	bad := testinfra.NewReceiver(t)
+	bad.Respond = func(testinfra.Delivery) int { return 500 }
+	bad.SetSecret(decode[group](t, sc.do("POST", "/api/v1/groups", tok, map[string]any{"name": "flaky", "endpoint_url": bad.URL,
+		"subscriptions": []map[string]any{{"topic": "risky"}}, "max_attempts": 1, "consume_from": "earliest"}, 201)).SigningSecret)
+	riskyKey := decode[struct{ Key string }](t, sc.do("POST", "/api/v1/api-keys", tok, map[string]any{"name": "risky", "topics": []string{"risky"}}, 201)).Key
+	sc.do("POST", "/v1/topics/risky/messages", riskyKey, map[string]any{"messages": []map[string]any{{"body": map[string]string{"x": "<b>"}}}}, 201)
+	var dl struct {
+		Items []struct {
+			ID    int64  `json:"id"`
+			State string `json:"state"`
+		}
+	}
+	require.Eventually(t, func() bool {
+		dl = decode[struct {
+			Items []struct {
+				ID    int64  `json:"id"`
+				State string `json:"state"`
+			}
+		}](t, sc.do("GET", "/api/v1/groups/flaky/dead-letters?state=pending", tok, nil, 200))
+		return len(dl.Items) == 1
+	}, 20*time.Second, 100*time.Millisecond, "the failing message is dead-lettered")
+	sc.do("GET", fmt.Sprintf("/api/v1/groups/flaky/dead-letters/%d", dl.Items[0].ID), tok, nil, 200)
+	sc.do("GET", "/api/v1/groups/flaky/stats", tok, nil, 200)
+	bad.Respond = nil
+	require.Equal(t, map[string]any{"redriven": float64(1)}, decode[map[string]any](t, sc.do("POST", "/api/v1/groups/flaky/dead-letters/redrive", tok, map[string]any{"ids": []int64{dl.Items[0].ID}}, 200)))
+	bad.WaitCount(1, 20*time.Second)
+	sc.do("POST", "/api/v1/groups/flaky/dead-letters/purge", tok, nil, 200)
 
 	// Topics: grow, mark a queue read-only, delete only without subscribers.
 	tp := decode[struct{ Queues []struct{ ID int64 } }](t, sc.do("PATCH", "/api/v1/topics/orders", tok, map[string]any{"queues": 3}, 200))

@@ -192,36 +192,3 @@ func (s *Server) consoleAudit(c echo.Context) error {
 	}
 	return s.render(c, http.StatusOK, "audit", "audit", "Audit log", page, "", "")
 }
-
-type deadLetterTopic struct {
-	Name     string
-	Messages int64
-}
-
-// consoleDeadLetters lists the groups' dead-letter topics (`<group>.dlq`) with their
-// size; redrive and purge come with the failure-handling API.
-func (s *Server) consoleDeadLetters(c echo.Context) error {
-	ctx := c.Request().Context()
-	ts, err := s.st.TopicList(ctx, 0, 500)
-	if err != nil {
-		return err
-	}
-	var dtos []TopicDTO
-	for _, t := range ts {
-		if models.ReservedName(t.Name) {
-			dtos = append(dtos, topicDTO(t))
-		}
-	}
-	if err := s.fillTopicStats(ctx, dtos); err != nil {
-		return err
-	}
-	var page struct{ Topics []deadLetterTopic }
-	for _, t := range dtos {
-		var n int64
-		for _, q := range t.Queues {
-			n += q.MaxOffset
-		}
-		page.Topics = append(page.Topics, deadLetterTopic{Name: t.Name, Messages: n})
-	}
-	return s.render(c, http.StatusOK, "deadletters", "dead-letters", "Dead letters", page, "", "")
-}

@@ -114,6 +114,7 @@ type groupPage struct {
 	Recent                    []recentMessage
 	Form, Errors              map[string]string
 	Test                      *TestSendDTO
+	Attempts                  []DeliveryAttemptDTO
 }
 
 // groupForm holds the settings form's values for g.
@@ -178,6 +179,11 @@ func (s *Server) renderGroup(c echo.Context, status int, extra groupPage, notice
 	if page.Recent, err = s.recentMessages(c, g, ps); err != nil {
 		return err
 	}
+	as, err := s.st.AttemptsByGroup(ctx, g.ID, 20)
+	if err != nil {
+		return err
+	}
+	page.Attempts = AttemptDTOs(as)
 	return s.render(c, status, "group", "groups", "Group "+g.Name, page, notice, errLine)
 }
 

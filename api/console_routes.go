@@ -57,6 +57,8 @@ func (s *Server) consoleRoutes(e *echo.Echo) {
 	con.POST("/groups/:group/secret", page(op(s.consoleGroupSecret)))
 	con.POST("/groups/:group/test", page(op(s.consoleGroupTest)))
 	con.GET("/dead-letters", page(s.consoleDeadLetters))
+	con.POST("/dead-letters/:group/redrive", page(op(s.consoleDeadLetterAction(true))))
+	con.POST("/dead-letters/:group/purge", page(op(s.consoleDeadLetterAction(false))))
 	con.GET("/api-keys", page(s.consoleAPIKeys))
 	con.POST("/api-keys", page(op(s.consoleAPIKeyCreate)))
 	con.POST("/api-keys/:id/revoke", page(op(s.consoleAPIKeyRevoke)))

@@ -24,20 +24,28 @@ type secretRotateRequest struct {
 
 func (s *Server) groupSecretRotate(c echo.Context) error {
 	var req secretRotateRequest
-	if c.Request().ContentLength != 0 {
-		body, err := readBody(c, 4<<10)
-		if err != nil {
-			return err
-		}
-		if err := decodeStrict(body, &req); err != nil {
-			return err
-		}
+	if err := optionalBody(c, 4<<10, &req); err != nil {
+		return err
 	}
 	g, err := s.rotateSecret(c, c.Param("group"), orDefault(req.OverlapSeconds, DefaultSecretOverlapSeconds))
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, groupDTO(g))
+}
+
+// optionalBody decodes an optional JSON body into v: none at all (no length and no
+// Content-Type, or an empty body) leaves v as it is.
+func optionalBody(c echo.Context, limit int64, v any) error {
+	r := c.Request()
+	if r.ContentLength == 0 || (r.ContentLength < 0 && r.Header.Get(echo.HeaderContentType) == "") {
+		return nil
+	}
+	body, err := readBody(c, limit)
+	if err != nil || len(body) == 0 {
+		return err
+	}
+	return decodeStrict(body, v)
 }
 
 // rotateSecret gives the group a new signing secret; the old one keeps signing for

@@ -47,14 +47,8 @@ type testSendRequest struct {
 
 func (s *Server) groupTestSend(c echo.Context) error {
 	var req testSendRequest
-	if c.Request().ContentLength != 0 {
-		body, err := readBody(c, 256<<10)
-		if err != nil {
-			return err
-		}
-		if err := decodeStrict(body, &req); err != nil {
-			return err
-		}
+	if err := optionalBody(c, 256<<10, &req); err != nil {
+		return err
 	}
 	out, err := s.testSend(c, c.Param("group"), req.Body)
 	if err != nil {

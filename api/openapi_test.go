@@ -81,7 +81,9 @@ func (sc *specClient) do(method, path, token string, body any, want int) []byte 
 	if want < 400 {
 		require.NoError(t, reqErr, "request %s %s does not match openapi.yaml", method, path)
 	}
-	req.Body = io.NopCloser(bytes.NewReader(raw))
+	if raw != nil {
+		req.Body = io.NopCloser(bytes.NewReader(raw))
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	out, err := io.ReadAll(resp.Body)

@@ -29,6 +29,7 @@ const (
 	rateGrowEvery      = 10 * time.Second // the effective rate grows by 10 % of its base this often
 	slowStartFraction  = 0.1              // after the breaker closes the rate restarts at 10 %
 	measureWindow      = 10               // seconds of delivery counts for the measured rate
+	streakQuiet        = time.Second      // no success for this long before a failure streak opens the breaker
 )
 
 // health is a group's failure counters, breaker and effective rate, kept by its
@@ -113,7 +114,10 @@ func (d *Dispatcher) observe(gs *groupState, r task.Report) {
 	}
 	if h.breaker == "" || h.breaker == breakerClosed {
 		total := h.succMinute + h.failMinute
-		if h.consecutive >= breakerConsecutive || (total >= breakerMinRequests && 2*h.failMinute > total) {
+		// Reports of parallel jobs interleave, so a run of failures counts as consecutive
+		// only once no success has been reported for streakQuiet.
+		streak := h.consecutive >= breakerConsecutive && now.Sub(h.lastSuccess) >= streakQuiet
+		if streak || (total >= breakerMinRequests && 2*h.failMinute > total) {
 			d.openBreaker(gs, now)
 		}
 	}
@@ -127,7 +131,7 @@ func (d *Dispatcher) openBreaker(gs *groupState, now time.Time) {
 		h.cooldown = min(2*h.cooldown, breakerMaxCooldown)
 	}
 	h.breaker, h.openUntil, h.dirty = breakerOpen, now.Add(h.cooldown), true
-	d.log.Warn("breaker opened", "group", gs.g.Name, "cooldown", h.cooldown, "last_error", gs.lastError)
+	d.log.Warn("breaker opened", "group", gs.g.Name, "cooldown", h.cooldown, "consecutive", h.consecutive, "successes_minute", h.succMinute, "failures_minute", h.failMinute, "last_error", gs.lastError)
 	d.audit(gs, "group.breaker.open", map[string]any{"cooldown_ms": h.cooldown.Milliseconds(), "last_error": gs.lastError})
 }
 

@@ -10,6 +10,7 @@ import (
 func Funcs() template.FuncMap {
 	return template.FuncMap{
 		"chart": Chart,
+		"list3": func(a, b, c string) []string { return []string{a, b, c} },
 		"when": func(t time.Time) string {
 			if t.IsZero() {
 				return "—"
