@@ -3,12 +3,14 @@ package dispatcher
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/models/store"
 	"github.com/heraldhq/herald/worker/task"
 )
 
@@ -208,9 +210,9 @@ func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 		}
 		metrics.JobsRedispatched.Inc()
 		if js.job.Generation+1 >= d.cfg.MaxGenerations {
-			d.log.Warn("job exhausted its generations without reports; backing off", "task", id, "class", "no_report")
+			d.log.Warn("job exhausted its generations without reports; its messages go to the retry topic", "task", id, "class", "no_report")
 			js.group.lastError = "no_report"
-			d.finishJob(js, 30*time.Second)
+			d.noReport(ctx, js)
 			continue
 		}
 		d.redispatch(ctx, js, now)
@@ -252,5 +254,40 @@ func (d *Dispatcher) redispatch(ctx context.Context, old *jobState, now time.Tim
 	if err := d.enqueue(ctx, js, now); err != nil {
 		d.log.Warn("re-enqueue delivery job", "task", j.TaskID(), "err", err)
 		d.finishJob(js, time.Second)
+	}
+}
+
+// noReport sends a poison job's undone messages to the retry topic with error class
+// no_report, so it costs retries, never a stalled cursor (DESIGN §4). If that write
+// fails, they are backed off and sent again.
+func (d *Dispatcher) noReport(ctx context.Context, js *jobState) {
+	g := js.group.g
+	attempts := map[int64]int{}
+	for i, off := range task.Expand(js.job.Offsets) {
+		attempts[off] = max(js.job.Attempt, 1)
+		if js.job.Retry && i < len(js.job.Attempts) {
+			attempts[off] = js.job.Attempts[i]
+		}
+	}
+	var fails []store.Failure
+	for off := range js.remaining {
+		fails = append(fails, store.Failure{QueueID: js.job.Queue, Offset: off, Attempt: attempts[off], LastError: "no_report"})
+	}
+	res, err := d.st.RetryRecord(ctx, g.ID, g.MaxAttempts, g.RetrySchedule, fails)
+	if err != nil {
+		d.log.Warn("write no_report retries", "group", g.Name, "err", err)
+		d.finishJob(js, 30*time.Second)
+		return
+	}
+	if !res.NextDue.IsZero() {
+		js.group.retryDueBy(res.NextDue)
+	}
+	cs := js.cursor
+	d.finishJob(js, 0)
+	if cs != nil {
+		for _, off := range append(res.Retried, res.DeadLettered...) {
+			cs.pending = slices.DeleteFunc(cs.pending, func(p pendingMsg) bool { return p.offset == off })
+			cs.markDone(off)
+		}
 	}
 }
