@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/testinfra"
 )
 
@@ -171,4 +172,23 @@ func TestRedirectNotFollowed(t *testing.T) {
 	require.Equal(t, "redirect", as[0].ErrorClass)
 	require.Equal(t, 302, as[0].Status)
 	require.Zero(t, target.Count())
+}
+
+// TestThrottledForeverAutoPauses: an endpoint answering 429 forever ends disabled
+// with a reason after disable_after (throttle-only time counts), never silently stuck.
+func TestThrottledForeverAutoPauses(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHerald(t, func(c *config.Config) { c.Dispatcher.DisableAfter = 3 * time.Second })
+	h.CreateTopic("t", 1)
+	r := testinfra.NewReceiver(t)
+	r.Respond = func(testinfra.Delivery) int { return 429 }
+	withHeader(r, "Retry-After", "1")
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "subscriptions": []map[string]any{{"topic": "t"}}}))
+	h.Publish(h.CreateAPIKey("t"), "t", map[string]any{"body": 1})
+	require.Eventually(t, func() bool { return stats(t, h, "g").Status == "disabled" }, 20*time.Second, 100*time.Millisecond)
+	require.Contains(t, stats(t, h, "g").PausedReason, "auto-paused")
+	require.Zero(t, r.Count())
+	var n int
+	require.NoError(t, h.Store.DB().QueryRow("SELECT COUNT(*) FROM audit_log WHERE action = 'group.disabled' AND subject = 'g'").Scan(&n))
+	require.Equal(t, 1, n, "the state change is audited")
 }
