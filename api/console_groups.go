@@ -115,6 +115,7 @@ type groupPage struct {
 	Form, Errors              map[string]string
 	Test                      *TestSendDTO
 	Attempts                  []DeliveryAttemptDTO
+	Health                    store.GroupHealth
 }
 
 // groupForm holds the settings form's values for g.
@@ -177,6 +178,9 @@ func (s *Server) renderGroup(c echo.Context, status int, extra groupPage, notice
 	page.ThroughputChart = statsChart(points, false)
 	page.LagChart = web.Chart(times, []web.Series{{Label: "lag", Colour: "orange", Values: lag}}, 600, 180)
 	if page.Recent, err = s.recentMessages(c, g, ps); err != nil {
+		return err
+	}
+	if page.Health, err = s.st.GroupHealthGet(ctx, g.ID); err != nil {
 		return err
 	}
 	as, err := s.st.AttemptsByGroup(ctx, g.ID, 20)

@@ -106,10 +106,11 @@ func (s *Server) consoleOverview(c echo.Context) error {
 	for _, l := range lags {
 		page.TotalLag += l
 	}
-	page.TopicCount = len(totals.TopicPublished)
-	if ts, err := s.st.TopicList(ctx, 0, 100000); err == nil {
-		page.TopicCount = len(ts)
+	n, err := s.st.TopicCount(ctx)
+	if err != nil {
+		return err
 	}
+	page.TopicCount = int(n)
 	rows := groupRows(gs, lags, totals)
 	attentionOrder(rows)
 	page.Groups = rows[:min(len(rows), 20)]

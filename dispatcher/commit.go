@@ -65,3 +65,33 @@ func (d *Dispatcher) updateLag() {
 		metrics.LagSeconds.WithLabelValues(gs.g.Name).Set(lag)
 	}
 }
+
+// checkVersions reloads the version and owner of every owned cursor (DESIGN §4:
+// owners reload versions every tick), so an offset reset reaches an idle cursor
+// too: a changed version or owner drops the cursor and the next rebalance reclaims
+// it from its new committed state. Reads go in chunks of 1,000 ids.
+func (d *Dispatcher) checkVersions(ctx context.Context) {
+	ids := make([]int64, 0, len(d.cursors))
+	for id := range d.cursors {
+		ids = append(ids, id)
+	}
+	for start := 0; start < len(ids); start += 1000 {
+		chunk := ids[start:min(start+1000, len(ids))]
+		cur, err := d.st.CursorVersions(ctx, chunk)
+		if err != nil {
+			d.log.Warn("reload cursor versions", "err", err)
+			return
+		}
+		for _, id := range chunk {
+			cs := d.cursors[id]
+			c, ok := cur[id]
+			if cs == nil || (ok && c.Version == cs.version && c.Owner == d.id) {
+				continue
+			}
+			// Reset, taken over, or deleted with its subscription.
+			d.log.Info("cursor changed elsewhere; reloading", "cursor", id)
+			d.dropCursor(cs)
+			d.refresh = true
+		}
+	}
+}

@@ -32,6 +32,8 @@ type cursorState struct {
 	readPos   int64
 	holes     map[int64]int64 // open hole id → first seen, Unix ms
 	late      map[int64]int64 // rows found in holes ≤ committed, not yet done → first seen
+	closed    map[int64]int64 // holes closed as rollbacks → when to check them once more (Unix ms)
+	beyond    bool            // committed past the table's MAX(id): not served (restore or lagging replica)
 	pending   []pendingMsg
 	inflight  map[int64]inflightMsg
 	done      map[int64]struct{} // done offsets above committed
@@ -41,7 +43,7 @@ type cursorState struct {
 
 func newCursorState(c models.Cursor, g *groupState) *cursorState {
 	cs := &cursorState{id: c.ID, groupID: c.GroupID, queueID: c.QueueID, version: c.Version, group: g,
-		committed: c.Offset, readPos: c.Offset, holes: map[int64]int64{}, late: map[int64]int64{}, inflight: map[int64]inflightMsg{}, done: map[int64]struct{}{}}
+		committed: c.Offset, readPos: c.Offset, holes: map[int64]int64{}, late: map[int64]int64{}, closed: map[int64]int64{}, inflight: map[int64]inflightMsg{}, done: map[int64]struct{}{}}
 	for _, h := range c.Holes {
 		for id := h.From; id <= h.To; id++ {
 			cs.holes[id] = h.FirstSeenMS

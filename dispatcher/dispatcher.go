@@ -148,6 +148,7 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 			d.refresh = true
 		case <-commit.C:
 			d.commit(ctx)
+			d.checkVersions(ctx)
 			d.tickHealth(ctx)
 		case <-poll.C:
 			d.poll(ctx)

@@ -54,6 +54,8 @@ type health struct {
 	delivered     [measureWindow]struct{ sec, n int64 }
 	nextRetry     time.Time // earliest time a retry row may be due; zero = check now
 	dirty         bool
+	// statsDelivered and statsFailed count messages since the last rollup flush.
+	statsDelivered, statsFailed int64
 }
 
 // observe feeds one report into the group's counters, throttle and breaker.
@@ -70,6 +72,8 @@ func (d *Dispatcher) observe(gs *groupState, r task.Report) {
 	}
 	h.succMinute += c.Successes
 	h.failMinute += c.Failures
+	h.statsDelivered += int64(c.Delivered)
+	h.statsFailed += int64(c.FailedMsgs)
 	if c.LastStatus != 0 || c.LastError != "" {
 		h.lastStatus, gs.lastError = c.LastStatus, c.LastError
 	}
@@ -221,8 +225,8 @@ func (d *Dispatcher) mayCut(gs *groupState, now time.Time) bool {
 	return true
 }
 
-// tickHealth grows effective rates, auto-pauses groups failing past DisableAfter
-// and saves changed health rows.
+// tickHealth grows effective rates, auto-pauses groups failing past DisableAfter,
+// saves changed health rows and adds delivered/failed counts to the per-minute rollup.
 func (d *Dispatcher) tickHealth(ctx context.Context) {
 	now := d.now()
 	for _, gs := range d.groups {
@@ -242,6 +246,14 @@ func (d *Dispatcher) tickHealth(ctx context.Context) {
 			h.dirty = false
 			if err := d.st.GroupHealthSave(ctx, gs.snapshot()); err != nil {
 				d.log.Warn("save group health", "group", gs.g.Name, "err", err)
+			}
+		}
+		if h.statsDelivered+h.statsFailed > 0 {
+			// One row per group per flush into the console's per-minute rollup.
+			if err := d.st.StatsAdd(ctx, now.UTC().Truncate(time.Minute), gs.g.ID, 0, 0, h.statsDelivered, h.statsFailed); err != nil {
+				d.log.Warn("stats rollup", "group", gs.g.Name, "err", err)
+			} else {
+				h.statsDelivered, h.statsFailed = 0, 0
 			}
 		}
 	}

@@ -30,7 +30,7 @@ func (d *Dispatcher) step(ctx context.Context) {
 func (d *Dispatcher) readQueue(ctx context.Context, q int64) (more bool) {
 	byPos := map[int64][]*cursorState{}
 	for _, cs := range d.byQueue[q] {
-		if cs.group.g.Status != models.GroupRunning {
+		if cs.group.g.Status != models.GroupRunning || cs.beyond {
 			continue
 		}
 		room := d.cfg.MaxSpan - cs.span()
@@ -133,6 +133,7 @@ func (d *Dispatcher) reReadHoles(ctx context.Context, q int64) {
 			if started-first >= gap {
 				metrics.HolesClosed.Inc()
 				cs.markDone(id)
+				cs.closed[id] = started + gap // checked once more later (late rows)
 			}
 		}
 		cs.advance()
@@ -161,15 +162,70 @@ func (d *Dispatcher) poll(ctx context.Context) {
 			if cs.readPos < m {
 				d.dirtyQ[q] = true
 			}
-			if cs.committed > m {
-				// Beyond the table's end: a restore or a lagging replica. Do not serve it.
-				d.log.Error("cursor beyond queue max offset; not serving", "cursor", cs.id, "queue", q, "offset", cs.committed, "max", m)
+			if cs.committed > m && !cs.beyond {
+				// Beyond the table's end: a restore or a lagging replica. Do not serve it;
+				// make the queue read-only so no new offset can collide, and alert.
+				cs.beyond = true
+				metrics.CursorsBeyondMax.Inc()
+				d.log.Error("cursor beyond queue max offset; not serving it and making the queue read-only", "cursor", cs.id, "queue", q, "offset", cs.committed, "max", m)
+				if err := d.st.QueueSetState(ctx, q, models.QueueReadOnly); err != nil {
+					d.log.Warn("make queue read-only", "queue", q, "err", err)
+				}
 			}
-			holes = holes || len(cs.holes) > 0
+			holes = holes || len(cs.holes) > 0 || len(cs.closed) > 0
 		}
 		if holes {
 			d.reReadHoles(ctx, q)
+			d.checkClosedHoles(ctx, q)
 		}
 	}
 	d.lastPoll = d.now()
+}
+
+// checkClosedHoles re-reads, once, holes closed as rollbacks whose second look is
+// due. A row found then committed after gap_timeout: it is delivered through the
+// retry topic and counted in herald_late_rows_total, which should alert (DESIGN §3).
+func (d *Dispatcher) checkClosedHoles(ctx context.Context, q int64) {
+	nowMS := d.now().UnixMilli()
+	due := map[*cursorState][]int64{}
+	var ids []int64
+	for _, cs := range d.byQueue[q] {
+		for id, at := range cs.closed {
+			if at <= nowMS {
+				due[cs] = append(due[cs], id)
+				ids = append(ids, id)
+				delete(cs.closed, id)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	rows, err := d.st.QueueRowsByIDs(ctx, q, ids)
+	if err != nil || len(rows) == 0 {
+		return
+	}
+	found := map[int64]store.RowMeta{}
+	for _, r := range rows {
+		found[r.ID] = r
+	}
+	for cs, list := range due {
+		sub := d.subscription(cs)
+		var late []int64
+		for _, id := range list {
+			if r, ok := found[id]; ok && sub.Matches(r.Tag) {
+				late = append(late, id)
+			}
+		}
+		if len(late) == 0 {
+			continue
+		}
+		metrics.LateRows.Add(float64(len(late)))
+		d.log.Error("rows committed after gap_timeout; delivering them through the retry topic", "queue", q, "group", cs.group.g.Name, "count", len(late))
+		if err := d.st.RetryAddLate(ctx, cs.groupID, q, late); err != nil {
+			d.log.Warn("queue late rows for retry", "err", err)
+			continue
+		}
+		cs.group.retryDueBy(d.now())
+	}
 }

@@ -22,7 +22,7 @@ type Series struct {
 func Chart(times []time.Time, series []Series, width, height int) template.HTML {
 	const padL, padB, padT = 48, 18, 8
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" width="100%%" role="img">`, width, height)
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" role="img">`, width, height)
 	maxV := 0.0
 	for _, s := range series {
 		for _, v := range s.Values {

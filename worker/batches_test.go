@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"time"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 

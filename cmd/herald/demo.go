@@ -145,7 +145,7 @@ func runDemo(ctx context.Context, log *slog.Logger, a *app.App) error {
 	fmt.Printf(`
 Herald demo is running.
   API base URL   %[1]s   (OpenAPI: %[1]s/openapi.yaml)
-  console login  user %[2]s, password %[3]s   (POST %[1]s/api/v1/auth/login)
+  console        %[1]s/console/   user %[2]s, password %[3]s (the same for POST %[1]s/api/v1/auth/login)
   API key        %[4]s   (topics github.*)
   demo receiver  http://%[5]s/webhook  (group %[6]s, topic %[7]s; logs "delivery verified")
   metrics        http://%[8]s/metrics

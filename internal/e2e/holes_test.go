@@ -99,3 +99,26 @@ func waitCommitted(t *testing.T, h *testinfra.Herald, queue, offset int64) (int6
 	}, 10*time.Second, 20*time.Millisecond, "cursor of queue %d never reached %d", queue, offset)
 	return off, hs
 }
+
+// TestHoleCommittedAfterGapTimeout: a transaction that commits only after its hole
+// was closed as a rollback is still delivered, through the retry topic, when the
+// closed hole is checked once more (a late row, which alerts).
+func TestHoleCommittedAfterGapTimeout(t *testing.T) {
+	t.Parallel()
+	h, r, key, queue := holeSetup(t)
+	ctx := context.Background()
+	tx, err := h.Store.DB().BeginTx(ctx, nil)
+	require.NoError(t, err)
+	res, err := tx.ExecContext(ctx, "INSERT INTO "+models.QueueTableName(queue)+" (body, content_type, created_at) VALUES ('{\"very\":\"late\"}', 'application/json', ?)", time.Now().UnixMilli())
+	require.NoError(t, err)
+	lateID, _ := res.LastInsertId()
+	later := h.Publish(key, "holes", map[string]any{"body": 1})
+	require.Eventually(t, func() bool {
+		off, hs := cursorOf(t, h, queue)
+		return off == later[0].Offset && len(hs) == 0
+	}, 15*time.Second, 20*time.Millisecond, "the hole closes as a rollback")
+	require.NoError(t, tx.Commit())
+	lateMsg := models.MessageID(queue, lateID)
+	require.Eventually(t, func() bool { return len(r.Get(lateMsg)) > 0 }, 15*time.Second, 20*time.Millisecond)
+	require.JSONEq(t, `{"very":"late"}`, string(r.Get(lateMsg)[0].Body))
+}

@@ -36,10 +36,14 @@ var (
 	JobsRedispatched = prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_jobs_redispatched_total", Help: "Delivery jobs re-dispatched after their deadline passed without reports."})
 	// HolesClosed counts holes closed as rollbacks after gap_timeout.
 	HolesClosed = prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_holes_closed_total", Help: "Holes taken as rolled-back inserts."})
+	// LateRows counts rows found in a hole after it was closed as a rollback; any is an alert.
+	LateRows = prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_late_rows_total", Help: "Rows committed after gap_timeout, delivered through the retry topic. Alert on any."})
+	// CursorsBeyondMax counts cursors found past their queue's max offset; any is an alert.
+	CursorsBeyondMax = prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_cursors_beyond_max_total", Help: "Cursors past their queue's MAX(id) (restore or lagging replica); the queue was made read-only. Alert on any."})
 )
 
 func init() {
-	Registry.MustRegister(Published, Delivered, Failed, PostLatency, EndToEnd, LagMessages, LagSeconds, JobsRedispatched, HolesClosed,
+	Registry.MustRegister(Published, Delivered, Failed, PostLatency, EndToEnd, LagMessages, LagSeconds, JobsRedispatched, HolesClosed, LateRows, CursorsBeyondMax,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 

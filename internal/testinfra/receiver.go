@@ -14,10 +14,10 @@ import (
 
 // Delivery is one request a Receiver accepted.
 type Delivery struct {
-	ID      string
-	Body    []byte
-	Header  http.Header
-	At      time.Time
+	ID       string
+	Body     []byte
+	Header   http.Header
+	At       time.Time
 	Verified bool
 }
 

@@ -125,7 +125,7 @@ func TestStatsRollup(t *testing.T) {
 	require.Equal(t, int64(8), tot.TopicPublished[7])
 	require.Equal(t, int64(6), tot.GroupDelivered[9])
 
-	require.NoError(t, st.StatsPrune(ctx, m.Add(store.StatsRetention+90*time.Second)))
+	require.NoError(t, st.StatsPrune(ctx, m.Add(store.StatsRetention-90*time.Second)))
 	all, err = st.StatsSeries(ctx, store.StatsScope{}, m.Add(-3*time.Minute), m.Add(time.Minute))
 	require.NoError(t, err)
 	require.Equal(t, int64(8), all[3].Published, "rows younger than 7 days stay")

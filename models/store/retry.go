@@ -165,3 +165,20 @@ func (s *Store) RetryCount(ctx context.Context, groupID int64) (int64, error) {
 	err := s.sql.QueryRowContext(ctx, "SELECT COUNT(*) FROM retry_messages WHERE group_id = ?", groupID).Scan(&n)
 	return n, err
 }
+
+// RetryAddLate puts rows found after their hole closed into a group's retry topic,
+// due now as attempt 1; an existing retry row is kept.
+func (s *Store) RetryAddLate(ctx context.Context, groupID, queueID int64, offsets []int64) error {
+	vals := make([]string, len(offsets))
+	args := make([]any, 0, len(offsets)*3)
+	for i, o := range offsets {
+		vals[i] = "(?,?,?,1,NOW(3),'',0,'late_row',NOW(3),NOW(3))"
+		args = append(args, groupID, queueID, o)
+	}
+	_, err := s.sql.ExecContext(ctx, "INSERT INTO retry_messages (group_id, queue_id, msg_offset, attempt, due_at, claim_token, last_status, last_error, created_at, updated_at) VALUES "+
+		strings.Join(vals, ",")+" ON DUPLICATE KEY UPDATE id = id", args...)
+	if err != nil {
+		return fmt.Errorf("queue late rows: %w", err)
+	}
+	return nil
+}

@@ -187,3 +187,12 @@ func (s *Store) QueueTopicIDs(ctx context.Context) (map[int64]int64, error) {
 	}
 	return out, rows.Err()
 }
+
+// QueueSetState makes a queue read-write or read-only (PMQ's queue states).
+func (s *Store) QueueSetState(ctx context.Context, queueID int64, st models.QueueState) error {
+	_, err := s.sql.ExecContext(ctx, "UPDATE queues SET state = ? WHERE id = ?", string(st), queueID)
+	if err != nil {
+		return fmt.Errorf("set queue %d state: %w", queueID, err)
+	}
+	return nil
+}

@@ -175,3 +175,12 @@ func countDistinct(ids []int64) int {
 	slices.Sort(c)
 	return len(slices.Compact(c))
 }
+
+// TopicCount returns how many topics exist, dead-letter topics included.
+func (s *Store) TopicCount(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.db.WithContext(ctx).Model(&topicRow{}).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count topics: %w", err)
+	}
+	return n, nil
+}
