@@ -1,4 +1,4 @@
-# Herald's development loop (DESIGN §9). `make` lists the targets; `make run` and
+# Herald's development loop (docs/design.md). `make` lists the targets; `make run` and
 # `make test` work on a fresh Debian/Ubuntu machine as root.
 
 .DEFAULT_GOAL := help

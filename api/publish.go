@@ -65,8 +65,9 @@ type publishResponse struct {
 func readBody(c echo.Context, limit int64) ([]byte, error) {
 	req := c.Request()
 	ct := req.Header.Get(echo.HeaderContentType)
-	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return nil, problem("unsupported-media-type", "Content-Type must be application/json")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || (mt != "application/json" && (mt != "application/merge-patch+json" || req.Method != http.MethodPatch)) {
+		return nil, problem("unsupported-media-type", "Content-Type must be application/json (or application/merge-patch+json for PATCH)")
 	}
 	r := io.Reader(http.MaxBytesReader(c.Response(), req.Body, limit))
 	switch strings.ToLower(req.Header.Get("Content-Encoding")) {
@@ -332,7 +333,7 @@ func traceIDFrom(tp string) string {
 		return ""
 	}
 	for _, c := range parts[1] {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
 			return ""
 		}
 	}

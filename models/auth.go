@@ -3,6 +3,7 @@ package models
 import (
 	"path"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -73,7 +74,7 @@ func ValidTopicPattern(p string) bool {
 		return false
 	}
 	for _, r := range p {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' || r == '*') {
+		if !strings.ContainsRune("abcdefghijklmnopqrstuvwxyz0123456789._-*", r) {
 			return false
 		}
 	}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # services.sh makes sure the MariaDB/MySQL and Redis that Herald needs answer
-# (`make services`; DESIGN §9).
+# (`make services`; docs/design.md, "Operations").
 #
 #   scripts/services.sh [DATABASE...]
 #
@@ -143,7 +143,7 @@ mariadb_datadir() {
 	printf '%s\n' "${d:-/var/lib/mysql}"
 }
 
-# write_mariadb_config writes the drop-in with DESIGN §9's settings. The Debian
+# write_mariadb_config writes the drop-in with docs/design.md, "Operations"'s settings. The Debian
 # defaults (a 128 MiB buffer pool, 96 MiB of redo log) stall under ~100 MB/s of
 # message bodies.
 write_mariadb_config() {
@@ -225,18 +225,18 @@ start_mariadb() {
 }
 
 # report_innodb prints the buffer pool and redo log sizes of a server this run did
-# not start, with DESIGN §9's recommendation when they are smaller than 1 GiB.
+# not start, with docs/design.md, "Operations"'s recommendation when they are smaller than 1 GiB.
 report_innodb() {
 	local row bp lf
 	row=$(sql "SELECT @@innodb_buffer_pool_size, @@innodb_log_file_size" 2>/dev/null) || row=""
 	read -r bp lf <<<"$row" || true
 	if [[ $bp =~ ^[0-9]+$ && $lf =~ ^[0-9]+$ ]] && [ "$bp" -ge $GIB ] && [ "$lf" -ge $GIB ]; then
-		log "innodb_buffer_pool_size=$((bp >> 20))M innodb_log_file_size=$((lf >> 20))M (≥1 GiB each, as DESIGN §9 recommends)"
+		log "innodb_buffer_pool_size=$((bp >> 20))M innodb_log_file_size=$((lf >> 20))M (≥1 GiB each, as the README recommends)"
 		return
 	fi
 	[[ $bp =~ ^[0-9]+$ ]] && bp="$((bp >> 20))M" || bp="?"
 	[[ $lf =~ ^[0-9]+$ ]] && lf="$((lf >> 20))M" || lf="?"
-	log "hint: this server has innodb_buffer_pool_size=$bp innodb_log_file_size=$lf; set both to ≥1G (MySQL 8: innodb_redo_log_capacity) and restart it, or Herald stalls under heavy publishing (DESIGN §9)"
+	log "hint: this server has innodb_buffer_pool_size=$bp innodb_log_file_size=$lf; set both to ≥1G (MySQL 8: innodb_redo_log_capacity) and restart it, or Herald stalls under heavy publishing (docs/design.md, "Operations")"
 }
 
 # ensure_database NAME creates database NAME with utf8mb4 unless it exists.

@@ -73,7 +73,7 @@ func TestPostResetMidResponse(t *testing.T) {
 				}
 				c.Write([]byte("HTTP/1.1 500 Internal Server Error\r\nContent-Length: 1000\r\n\r\npartial"))
 				if tc, ok := c.(*net.TCPConn); ok {
-					tc.SetLinger(0) // RST instead of FIN
+					_ = tc.SetLinger(0) // RST instead of FIN
 				}
 				c.Close()
 			}()
@@ -96,7 +96,7 @@ func TestPostTrickledHeadersTimeOut(t *testing.T) {
 			return
 		}
 		defer c.Close()
-		http.ReadRequest(bufio.NewReader(c))
+		_, _ = http.ReadRequest(bufio.NewReader(c))
 		for _, b := range []byte("HTTP/1.1 200 OK\r\nX-Slow: yes\r\n") {
 			if _, err := c.Write([]byte{b}); err != nil {
 				return

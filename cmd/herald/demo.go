@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -100,7 +101,13 @@ func runDemo(ctx context.Context, log *slog.Logger, a *app.App) error {
 	if err != nil {
 		return fmt.Errorf("demo receiver: %w", err)
 	}
-	recv := demo.NewReceiver(log)
+	recv := demo.NewReceiver(log, func(ctx context.Context, name string) ([]string, error) {
+		g, err := a.Store.GroupGetByName(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		return g.SigningSecrets(time.Now()), nil
+	})
 	const topicName, groupName = "github.events", "demo-receiver"
 	if _, err := a.Store.TopicGetByName(ctx, topicName); errors.Is(err, models.ErrNotFound) {
 		if _, err := a.Store.TopicCreate(ctx, topicName, 4); err != nil {
@@ -119,9 +126,12 @@ func runDemo(ctx context.Context, log *slog.Logger, a *app.App) error {
 		}
 	} else if err != nil {
 		return err
-	}
-	if err := recv.SetSecret(g.SigningSecret); err != nil {
-		return err
+	} else if want := "http://" + recvAddr + "/webhook"; g.EndpointURL != want {
+		// HERALD_DEMO_RECEIVER_ADDR changed since the demo group was made: follow it.
+		g.EndpointURL = want
+		if err := a.Store.GroupUpdate(ctx, g); err != nil {
+			return fmt.Errorf("point the demo group at %s: %w", want, err)
+		}
 	}
 	env := readDemoEnv()
 	key := env["HERALD_DEMO_API_KEY"]
@@ -137,7 +147,10 @@ func runDemo(ctx context.Context, log *slog.Logger, a *app.App) error {
 		}
 	}
 	req, _ := json.Marshal(map[string]any{"messages": []map[string]any{{"body": json.RawMessage(demo.PushPayload), "tag": "push", "key": "octo-org/demo"}}})
-	reqFile := filepath.Join(demoDir, "push-request.json")
+	reqFile, err := filepath.Abs(filepath.Join(demoDir, "push-request.json"))
+	if err != nil {
+		return err
+	}
 	if err := os.WriteFile(reqFile, req, 0o600); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -107,6 +108,11 @@ func useKeyring(ctx context.Context, cfg config.Config, st *store.Store, roles R
 	}
 	n, err := st.GroupSecretsReseal(ctx)
 	if err != nil {
+		if errors.Is(err, secrets.ErrUnknownKey) {
+			return fmt.Errorf("reseal signing secrets: %w: this database's secrets were sealed with another HERALD_ENCRYPTION_KEY; "+
+				"set that key (a retired one goes in HERALD_ENCRYPTION_OLD_KEYS), or for `make run` copy the .herald/demo.env of the checkout "+
+				"that created the database, or point HERALD_MYSQL_DSN at a new database", err)
+		}
 		return fmt.Errorf("reseal signing secrets: %w", err)
 	}
 	if n > 0 {

@@ -18,25 +18,34 @@ import (
 	"github.com/heraldhq/herald/internal/signing"
 )
 
-// Receiver verifies and logs deliveries for one consumer group.
+// SecretsFunc returns the `whsec_` secrets that currently sign for the named group.
+type SecretsFunc func(ctx context.Context, group string) ([]string, error)
+
+// Receiver verifies and logs deliveries for any consumer group whose endpoint is
+// the receiver: it looks the group's secrets up by the herald-group header.
 type Receiver struct {
-	signer   atomic.Pointer[signing.Signer]
+	secrets  SecretsFunc
 	log      *slog.Logger
 	Verified atomic.Int64
 	Rejected atomic.Int64
 }
 
-// NewReceiver returns a Receiver that logs to log.
-func NewReceiver(log *slog.Logger) *Receiver { return &Receiver{log: log} }
+// NewReceiver returns a Receiver that verifies with secrets and logs to log.
+func NewReceiver(log *slog.Logger, secrets SecretsFunc) *Receiver {
+	return &Receiver{log: log, secrets: secrets}
+}
 
-// SetSecret sets the group's `whsec_` signing secret.
-func (r *Receiver) SetSecret(secret string) error {
-	s, err := signing.NewSigner(secret)
+func (r *Receiver) verify(req *http.Request, id string, ts int64, body []byte) bool {
+	secrets, err := r.secrets(req.Context(), req.Header.Get("herald-group"))
 	if err != nil {
-		return err
+		return false
 	}
-	r.signer.Store(s)
-	return nil
+	for _, sec := range secrets {
+		if s, err := signing.NewSigner(sec); err == nil && s.Verify(id, ts, body, req.Header.Get("webhook-signature")) {
+			return true
+		}
+	}
+	return false
 }
 
 // ServeHTTP answers 204 for a verified request and 401 otherwise.
@@ -48,16 +57,15 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	id := req.Header.Get("webhook-id")
 	ts, _ := strconv.ParseInt(req.Header.Get("webhook-timestamp"), 10, 64)
-	s := r.signer.Load()
 	age := time.Since(time.Unix(ts, 0))
-	if s == nil || !s.Verify(id, ts, body, req.Header.Get("webhook-signature")) || age > 5*time.Minute || age < -5*time.Minute {
+	if !r.verify(req, id, ts, body) || age > 5*time.Minute || age < -5*time.Minute {
 		r.Rejected.Add(1)
-		r.log.Warn("demo receiver: signature NOT verified", "webhook_id", id)
+		r.log.Warn("demo receiver: signature NOT verified", "webhook_id", id, "group", req.Header.Get("herald-group"))
 		http.Error(w, "bad signature", http.StatusUnauthorized)
 		return
 	}
 	r.Verified.Add(1)
-	r.log.Info("demo receiver: delivery verified", "webhook_id", id, "topic", req.Header.Get("herald-topic"),
+	r.log.Info("demo receiver: delivery verified", "webhook_id", id, "group", req.Header.Get("herald-group"), "topic", req.Header.Get("herald-topic"),
 		"tag", req.Header.Get("herald-tag"), "bytes", len(body), "attempt", req.Header.Get("herald-attempt"))
 	w.WriteHeader(http.StatusNoContent)
 }

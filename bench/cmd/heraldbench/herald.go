@@ -142,7 +142,7 @@ func (p *heraldProc) waitReady(ctx context.Context, timeout time.Duration) error
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	hc := &http.Client{Timeout: 2 * time.Second}
-	last := "no answer"
+	var last string
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.baseURL+"/readyz", nil)
 		resp, err := hc.Do(req)
