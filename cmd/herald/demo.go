@@ -172,7 +172,9 @@ Secrets live in %[10]s. Stop with Ctrl-C.
 	eg, ctx := errgroup.WithContext(ctx)
 	eg.Go(func() error { return recv.Run(ctx, ln) })
 	eg.Go(func() error { return a.Run(ctx, nil) })
-	return eg.Wait()
+	err = eg.Wait()
+	log.Info("herald stopped", "roles", "all --demo", "err", err)
+	return err
 }
 
 func keyPrefix(key string) (string, bool) {

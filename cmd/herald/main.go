@@ -124,7 +124,9 @@ func runRoles(ctx context.Context, log *slog.Logger, cmd string, args []string) 
 		return runDemo(ctx, log, a)
 	}
 	log.Info("herald started", "roles", cmd, "http", cfg.HTTPAddr, "version", version)
-	return a.Run(ctx, nil)
+	err = a.Run(ctx, nil)
+	log.Info("herald stopped", "roles", cmd, "err", err)
+	return err
 }
 
 func splitList(s string) []string {

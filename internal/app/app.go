@@ -80,6 +80,7 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 	if roles.API {
 		n := notify.New(rdb, cfg.Namespace)
 		a.Writer = groupcommit.New(st, n, log)
+		a.Writer.Lanes = cfg.PublishLanes
 		a.API = api.New(cfg, st, rdb, a.Writer, n, guard, log)
 	}
 	if roles.Dispatcher {

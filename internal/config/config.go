@@ -43,6 +43,11 @@ type Config struct {
 	// values sealed under them while they are resealed under EncryptionKey. Default none.
 	EncryptionOldKeys []string `env:"ENCRYPTION_OLD_KEYS"`
 
+	// PublishLanes is how many group-commit flushes the api runs at once per db node,
+	// each on its own connection. Default 1, as DESIGN §3: two lanes measured no
+	// better on 2 cores (bench/results/publish-lanes.md).
+	PublishLanes int `env:"PUBLISH_LANES" envDefault:"1"`
+
 	Dispatcher Dispatcher `envPrefix:"DISPATCHER_"`
 	Worker     Worker     `envPrefix:"WORKER_"`
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 
 	"github.com/heraldhq/herald/models/store"
 )
@@ -45,6 +46,8 @@ type Writer struct {
 	log    *slog.Logger
 	// OnFlush, when set, is called after each flush with its request and row counts.
 	OnFlush func(requests, rows int)
+	// Lanes is how many flushes may run at once, each on its own connection. Default 1.
+	Lanes int
 }
 
 // New returns a Writer over st that notifies n after each commit.
@@ -76,7 +79,11 @@ func (w *Writer) Submit(ctx context.Context, req *store.PublishRequest) error {
 	}
 }
 
-// Run flushes until ctx ends, then fails whatever is still queued with ErrClosed.
+// Run flushes on Lanes connections (default 1) until ctx ends, then fails whatever
+// is still queued with ErrClosed. Each lane flushes everything waiting as soon as
+// its previous flush returns; with two lanes one flush's statement overlaps the
+// other's commit. Per-key order holds: a publisher's next request starts only after
+// its previous one committed.
 func (w *Writer) Run(ctx context.Context) error {
 	defer func() {
 		close(w.stop)
@@ -89,6 +96,16 @@ func (w *Writer) Run(ctx context.Context) error {
 			}
 		}
 	}()
+	var wg sync.WaitGroup
+	for range max(w.Lanes, 1) {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.lane(ctx) }()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (w *Writer) lane(ctx context.Context) {
 	var carry *item
 	for {
 		var first *item
@@ -98,7 +115,7 @@ func (w *Writer) Run(ctx context.Context) error {
 			select {
 			case first = <-w.in:
 			case <-ctx.Done():
-				return nil
+				return
 			}
 		}
 		batch := []*item{first}
