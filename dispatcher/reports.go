@@ -127,8 +127,12 @@ func (d *Dispatcher) applyReport(r task.Report) {
 			if reason == task.ReasonShutdown {
 				p.returns++
 				p.notBefore = nowMS + d.returnBackoff(inf.returns).Milliseconds()
-				d.wakeBy(time.UnixMilli(p.notBefore))
+			} else {
+				// Paused, throttled or gone: the group's state holds them back; the short
+				// delay only keeps a worker's stale view of the group from spinning.
+				p.notBefore = nowMS + 200
 			}
+			d.wakeBy(time.UnixMilli(p.notBefore))
 			cs.pending = append(cs.pending, p)
 		}
 	}
