@@ -172,3 +172,44 @@ func TestPartialFailure(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, map[string]int{msgs[0].ID: 1, msgs[1].ID: 2, msgs[2].ID: 1}, got, "only the listed id was sent again")
 }
+
+// TestPartialFailureMalformed: a 2xx whose "failed" is not a list of ids fails the
+// whole batch: every message is sent again.
+func TestPartialFailureMalformed(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHerald(t, nil)
+	h.CreateTopic("p", 1)
+	r := testinfra.NewReceiver(t)
+	var calls atomic.Int32
+	got := map[string]int{}
+	var mu sync.Mutex
+	r.Respond = func(d testinfra.Delivery) int {
+		var env struct {
+			Messages []struct{ ID string } `json:"messages"`
+		}
+		require.NoError(t, json.Unmarshal(d.Body, &env))
+		mu.Lock()
+		for _, m := range env.Messages {
+			got[m.ID]++
+		}
+		mu.Unlock()
+		calls.Add(1)
+		return 200
+	}
+	r.Body = func(testinfra.Delivery) string {
+		if calls.Load() == 1 {
+			return `{"failed":"all of them?"}`
+		}
+		return ""
+	}
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": 10, "retry_schedule": []int{1},
+		"subscriptions": []map[string]any{{"topic": "p"}}}))
+	msgs := h.Publish(h.CreateAPIKey("p"), "p", map[string]any{"body": 1}, map[string]any{"body": 2})
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return got[msgs[0].ID] == 2 && got[msgs[1].ID] == 2
+	}, 20*time.Second, 20*time.Millisecond, "both messages sent again")
+	as := attemptsOf(t, h, msgs[0].Queue, msgs[0].Offset, 2)
+	require.Equal(t, "partial_malformed", as[0].ErrorClass)
+}
