@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -121,14 +122,11 @@ func (s *Server) userUpdateHandler(c echo.Context) error {
 // refuses to demote the last admin. Audited. Shared by the API and the console.
 func (s *Server) updateUser(c echo.Context, rawID string, req userUpdateRequest) (*models.User, error) {
 	ctx := c.Request().Context()
-	id, err := strconv.ParseInt(rawID, 10, 64)
-	if err != nil {
-		return nil, problem("not-found", "no user "+rawID)
-	}
-	before, err := s.st.UserGetByID(ctx, id)
+	before, err := s.userByParam(ctx, rawID)
 	if err != nil {
 		return nil, err
 	}
+	id := before.ID
 	var role *models.Role
 	var hash *string
 	var v models.ValidationError
@@ -171,14 +169,11 @@ func (s *Server) userDeleteHandler(c echo.Context) error {
 // the console.
 func (s *Server) deleteUser(c echo.Context, rawID string) error {
 	ctx := c.Request().Context()
-	id, err := strconv.ParseInt(rawID, 10, 64)
-	if err != nil {
-		return problem("not-found", "no user "+rawID)
-	}
-	u, err := s.st.UserGetByID(ctx, id)
+	u, err := s.userByParam(ctx, rawID)
 	if err != nil {
 		return err
 	}
+	id := u.ID
 	if err := s.st.UserDelete(ctx, id); err != nil {
 		return err
 	}
@@ -196,17 +191,23 @@ func (s *Server) userRevokeTokensHandler(c echo.Context) error {
 // revokeTokens bumps a user's token_version, ending every session and JWT they hold.
 func (s *Server) revokeTokens(c echo.Context, rawID string) error {
 	ctx := c.Request().Context()
-	id, err := strconv.ParseInt(rawID, 10, 64)
-	if err != nil {
-		return problem("not-found", "no user "+rawID)
-	}
-	u, err := s.st.UserGetByID(ctx, id)
+	u, err := s.userByParam(ctx, rawID)
 	if err != nil {
 		return err
 	}
+	id := u.ID
 	if err := s.st.UserRevokeTokens(ctx, id); err != nil {
 		return err
 	}
 	s.audit(c, "user.tokens.revoke", u.Username, nil, nil)
 	return nil
+}
+
+// userByParam reads the user a path parameter names; a non-numeric id is not found.
+func (s *Server) userByParam(ctx context.Context, rawID string) (*models.User, error) {
+	id, err := strconv.ParseInt(rawID, 10, 64)
+	if err != nil {
+		return nil, problem("not-found", "no user "+rawID)
+	}
+	return s.st.UserGetByID(ctx, id)
 }

@@ -189,8 +189,9 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 		c.Successes, c.Delivered = 1, len(ok)
 		now := time.Now().UnixMilli()
 		metrics.Delivered.WithLabelValues(name).Add(float64(len(ok)))
+		e2e := metrics.EndToEnd.WithLabelValues(name)
 		for _, m := range b {
-			metrics.EndToEnd.WithLabelValues(name).Observe(float64(now-m.CreatedAt) / 1000)
+			e2e.Observe(float64(now-m.CreatedAt) / 1000)
 		}
 		r.rep.delivered(ok, c)
 		r.w.recordAttempts(r.g, b, r.attempt, out, ms, nil)

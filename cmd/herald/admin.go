@@ -19,6 +19,19 @@ func openStore(ctx context.Context, vals map[string]*string) (*store.Store, erro
 	return store.Open(ctx, cfg.MySQLDSN)
 }
 
+// openMigratedStore is openStore for commands that need the schema up to date.
+func openMigratedStore(ctx context.Context, vals map[string]*string) (*store.Store, error) {
+	st, err := openStore(ctx, vals)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.CheckMigrations(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
 func runMigrate(ctx context.Context, args []string) error {
 	fs, vals := newFlags("migrate")
 	if err := fs.Parse(args); err != nil {
@@ -67,14 +80,11 @@ func runUser(ctx context.Context, args []string) error {
 	if *name == "" || !models.ValidRole(models.Role(*role)) {
 		return errors.New("give --username and a --role of admin, operator or viewer")
 	}
-	st, err := openStore(ctx, vals)
+	st, err := openMigratedStore(ctx, vals)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.CheckMigrations(ctx); err != nil {
-		return err
-	}
 	hash, err := api.HashPassword(*pw)
 	if err != nil {
 		return err
@@ -106,14 +116,11 @@ func runAPIKey(ctx context.Context, args []string) error {
 			return fmt.Errorf("topic pattern %q is not valid", p)
 		}
 	}
-	st, err := openStore(ctx, vals)
+	st, err := openMigratedStore(ctx, vals)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.CheckMigrations(ctx); err != nil {
-		return err
-	}
 	key, prefix, hash := api.NewAPIKey()
 	if err := st.APIKeyCreate(ctx, &models.APIKey{Name: *name, Prefix: prefix, Hash: hash, Topics: pats}); err != nil {
 		return err

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -158,26 +157,16 @@ func (s *Store) DispatcherDelete(ctx context.Context, id string) error {
 // GroupLag returns a group's lag: offsets between its cursors and their queues' max
 // offsets, and the age in seconds of the oldest message past a cursor (0 if none).
 func (s *Store) GroupLag(ctx context.Context, groupID int64) (msgs int64, seconds float64, err error) {
-	cs, err := s.CursorsByGroups(ctx, []int64{groupID})
+	ps, err := s.GroupPositions(ctx, []int64{groupID}, true)
 	if err != nil {
 		return 0, 0, err
 	}
 	oldest := int64(0)
-	for _, c := range cs {
-		var maxID, created sql.NullInt64
-		q := "SELECT (SELECT MAX(id) FROM " + models.QueueTableName(c.QueueID) + "), (SELECT created_at FROM " + models.QueueTableName(c.QueueID) + " WHERE id > ? ORDER BY id LIMIT 1)"
-		if err := s.sql.QueryRowContext(ctx, q, c.Offset).Scan(&maxID, &created); err != nil {
-			return 0, 0, fmt.Errorf("lag of cursor %d: %w", c.ID, err)
-		}
-		if maxID.Int64 > c.Offset {
-			msgs += maxID.Int64 - c.Offset
-		}
-		if created.Valid && (oldest == 0 || created.Int64 < oldest) {
-			oldest = created.Int64
+	for _, p := range ps {
+		msgs += p.Lag
+		if p.OldestUndoneMS > 0 && (oldest == 0 || p.OldestUndoneMS < oldest) {
+			oldest = p.OldestUndoneMS
 		}
 	}
-	if oldest > 0 {
-		seconds = float64(time.Now().UnixMilli()-oldest) / 1000
-	}
-	return msgs, seconds, nil
+	return msgs, LagAge(oldest, time.Now()), nil
 }

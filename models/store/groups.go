@@ -67,21 +67,8 @@ func (cursorRow) TableName() string { return "cursors" }
 // ConfigVersion are filled in. Errors: ErrConflict for a taken name, a
 // *ValidationError for an unknown topic or a group subscribing to its own dead-letter topic.
 func (s *Store) GroupCreate(ctx context.Context, g *models.Group) error {
-	topics := make([]*models.Topic, len(g.Subscriptions))
-	var v models.ValidationError
-	for i, sub := range g.Subscriptions {
-		t, err := s.TopicGetByName(ctx, sub.Topic)
-		if err != nil {
-			v.Add(fmt.Sprintf("/subscriptions/%d/topic", i), "no topic named "+sub.Topic)
-			continue
-		}
-		if sub.Topic == g.Name+models.DeadLetterSuffix {
-			v.Add(fmt.Sprintf("/subscriptions/%d/topic", i), "a group may not subscribe to its own dead-letter topic")
-		}
-		topics[i] = t
-		g.Subscriptions[i].TopicID = t.ID
-	}
-	if err := v.Err(); err != nil {
+	topics, err := s.subscriptionTopics(ctx, g)
+	if err != nil {
 		return err
 	}
 	schedule, _ := json.Marshal(g.RetrySchedule)
@@ -101,28 +88,57 @@ func (s *Store) GroupCreate(ctx context.Context, g *models.Group) error {
 			}
 			return fmt.Errorf("insert group: %w", err)
 		}
-		for i, sub := range g.Subscriptions {
+		for _, sub := range g.Subscriptions {
 			tags, _ := json.Marshal(nonNil(sub.Tags))
 			if err := tx.db.Create(&subscriptionRow{GroupID: row.ID, TopicID: sub.TopicID, Tags: tags}).Error; err != nil {
-				if isDuplicate(err) {
-					return &models.ValidationError{Errors: []models.FieldError{{Pointer: fmt.Sprintf("/subscriptions/%d/topic", i), Detail: "topic listed twice"}}}
-				}
 				return fmt.Errorf("insert subscription: %w", err)
 			}
-			for _, q := range topics[i].Queues {
-				off, err := tx.startOffset(ctx, q.ID, g.ConsumeFrom)
-				if err != nil {
-					return err
-				}
-				c := cursorRow{GroupID: row.ID, QueueID: q.ID, CommittedOffset: off, Holes: []byte("[]"), Version: 1, UpdatedAt: now}
-				if err := tx.db.Create(&c).Error; err != nil {
-					return fmt.Errorf("insert cursor: %w", err)
-				}
+			if err := tx.cursorsCreate(ctx, row.ID, topics[sub.TopicID], g.ConsumeFrom, now); err != nil {
+				return err
 			}
 		}
 		g.ID, g.CreatedAt, g.UpdatedAt, g.ConfigVersion = row.ID, now, now, 1
 		return nil
 	})
+}
+
+// subscriptionTopics resolves g's subscribed topics (filling each TopicID) by id,
+// or returns a *ValidationError naming unknown topics, topics listed twice and the
+// group's own dead-letter topic.
+func (s *Store) subscriptionTopics(ctx context.Context, g *models.Group) (map[int64]*models.Topic, error) {
+	topics := map[int64]*models.Topic{}
+	var v models.ValidationError
+	for i, sub := range g.Subscriptions {
+		t, err := s.TopicGetByName(ctx, sub.Topic)
+		if err != nil {
+			v.Add(fmt.Sprintf("/subscriptions/%d/topic", i), "no topic named "+sub.Topic)
+			continue
+		}
+		if sub.Topic == g.Name+models.DeadLetterSuffix {
+			v.Add(fmt.Sprintf("/subscriptions/%d/topic", i), "a group may not subscribe to its own dead-letter topic")
+		}
+		if _, dup := topics[t.ID]; dup {
+			v.Add(fmt.Sprintf("/subscriptions/%d/topic", i), "topic listed twice")
+		}
+		topics[t.ID] = t
+		g.Subscriptions[i].TopicID = t.ID
+	}
+	return topics, v.Err()
+}
+
+// cursorsCreate gives a group one cursor per queue of topic t, placed by consumeFrom.
+func (s *Store) cursorsCreate(ctx context.Context, groupID int64, t *models.Topic, consumeFrom string, now time.Time) error {
+	for _, q := range t.Queues {
+		off, err := s.startOffset(ctx, q.ID, consumeFrom)
+		if err != nil {
+			return err
+		}
+		c := cursorRow{GroupID: groupID, QueueID: q.ID, CommittedOffset: off, Holes: []byte("[]"), Version: 1, UpdatedAt: now}
+		if err := s.db.Create(&c).Error; err != nil {
+			return fmt.Errorf("insert cursor: %w", err)
+		}
+	}
+	return nil
 }
 
 func nonNil(s []string) []string {

@@ -20,24 +20,8 @@ import (
 // here. Errors: ErrNotFound, or a *ValidationError naming an unknown topic or the
 // group's own dead-letter topic.
 func (s *Store) GroupUpdate(ctx context.Context, g *models.Group) error {
-	topics := map[int64]*models.Topic{}
-	var v models.ValidationError
-	for i, sub := range g.Subscriptions {
-		t, err := s.TopicGetByName(ctx, sub.Topic)
-		if err != nil {
-			v.Add(fmt.Sprintf("/subscriptions/%d/topic", i), "no topic named "+sub.Topic)
-			continue
-		}
-		if sub.Topic == g.Name+models.DeadLetterSuffix {
-			v.Add(fmt.Sprintf("/subscriptions/%d/topic", i), "a group may not subscribe to its own dead-letter topic")
-		}
-		if _, dup := topics[t.ID]; dup {
-			v.Add(fmt.Sprintf("/subscriptions/%d/topic", i), "topic listed twice")
-		}
-		topics[t.ID] = t
-		g.Subscriptions[i].TopicID = t.ID
-	}
-	if err := v.Err(); err != nil {
+	topics, err := s.subscriptionTopics(ctx, g)
+	if err != nil {
 		return err
 	}
 	schedule, _ := json.Marshal(g.RetrySchedule)
@@ -85,15 +69,8 @@ func (s *Store) GroupUpdate(ctx context.Context, g *models.Group) error {
 			if err := tx.db.Create(&subscriptionRow{GroupID: g.ID, TopicID: sub.TopicID, Tags: tags}).Error; err != nil {
 				return fmt.Errorf("insert subscription: %w", err)
 			}
-			for _, q := range topics[sub.TopicID].Queues {
-				off, err := tx.startOffset(ctx, q.ID, g.ConsumeFrom)
-				if err != nil {
-					return err
-				}
-				c := cursorRow{GroupID: g.ID, QueueID: q.ID, CommittedOffset: off, Holes: []byte("[]"), Version: 1, UpdatedAt: now}
-				if err := tx.db.Create(&c).Error; err != nil {
-					return fmt.Errorf("insert cursor: %w", err)
-				}
+			if err := tx.cursorsCreate(ctx, g.ID, topics[sub.TopicID], g.ConsumeFrom, now); err != nil {
+				return err
 			}
 		}
 		return nil
