@@ -52,3 +52,47 @@ func TestRaiseAndWatch(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, stale, "no fence yet")
 }
+
+// BenchmarkRaiseToNotice measures how long a raised fence takes to reach a running
+// Watcher (the residual window of a reset or takeover): Raise's round trip plus
+// the pub/sub delivery.
+func BenchmarkRaiseToNotice(b *testing.B) {
+	rdb, ns := testinfra.Redis(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	w := fence.NewWatcher(rdb, ns)
+	done := make(chan struct{})
+	go func() { _ = w.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	<-w.Ready()
+	b.ResetTimer()
+	for i := range b.N {
+		changed := w.Changed()
+		if err := fence.Raise(ctx, rdb, ns, 1, map[int64]int64{1: int64(i + 1)}); err != nil {
+			b.Fatal(err)
+		}
+		<-changed
+	}
+}
+
+// BenchmarkStale is the per-POST check: a map read under a mutex.
+func BenchmarkStale(b *testing.B) {
+	rdb, ns := testinfra.Redis(b)
+	w := fence.NewWatcher(rdb, ns)
+	for range b.N {
+		w.Stale(1, 2, 3)
+	}
+}
+
+// BenchmarkLoad is the per-job check: one HGET.
+func BenchmarkLoad(b *testing.B) {
+	rdb, ns := testinfra.Redis(b)
+	ctx := context.Background()
+	require.NoError(b, fence.Raise(ctx, rdb, ns, 1, map[int64]int64{2: 5}))
+	w := fence.NewWatcher(rdb, ns)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := w.Load(ctx, 1, 2, 5); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
