@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/worker/task"
 )
 
 // TestResetWhilePausedSkipsBacklog pauses a group, lets a backlog build, resets it
@@ -83,6 +85,40 @@ func TestResetFencesRunningJobs(t *testing.T) {
 	t.Logf("old messages delivered: %d before the reset answered (+%v), %d after", before, grace, late)
 	require.Zero(t, late, "POSTs of messages below the reset offset after the reset answered")
 	require.Less(t, before, len(old), "the reset came after the backlog drained; the test proves nothing")
+}
+
+// TestResetFencesQueuedJobs resets a group while its jobs wait on asynq with no
+// worker running: the worker started afterwards sends none of them.
+func TestResetFencesQueuedJobs(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, nil)
+	h.CreateTopic("t", 1)
+	r := testinfra.NewReceiver(t)
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "subscriptions": []map[string]any{{"topic": "t"}}}))
+	key := h.CreateAPIKey("t")
+	backlog := make([]map[string]any, 50)
+	for i := range backlog {
+		backlog[i] = map[string]any{"body": i}
+	}
+	old := h.Publish(key, "t", backlog...)
+	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: h.Cfg.RedisAddr})
+	defer insp.Close()
+	require.Eventually(t, func() bool {
+		pending, err := insp.ListPendingTasks(task.AsynqQueue(h.Cfg.Namespace))
+		return err == nil && len(pending) > 0
+	}, 10*time.Second, 10*time.Millisecond, "the dispatcher never enqueued the backlog")
+	h.Admin("POST", "/groups/g/offsets/reset", map[string]any{"to": "latest"}, 200)
+	h.Start(app.Roles{Worker: true})
+	marker := h.Publish(key, "t", map[string]any{"body": "after"})[0]
+	require.Eventually(t, func() bool { return len(r.Get(marker.ID)) > 0 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool {
+		pending, err := insp.ListPendingTasks(task.AsynqQueue(h.Cfg.Namespace))
+		return err == nil && len(pending) == 0
+	}, 10*time.Second, 10*time.Millisecond, "the old jobs were never taken")
+	time.Sleep(200 * time.Millisecond)
+	for _, m := range old {
+		require.Empty(t, r.Get(m.ID), "message %s of a job queued before the reset was delivered", m.ID)
+	}
 }
 
 // deliveryCounts returns, per webhook-id, how many times the receiver accepted it.
