@@ -93,9 +93,10 @@ func New(cfg config.Dispatcher, namespace string, st *store.Store, rdb redis.Uni
 // ID is this dispatcher's id in the dispatchers table and its reports list name.
 func (d *Dispatcher) ID() string { return d.id }
 
-// Run dispatches until ctx ends. Shutdown order: stop cutting jobs, commit every
-// cursor, release the cursors and delete the dispatcher row so a successor claims
-// them at once; jobs in flight are re-dispatched by that successor from the commit.
+// Run dispatches until ctx ends. Shutdown order: stop cutting jobs and heartbeats,
+// commit every cursor, release the cursors and delete the dispatcher row so a
+// successor claims them at once; jobs in flight are re-dispatched by that successor
+// from the commit.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	defer d.client.Close()
 	defer d.inspector.Close()
@@ -104,8 +105,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() error { return d.subscribe(ectx, events) })
 	eg.Go(func() error { return d.popReports(ectx, reports) })
-	eg.Go(func() error { return d.beat(ectx) })
-	eg.Go(func() error { defer d.shutdown(); return d.loop(ectx, events, reports) })
+	bctx, stopBeat := context.WithCancel(ectx)
+	beaten := make(chan struct{})
+	go func() { d.beat(bctx); close(beaten) }()
+	eg.Go(func() error {
+		defer d.shutdown()
+		defer func() { stopBeat(); <-beaten }() // no heartbeat may land after the row is deleted
+		return d.loop(ectx, events, reports)
+	})
 	return eg.Wait()
 }
 

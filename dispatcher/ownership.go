@@ -21,17 +21,18 @@ func (d *Dispatcher) heartbeat(ctx context.Context) error {
 }
 
 // beat renews the lease every HeartbeatInterval until ctx ends, on its own goroutine
-// so a slow step of the loop cannot let a short lease lapse.
-func (d *Dispatcher) beat(ctx context.Context) error {
+// so a slow step of the loop cannot let a short lease lapse. A heartbeat under way
+// when ctx ends completes (bounded by the lease) before beat returns.
+func (d *Dispatcher) beat(ctx context.Context) {
 	t := time.NewTicker(d.cfg.HeartbeatInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-t.C:
-			hctx, cancel := context.WithTimeout(ctx, d.cfg.LeaseDuration)
-			if err := d.heartbeat(hctx); err != nil && ctx.Err() == nil {
+			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.LeaseDuration)
+			if err := d.heartbeat(hctx); err != nil {
 				d.log.Warn("dispatcher heartbeat", "err", err)
 			}
 			cancel()
