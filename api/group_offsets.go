@@ -1,11 +1,13 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/internal/fence"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -76,8 +78,9 @@ func (s *Server) groupOffsetsReset(c echo.Context) error {
 	return c.JSON(http.StatusOK, offsetsResponse{Items: cursorDTOs(ps, time.Now())})
 }
 
-// resetOffsets validates a reset, applies it (bumping cursor versions, so owners
-// reload), wakes the dispatchers and audits it. Shared by the API and the console.
+// resetOffsets validates a reset, applies it (bumping cursor versions), raises the
+// workers' fence to the new versions, wakes the dispatchers so the owner reloads the
+// cursors at once, and audits it. Shared by the API and the console.
 func (s *Server) resetOffsets(c echo.Context, name string, req offsetResetRequest) ([]store.CursorPosition, error) {
 	ctx := c.Request().Context()
 	var v models.ValidationError
@@ -107,15 +110,27 @@ func (s *Server) resetOffsets(c echo.Context, name string, req offsetResetReques
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.st.CursorsReset(ctx, g.ID, to, req.Queues); err != nil {
+	reset, err := s.st.CursorsReset(ctx, g.ID, to, req.Queues)
+	if err != nil {
 		return nil, err
 	}
-	_ = s.notifier.Group(ctx, g.ID)
+	// The fence is raised before the answer: from then on no worker starts a POST
+	// of the old versions' jobs, whether still queued on asynq or running.
+	versions := make(map[int64]int64, len(reset))
+	for _, p := range reset {
+		versions[p.QueueID] = p.Version
+	}
+	ferr := fence.Raise(ctx, s.rdb, s.cfg.Namespace, g.ID, versions)
+	_ = s.notifier.Group(ctx, g.ID) // the owner applies the reset to its cursors at once
 	after, err := s.st.GroupPositions(ctx, []int64{g.ID}, true)
 	if err != nil {
 		return nil, err
 	}
 	s.audit(c, "group.offsets.reset", g.Name, offsetsOf(before), map[string]any{"to": req.To, "timestamp": req.Timestamp, "queues": req.Queues, "offsets": offsetsOf(after)})
+	if ferr != nil {
+		s.log.Error("offsets reset but workers not fenced: jobs cut before the reset may still be sent", "group", g.Name, "err", ferr)
+		return nil, fmt.Errorf("offsets of group %s reset, workers not fenced: %w", g.Name, ferr)
+	}
 	return after, nil
 }
 

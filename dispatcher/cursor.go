@@ -38,7 +38,8 @@ type cursorState struct {
 	inflight  map[int64]inflightMsg
 	done      map[int64]struct{} // done offsets above committed
 	jobs      int
-	dirty     bool // changed since the last commit
+	dirty     bool      // changed since the last commit
+	takeover  *takeover // claimed from another owner, not served until its reports are applied
 }
 
 func newCursorState(c models.Cursor, g *groupState) *cursorState {

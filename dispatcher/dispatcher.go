@@ -59,6 +59,7 @@ type Dispatcher struct {
 	byQueue     map[int64][]*cursorState
 	byGQ        map[[2]int64]*cursorState
 	jobs        map[string]*jobState
+	takeovers   map[*cursorState]struct{} // cursors held until their previous owner's reports are applied
 	dirtyQ      map[int64]bool
 	queueTopics map[int64]int64
 	maxIDs      map[int64]int64
@@ -84,7 +85,7 @@ func New(cfg config.Dispatcher, namespace string, st *store.Store, rdb redis.Uni
 		cfg: cfg, namespace: namespace, id: fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:])),
 		st: st, rdb: rdb, client: asynq.NewClient(redisOpt), inspector: asynq.NewInspector(redisOpt), log: log, now: now,
 		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
-		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, dirtyQ: map[int64]bool{},
+		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{}, dirtyQ: map[int64]bool{},
 		claimSeq: now().UnixNano() / int64(time.Millisecond),
 	}
 }
@@ -92,9 +93,10 @@ func New(cfg config.Dispatcher, namespace string, st *store.Store, rdb redis.Uni
 // ID is this dispatcher's id in the dispatchers table and its reports list name.
 func (d *Dispatcher) ID() string { return d.id }
 
-// Run dispatches until ctx ends. Shutdown order: stop cutting jobs, commit every
-// cursor, release the cursors and delete the dispatcher row so a successor claims
-// them at once; jobs in flight are re-dispatched by that successor from the commit.
+// Run dispatches until ctx ends. Shutdown order: stop cutting jobs and heartbeats,
+// commit every cursor, release the cursors and delete the dispatcher row so a
+// successor claims them at once; jobs in flight are re-dispatched by that successor
+// from the commit.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	defer d.client.Close()
 	defer d.inspector.Close()
@@ -103,7 +105,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() error { return d.subscribe(ectx, events) })
 	eg.Go(func() error { return d.popReports(ectx, reports) })
-	eg.Go(func() error { defer d.shutdown(); return d.loop(ectx, events, reports) })
+	bctx, stopBeat := context.WithCancel(ectx)
+	beaten := make(chan struct{})
+	go func() { d.beat(bctx); close(beaten) }()
+	eg.Go(func() error {
+		defer d.shutdown()
+		defer func() { stopBeat(); <-beaten }() // no heartbeat may land after the row is deleted
+		return d.loop(ectx, events, reports)
+	})
 	return eg.Wait()
 }
 
@@ -142,10 +151,7 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 		case r := <-reports:
 			d.applyReport(r)
 		case <-heartbeat.C:
-			if err := d.heartbeat(ctx); err != nil {
-				d.log.Warn("dispatcher heartbeat", "err", err)
-			}
-			d.refresh = true
+			d.refresh = true // heartbeats themselves run on their own goroutine (beat)
 		case <-commit.C:
 			d.commit(ctx)
 			d.checkVersions(ctx)

@@ -64,7 +64,7 @@ func (d *Dispatcher) cutProbe(ctx context.Context, gs *groupState, now time.Time
 // probe is one batch.
 func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState, now time.Time, probe bool) bool {
 	g := gs.g
-	if len(cs.pending) == 0 || cs.jobs >= d.cfg.MaxJobsInFlight || gs.inflightP >= g.MaxInFlight {
+	if len(cs.pending) == 0 || cs.jobs >= d.cfg.MaxJobsInFlight || gs.inflightP >= g.MaxInFlight || cs.takeover != nil {
 		return false
 	}
 	if g.BatchWindowMS > 0 && len(cs.pending) < g.BatchSize && !probe {

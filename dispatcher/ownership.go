@@ -11,12 +11,33 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/heraldhq/herald/internal/fence"
 	"github.com/heraldhq/herald/models"
 )
 
 func (d *Dispatcher) heartbeat(ctx context.Context) error {
 	host, _ := os.Hostname()
 	return d.st.DispatcherHeartbeat(ctx, d.id, host, d.cfg.LeaseDuration)
+}
+
+// beat renews the lease every HeartbeatInterval until ctx ends, on its own goroutine
+// so a slow step of the loop cannot let a short lease lapse. A heartbeat under way
+// when ctx ends completes (bounded by the lease) before beat returns.
+func (d *Dispatcher) beat(ctx context.Context) {
+	t := time.NewTicker(d.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.LeaseDuration)
+			if err := d.heartbeat(hctx); err != nil {
+				d.log.Warn("dispatcher heartbeat", "err", err)
+			}
+			cancel()
+		}
+	}
 }
 
 // owner picks the live dispatcher with the highest rendezvous hash for group: sticky,
@@ -33,7 +54,10 @@ func owner(group int64, live []string) string {
 }
 
 // rebalance reloads groups and live dispatchers, claims cursors of groups this
-// dispatcher should own, releases those it should not, and refreshes settings.
+// dispatcher should own, releases those it should not, and refreshes settings. A
+// held cursor whose version or owner changed (an offset reset) is dropped and
+// claimed again at once. Every claim raises the workers' fence to the new version;
+// a cursor taken from another owner waits for its reports (takeover.go).
 func (d *Dispatcher) rebalance(ctx context.Context) {
 	live, err := d.st.DispatchersLive(ctx)
 	if err != nil {
@@ -83,9 +107,16 @@ func (d *Dispatcher) rebalance(ctx context.Context) {
 		d.log.Warn("read cursors", "err", err)
 		return
 	}
+	fences := map[int64]map[int64]int64{} // group → queue → claimed version
 	for _, c := range cursors {
-		if _, ok := d.cursors[c.ID]; ok {
-			continue
+		if cs, ok := d.cursors[c.ID]; ok {
+			if c.Version == cs.version && c.Owner == d.id {
+				continue
+			}
+			// Reset (or taken over) since it was claimed: apply it now, not at the next
+			// commit. Its jobs are fenced at the workers by the new version.
+			d.log.Info("cursor changed elsewhere; reloading", "cursor", c.ID, "version", c.Version)
+			d.dropCursor(cs)
 		}
 		claimed, ok, err := d.st.CursorClaim(ctx, c.ID, d.id)
 		if err != nil {
@@ -95,7 +126,21 @@ func (d *Dispatcher) rebalance(ctx context.Context) {
 		if !ok {
 			continue // still leased by another dispatcher; retried next rebalance
 		}
-		d.addCursor(claimed)
+		cs := d.addCursor(claimed.Cursor)
+		if fences[c.GroupID] == nil {
+			fences[c.GroupID] = map[int64]int64{}
+		}
+		fences[c.GroupID][c.QueueID] = claimed.Version
+		if claimed.PrevOwner != "" && claimed.PrevOwner != d.id {
+			d.holdForTakeover(cs, claimed.PrevOwner, claimed.PrevVersion)
+		}
+	}
+	// Before anything is cut from the claimed cursors: the previous owner's jobs still
+	// queued on asynq or running at a worker stop sending.
+	for g, vs := range fences {
+		if err := fence.Raise(ctx, d.rdb, d.namespace, g, vs); err != nil {
+			d.log.Warn("raise cursor fence; the previous owner's jobs may still be sent", "group", g, "err", err)
+		}
 	}
 }
 
@@ -106,7 +151,7 @@ func newLimiter(perSecond int) *rate.Limiter {
 	return rate.NewLimiter(rate.Limit(perSecond), perSecond)
 }
 
-func (d *Dispatcher) addCursor(c models.Cursor) {
+func (d *Dispatcher) addCursor(c models.Cursor) *cursorState {
 	gs := d.groups[c.GroupID]
 	cs := newCursorState(c, gs)
 	gs.cursors = append(gs.cursors, cs)
@@ -114,12 +159,14 @@ func (d *Dispatcher) addCursor(c models.Cursor) {
 	d.byQueue[c.QueueID] = append(d.byQueue[c.QueueID], cs)
 	d.byGQ[[2]int64{c.GroupID, c.QueueID}] = cs
 	d.dirtyQ[c.QueueID] = true
+	return cs
 }
 
 // dropCursor forgets a cursor without committing (lost to a reset or takeover).
 // Its in-flight jobs are abandoned; their reports no longer match and are dropped.
 func (d *Dispatcher) dropCursor(cs *cursorState) {
 	delete(d.cursors, cs.id)
+	delete(d.takeovers, cs)
 	delete(d.byGQ, [2]int64{cs.groupID, cs.queueID})
 	d.byQueue[cs.queueID] = slices.DeleteFunc(d.byQueue[cs.queueID], func(x *cursorState) bool { return x == cs })
 	if len(d.byQueue[cs.queueID]) == 0 {

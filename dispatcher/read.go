@@ -14,6 +14,7 @@ const readLimit = 500
 
 // step reads every dirty queue once for all the cursors owned on it, then cuts jobs.
 func (d *Dispatcher) step(ctx context.Context) {
+	d.finishTakeovers(ctx)
 	for q := range d.dirtyQ {
 		delete(d.dirtyQ, q)
 		if more := d.readQueue(ctx, q); more {
@@ -30,7 +31,7 @@ func (d *Dispatcher) step(ctx context.Context) {
 func (d *Dispatcher) readQueue(ctx context.Context, q int64) (more bool) {
 	byPos := map[int64][]*cursorState{}
 	for _, cs := range d.byQueue[q] {
-		if cs.group.g.Status != models.GroupRunning || cs.beyond {
+		if cs.group.g.Status != models.GroupRunning || cs.beyond || cs.takeover != nil {
 			continue
 		}
 		room := d.cfg.MaxSpan - cs.span()
@@ -73,6 +74,9 @@ func (d *Dispatcher) fanOut(cs *cursorState, rows []store.RowMeta, at time.Time)
 			cs.holes[id] = nowMS
 		}
 		cs.readPos = r.ID
+		if _, done := cs.done[r.ID]; done {
+			continue // reported by the previous owner (takeover.go)
+		}
 		if sub.Matches(r.Tag) {
 			cs.pending = append(cs.pending, pendingMsg{offset: r.ID, createdAt: r.CreatedAt})
 		} else {

@@ -116,6 +116,11 @@ func (d *Dispatcher) applyReport(r task.Report) {
 	}
 	nowMS := d.now().UnixMilli()
 	for reason, rs := range r.Returned {
+		if reason == task.ReasonFenced {
+			// The cursor moved on (reset or takeover) and this owner has not seen it
+			// yet: reload it; the fenced offsets belong to the new version.
+			d.refresh = true
+		}
 		for _, off := range task.Expand(rs) {
 			inf, ok := cs.inflight[off]
 			if !ok || inf.job != js {
@@ -123,6 +128,9 @@ func (d *Dispatcher) applyReport(r task.Report) {
 			}
 			delete(cs.inflight, off)
 			delete(js.remaining, off)
+			if reason == task.ReasonFenced {
+				continue
+			}
 			p := pendingMsg{offset: off, createdAt: inf.createdAt, returns: inf.returns}
 			if reason == task.ReasonShutdown {
 				p.returns++

@@ -29,6 +29,17 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 	defer rep.flush(true)
 
 	offsets := task.Expand(j.Offsets)
+	if !j.Retry {
+		// One HGET per job: a reset or takeover since the job was cut fences it.
+		stale, err := w.fences.Load(ctx, j.Group, j.Queue, j.Version)
+		if err != nil {
+			w.log.Warn("read cursor fence; sending the job", "task", rep.taskID, "err", err)
+		}
+		if stale {
+			rep.returned(task.ReasonFenced, offsets, task.Counters{})
+			return nil
+		}
+	}
 	g, err := w.group(ctx, j.Group)
 	if err != nil {
 		w.log.Warn("load group for job", "group", j.Group, "err", err)
@@ -124,7 +135,7 @@ type jobRun struct {
 	job     task.Job
 	attempt func(int64) int
 	rep     *reporter
-	stop    atomic.Value // task.Reason as string: a throttle or 410 stops the job
+	stop    atomic.Value // task.Reason as string: a throttle, a 410 or a fence stops the job
 }
 
 func (r *jobRun) stopReason() task.Reason {
@@ -139,6 +150,9 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 	if ctx.Err() != nil {
 		r.rep.returned(task.ReasonShutdown, offsets, task.Counters{})
 		return
+	}
+	if !r.job.Retry && r.w.fences.Stale(r.job.Group, r.job.Queue, r.job.Version) {
+		r.stop.Store(string(task.ReasonFenced)) // in memory: no Redis command per POST
 	}
 	if s := r.stopReason(); s != "" {
 		r.rep.returned(s, offsets, task.Counters{})

@@ -124,7 +124,8 @@ func (r *reporter) flush(final bool) {
 	}
 }
 
-// heartbeat flushes progress every interval and, from a third of HeartbeatTTL on,
+// heartbeat flushes progress every interval and at once when the job is fenced,
+// and, from a third of HeartbeatTTL on,
 // keeps the job's heartbeat key alive, until ctx ends. Short jobs never write the
 // key: the dispatcher's deadline (≥ JobDeadlineBase) covers them.
 func (r *reporter) heartbeat(ctx context.Context, interval time.Duration) {
@@ -134,10 +135,22 @@ func (r *reporter) heartbeat(ctx context.Context, interval time.Duration) {
 	defer progress.Stop()
 	beat := time.NewTicker(ttl / 3)
 	defer beat.Stop()
+	var fenced <-chan struct{}
+	if !r.job.Retry {
+		fenced = r.w.fences.Changed()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-fenced:
+			fenced = r.w.fences.Changed()
+			if r.w.fences.Stale(r.job.Group, r.job.Queue, r.job.Version) {
+				// Fenced by a takeover: hand what was delivered to the old owner's list
+				// now, where the new owner reads it before it dispatches.
+				fenced = nil
+				r.flush(false)
+			}
 		case <-progress.C:
 			r.flush(false)
 		case <-beat.C:

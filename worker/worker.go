@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/fence"
 	"github.com/heraldhq/herald/internal/signing"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/models"
@@ -36,6 +37,7 @@ type Worker struct {
 	redisOpt  asynq.RedisClientOpt
 	client    *http.Client
 	log       *slog.Logger
+	fences    *fence.Watcher
 
 	mu     sync.Mutex
 	groups map[int64]*cachedGroup
@@ -47,6 +49,7 @@ type Worker struct {
 // New returns a Worker. guard decides which endpoint addresses may be dialled.
 func New(cfg config.Worker, namespace string, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisClientOpt, guard ssrf.Guard, log *slog.Logger) *Worker {
 	return &Worker{cfg: cfg, namespace: namespace, st: st, rdb: rdb, redisOpt: redisOpt, client: newClient(guard), log: log,
+		fences: fence.NewWatcher(rdb, namespace),
 		groups: map[int64]*cachedGroup{}, topics: map[int64]string{}, attempts: make(chan models.DeliveryAttempt, 100_000)}
 }
 
@@ -63,6 +66,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		LogLevel:                 asynq.WarnLevel,
 		IsFailure:                func(error) bool { return false },
 	})
+	fctx, stopFences := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopFences()
+	go func() { _ = w.fences.Run(fctx) }()
+	select { // announced fences must reach running jobs; job starts read the fence anyway
+	case <-w.fences.Ready():
+	case <-time.After(2 * time.Second):
+		w.log.Warn("fence subscription not confirmed; jobs still check the fence when they start")
+	}
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(task.TypeDeliver, w.handle)
 	if err := srv.Start(mux); err != nil {

@@ -75,10 +75,15 @@ type Dispatcher struct {
 	ReturnBackoff time.Duration `env:"RETURN_BACKOFF" envDefault:"1s"`
 	// CommitInterval is the longest time between cursor commits. Default 1s.
 	CommitInterval time.Duration `env:"COMMIT_INTERVAL" envDefault:"1s"`
-	// HeartbeatInterval is how often the dispatcher renews its lease. Default 2s.
-	HeartbeatInterval time.Duration `env:"HEARTBEAT_INTERVAL" envDefault:"2s"`
-	// LeaseDuration is how long a heartbeat keeps the lease. Default 15s.
-	LeaseDuration time.Duration `env:"LEASE_DURATION" envDefault:"15s"`
+	// HeartbeatInterval is how often the dispatcher renews its lease (on its own
+	// goroutine) and rebalances, which is also how soon a survivor notices an
+	// expired lease. Default 1s.
+	HeartbeatInterval time.Duration `env:"HEARTBEAT_INTERVAL" envDefault:"1s"`
+	// LeaseDuration is how long a heartbeat keeps the lease, in database time
+	// (lease_until = NOW(3) + this). A killed dispatcher's groups are claimed at most
+	// LeaseDuration + HeartbeatInterval after its last heartbeat (4 s by default);
+	// keep it ≥ 3 × HeartbeatInterval. Default 3s.
+	LeaseDuration time.Duration `env:"LEASE_DURATION" envDefault:"3s"`
 	// DisableAfter auto-pauses (disables) a group that failed without a success for
 	// this long (DESIGN §5). Default 72h.
 	DisableAfter time.Duration `env:"DISABLE_AFTER" envDefault:"72h"`
@@ -130,6 +135,9 @@ func (c Config) Validate() error {
 	}
 	if c.Dispatcher.JobSize < 1 || c.Dispatcher.MaxSpan < c.Dispatcher.JobSize {
 		errs = append(errs, errors.New("HERALD_DISPATCHER_JOB_SIZE must be ≥1 and ≤ HERALD_DISPATCHER_MAX_SPAN"))
+	}
+	if d := c.Dispatcher; d.HeartbeatInterval <= 0 || d.LeaseDuration < 2*d.HeartbeatInterval {
+		errs = append(errs, errors.New("HERALD_DISPATCHER_LEASE_DURATION must be at least twice HERALD_DISPATCHER_HEARTBEAT_INTERVAL"))
 	}
 	if c.Worker.Concurrency < 1 {
 		errs = append(errs, errors.New("HERALD_WORKER_CONCURRENCY must be ≥1"))

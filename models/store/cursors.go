@@ -31,13 +31,27 @@ func toCursor(r cursorRow) models.Cursor {
 	return c
 }
 
+// CursorClaimed is a cursor as a claim left it, with the owner and version it had
+// before: a new owner replays the previous owner's reports of PrevVersion.
+type CursorClaimed struct {
+	models.Cursor
+	PrevOwner   string
+	PrevVersion int64
+}
+
 // CursorClaim makes owner the owner of cursor id and bumps its version, in one UPDATE
 // that succeeds only if the cursor is unowned, already owner's, or its owner's lease
-// has expired (database time). It returns the cursor as claimed, or ok=false.
-func (s *Store) CursorClaim(ctx context.Context, id int64, owner string) (c models.Cursor, ok bool, err error) {
+// has expired (database time), and only if the row still has the version read just
+// before (so PrevOwner and PrevVersion are exact). It returns the cursor as claimed,
+// or ok=false (leased elsewhere, or changed meanwhile: retry at the next rebalance).
+func (s *Store) CursorClaim(ctx context.Context, id int64, owner string) (c CursorClaimed, ok bool, err error) {
+	var before cursorRow
+	if err := s.db.WithContext(ctx).Select("id", "owner", "version").Where("id = ?", id).Take(&before).Error; err != nil {
+		return c, false, notFound(err, fmt.Sprintf("cursor %d", id))
+	}
 	res, err := s.sql.ExecContext(ctx, `UPDATE cursors SET owner = ?, version = version + 1, updated_at = NOW(3)
-		WHERE id = ? AND (owner = '' OR owner = ? OR NOT EXISTS (SELECT 1 FROM dispatchers d WHERE d.id = cursors.owner AND d.lease_until > NOW(3)))`,
-		owner, id, owner)
+		WHERE id = ? AND version = ? AND (owner = '' OR owner = ? OR NOT EXISTS (SELECT 1 FROM dispatchers d WHERE d.id = cursors.owner AND d.lease_until > NOW(3)))`,
+		owner, id, before.Version, owner)
 	if err != nil {
 		return c, false, fmt.Errorf("claim cursor %d: %w", id, err)
 	}
@@ -51,7 +65,7 @@ func (s *Store) CursorClaim(ctx context.Context, id int64, owner string) (c mode
 	if r.Owner != owner {
 		return c, false, nil
 	}
-	return toCursor(r), true, nil
+	return CursorClaimed{Cursor: toCursor(r), PrevOwner: before.Owner, PrevVersion: before.Version}, true, nil
 }
 
 // CursorCommit is one fenced cursor update: Offset and Holes are written only if the

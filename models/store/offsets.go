@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"gorm.io/gorm/clause"
+
 	"github.com/heraldhq/herald/models"
 )
 
@@ -33,13 +35,14 @@ type CursorPosition struct {
 // models.ConsumeLatest or an RFC 3339 timestamp — for every queue or only the listed
 // queue ids, clears their holes and bumps their versions, so the owning dispatcher's
 // next fenced commit fails and it reloads the cursor (DESIGN §4). The retry topic is
-// untouched. It returns the cursors as reset; a listed queue the group has no cursor
-// on gives a *ValidationError.
+// untouched. It returns the cursors as reset, with the versions written (the rows
+// are locked); a listed queue the group has no cursor on gives a *ValidationError.
 func (s *Store) CursorsReset(ctx context.Context, groupID int64, to string, queues []int64) ([]CursorPosition, error) {
 	var out []CursorPosition
 	err := s.WithTx(ctx, func(tx *Store) error {
 		var rows []cursorRow
-		if err := tx.db.Where("group_id = ?", groupID).Order("queue_id").Find(&rows).Error; err != nil {
+		// Locked, so the versions returned are exactly the ones written (a claim may race).
+		if err := tx.db.Clauses(clause.Locking{Strength: "UPDATE"}).Where("group_id = ?", groupID).Order("queue_id").Find(&rows).Error; err != nil {
 			return fmt.Errorf("read cursors of group %d: %w", groupID, err)
 		}
 		var v models.ValidationError

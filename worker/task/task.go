@@ -113,6 +113,10 @@ const (
 	ReasonThrottled Reason = "throttled"
 	// ReasonGone: the endpoint answered 410; the group is paused.
 	ReasonGone Reason = "gone"
+	// ReasonFenced: the job's cursor version is below the fence (an offset reset or a
+	// takeover moved the cursor); its unsent messages are dropped, since the cursor's
+	// new version owns that range now.
+	ReasonFenced Reason = "fenced"
 )
 
 // Counters summarise a report's POSTs so breaker and stats need no Redis write per
@@ -161,6 +165,16 @@ func ReportsKey(namespace, owner string) string { return namespace + ":reports:"
 
 // HeartbeatKey is the Redis key a worker refreshes (TTL 10 s) while it runs a job.
 func HeartbeatKey(namespace, taskID string) string { return namespace + ":job:" + taskID }
+
+// FenceKey is the Redis hash holding group's fences: field queue id, value the lowest
+// cursor version whose jobs may still be sent (see internal/fence).
+func FenceKey(namespace string, group int64) string {
+	return namespace + ":fence:" + strconv.FormatInt(group, 10)
+}
+
+// FenceChannel is the Redis pub/sub channel on which a raised fence is announced to
+// workers: "<group> <queue>:<version> …".
+func FenceChannel(namespace string) string { return namespace + ":fence" }
 
 // AsynqQueue is the asynq queue for first attempts in namespace.
 func AsynqQueue(namespace string) string { return namespace + "-deliver" }

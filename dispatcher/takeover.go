@@ -1,0 +1,106 @@
+package dispatcher
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/heraldhq/herald/worker/task"
+)
+
+// Takeover tuning.
+const (
+	// takeoverGrace is how long a cursor taken from another owner waits before it is
+	// read: the fence raised by the claim makes the previous owner's running jobs
+	// flush what they delivered to its report list at once; this covers that flush.
+	takeoverGrace = 250 * time.Millisecond
+	// takeoverReplayMax caps the reports read from a previous owner's list.
+	takeoverReplayMax = 10_000
+	// takeoverListTTL is how long a previous owner's report list is kept once read.
+	takeoverListTTL = time.Hour
+)
+
+// takeover marks a cursor claimed from another dispatcher: it is neither read nor
+// cut until at, when the reports the previous owner left for version (its last
+// one) are applied, so what it delivered but never committed is not sent again.
+type takeover struct {
+	from    string
+	version int64
+	at      time.Time
+}
+
+func (d *Dispatcher) holdForTakeover(cs *cursorState, from string, version int64) {
+	cs.takeover = &takeover{from: from, version: version, at: d.now().Add(takeoverGrace)}
+	d.takeovers[cs] = struct{}{}
+	d.wakeBy(cs.takeover.at)
+}
+
+// finishTakeovers applies, for every held cursor whose grace has passed, the reports
+// waiting in its previous owner's Redis list: delivered, retry-written and
+// dead-lettered offsets of the previous version are done (final and idempotent).
+// The list is read, not popped (the dead owner's groups may go to several new
+// owners) and expires after takeoverListTTL. A Redis error costs duplicates only.
+func (d *Dispatcher) finishTakeovers(ctx context.Context) {
+	if len(d.takeovers) == 0 {
+		return
+	}
+	now := d.now()
+	due := map[string][]*cursorState{}
+	for cs := range d.takeovers {
+		if now.Before(cs.takeover.at) {
+			d.wakeBy(cs.takeover.at)
+			continue
+		}
+		due[cs.takeover.from] = append(due[cs.takeover.from], cs)
+	}
+	for from, css := range due {
+		key := task.ReportsKey(d.namespace, from)
+		vals, err := d.rdb.LRange(ctx, key, 0, takeoverReplayMax-1).Result()
+		if err != nil {
+			d.log.Warn("read the previous owner's reports; what it delivered since its last commit is sent again", "owner", from, "err", err)
+		} else {
+			d.rdb.Expire(ctx, key, takeoverListTTL)
+		}
+		byGQ := make(map[[2]int64]*cursorState, len(css))
+		for _, cs := range css {
+			byGQ[[2]int64{cs.groupID, cs.queueID}] = cs
+		}
+		applied := 0
+		for _, v := range vals {
+			var r task.Report
+			if json.Unmarshal([]byte(v), &r) != nil || r.Retry {
+				continue // retry rows are deleted by the worker itself
+			}
+			cs := byGQ[[2]int64{r.Group, r.Queue}]
+			if cs == nil || r.Version != cs.takeover.version {
+				continue
+			}
+			applied += cs.replay(r)
+		}
+		for _, cs := range css {
+			cs.takeover = nil
+			delete(d.takeovers, cs)
+			d.dirtyQ[cs.queueID] = true
+		}
+		d.log.Info("took over cursors; applied the previous owner's reports", "owner", from, "cursors", len(css), "offsets", applied)
+	}
+}
+
+// replay marks a previous owner's reported outcomes done and returns how many
+// offsets it named. The read position follows the commit, and nothing done stays
+// pending (a hole re-read may have found one).
+func (c *cursorState) replay(r task.Report) int {
+	n := 0
+	done := map[int64]bool{}
+	for _, rs := range [][]task.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
+		for _, off := range task.Expand(rs) {
+			c.markDone(off)
+			done[off] = true
+			n++
+		}
+	}
+	c.pending = slices.DeleteFunc(c.pending, func(p pendingMsg) bool { return done[p.offset] })
+	c.readPos = max(c.readPos, c.committed)
+	return n
+}

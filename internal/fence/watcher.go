@@ -1,0 +1,118 @@
+package fence
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/heraldhq/herald/worker/task"
+)
+
+// Watcher is a worker's view of the fences: what it read at job starts and what was
+// announced since, per (group, queue). Create it with NewWatcher and run Run; every
+// method is safe for concurrent use.
+type Watcher struct {
+	rdb       redis.UniversalClient
+	namespace string
+
+	mu      sync.Mutex
+	fences  map[[2]int64]int64
+	changed chan struct{}
+	ready   chan struct{}
+	once    sync.Once
+}
+
+// NewWatcher returns a Watcher for namespace.
+func NewWatcher(rdb redis.UniversalClient, namespace string) *Watcher {
+	return &Watcher{rdb: rdb, namespace: namespace, fences: map[[2]int64]int64{}, changed: make(chan struct{}), ready: make(chan struct{})}
+}
+
+// Run keeps the subscription to the fence channel until ctx ends; go-redis
+// resubscribes after a dropped connection (announcements sent meanwhile are lost;
+// Load at the next job start covers them).
+func (w *Watcher) Run(ctx context.Context) error {
+	sub := w.rdb.Subscribe(ctx, task.FenceChannel(w.namespace))
+	defer sub.Close()
+	for ctx.Err() == nil {
+		if _, err := sub.Receive(ctx); err == nil {
+			break
+		}
+		select { // Redis unreachable: jobs still Load at start
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	w.once.Do(func() { close(w.ready) })
+	ch := sub.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			if g, vs, ok := parse(m.Payload); ok {
+				w.merge(g, vs)
+			}
+		}
+	}
+}
+
+// Ready is closed once the first subscription is confirmed (or Run's context ended).
+func (w *Watcher) Ready() <-chan struct{} { return w.ready }
+
+func (w *Watcher) merge(group int64, versions map[int64]int64) {
+	w.mu.Lock()
+	raised := false
+	for q, v := range versions {
+		k := [2]int64{group, q}
+		if v > w.fences[k] {
+			w.fences[k] = v
+			raised = true
+		}
+	}
+	if raised {
+		close(w.changed)
+		w.changed = make(chan struct{})
+	}
+	w.mu.Unlock()
+}
+
+// Load reads the (group, queue) fence from Redis (one HGET), merges it into the
+// in-memory view and reports whether version is below it. A Redis error is returned
+// with stale=false: sending a job that may be stale costs a duplicate, never a loss.
+func (w *Watcher) Load(ctx context.Context, group, queue, version int64) (stale bool, err error) {
+	s, err := w.rdb.HGet(ctx, task.FenceKey(w.namespace, group), strconv.FormatInt(queue, 10)).Result()
+	if errors.Is(err, redis.Nil) {
+		return w.Stale(group, queue, version), nil
+	}
+	if err != nil {
+		return w.Stale(group, queue, version), err
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return w.Stale(group, queue, version), err
+	}
+	w.merge(group, map[int64]int64{queue: v})
+	return w.Stale(group, queue, version), nil
+}
+
+// Stale reports whether a job of cursor version on (group, queue) is below the
+// fence as last seen: a map read, no Redis command.
+func (w *Watcher) Stale(group, queue, version int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return version < w.fences[[2]int64{group, queue}]
+}
+
+// Changed returns a channel closed at the next raised fence (any group).
+func (w *Watcher) Changed() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.changed
+}
