@@ -29,6 +29,10 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 	defer rep.flush(true)
 
 	offsets := task.Expand(j.Offsets)
+	if w.isStopping() {
+		rep.returned(task.ReasonShutdown, offsets, task.Counters{})
+		return nil
+	}
 	g, err := w.group(ctx, j.Group)
 	if err != nil {
 		w.log.Warn("load group for job", "group", j.Group, "err", err)
@@ -82,12 +86,14 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 	i := 0
 feed:
 	for ; i < len(batches); i++ {
-		if run.stopReason() != "" {
+		if run.stopReason() != "" || w.isStopping() {
 			break
 		}
 		select {
 		case work <- batches[i]:
 		case <-ctx.Done():
+			break feed
+		case <-w.stopping:
 			break feed
 		}
 	}
@@ -136,7 +142,7 @@ func (r *jobRun) stopReason() task.Reason {
 
 func (r *jobRun) send(ctx context.Context, b []models.Message) {
 	offsets := offsetsOf(b)
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || r.w.isStopping() {
 		r.rep.returned(task.ReasonShutdown, offsets, task.Counters{})
 		return
 	}
@@ -145,8 +151,8 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 		return
 	}
 	start := time.Now()
-	// A POST already started finishes even during shutdown (asynq's ShutdownTimeout
-	// bounds it), so its outcome is known and reported.
+	// A POST already started finishes even during shutdown (its timeout_ms bounds it),
+	// so its outcome is known and reported.
 	out, excerpt := r.w.post(context.WithoutCancel(ctx), r.g, r.topic, r.attempt, b)
 	lat := time.Since(start)
 	ms := lat.Milliseconds()
