@@ -42,3 +42,18 @@ func ParseMessageID(id string) (queue, offset int64, err error) {
 	}
 	return queue, offset, nil
 }
+
+// IsBatchID reports whether id has the shape of a batch's webhook-id: `bat_` and 26
+// lower-case base32 characters (DESIGN §5).
+func IsBatchID(id string) bool {
+	rest, ok := strings.CutPrefix(id, "bat_")
+	if !ok || len(rest) != 26 {
+		return false
+	}
+	for _, c := range rest {
+		if (c < 'a' || c > 'z') && (c < '2' || c > '7') {
+			return false
+		}
+	}
+	return true
+}

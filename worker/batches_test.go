@@ -95,7 +95,7 @@ func TestClassify(t *testing.T) {
 		{"204", 204, "", "", KindDelivered, "", nil, 0},
 		{"200 text", 200, "", "ok", KindDelivered, "", nil, 0},
 		{"200 other json", 200, "", `{"ok":true}`, KindDelivered, "", nil, 0},
-		{"partial", 200, "", `{"failed":["msg_1_2","msg_1_3"]}`, KindPartial, "", []string{"msg_1_2", "msg_1_3"}, 0},
+		{"partial", 200, "", `{"failed":["msg_1_2","msg_1_3"]}`, KindPartial, ClassPartialFailure, []string{"msg_1_2", "msg_1_3"}, 0},
 		{"partial empty", 200, "", `{"failed":[]}`, KindDelivered, "", nil, 0},
 		{"partial malformed", 200, "", `{"failed":"msg_1_2"}`, KindFailed, ClassPartialMalformed, nil, 0},
 		{"429 no header", 429, "", "", KindThrottled, "", nil, DefaultRetryAfter},

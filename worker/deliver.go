@@ -150,6 +150,7 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 		r.rep.returned(s, offsets, task.Counters{})
 		return
 	}
+	wid := webhookID(r.g, b)
 	start := time.Now()
 	// A POST already started finishes even during shutdown (its timeout_ms bounds it),
 	// so its outcome is known and reported.
@@ -170,7 +171,7 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 		c.LastError = out.String()
 		r.stop.Store(string(reason))
 		r.rep.returned(reason, offsets, c)
-		r.w.recordAttempts(r.g, b, r.attempt, out, ms, excerpt)
+		r.w.recordAttempts(r.g, wid, b, r.attempt, out, ms, excerpt)
 		return
 	}
 	failedIDs := map[string]bool{}
@@ -183,12 +184,15 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 		failedIDs[id] = true
 	}
 	var ok []int64
+	var okMsgs, failMsgs []models.Message
 	var fails []store.Failure
 	for _, m := range b {
 		if failedIDs[models.MessageID(m.QueueID, m.Offset)] {
 			fails = append(fails, store.Failure{QueueID: m.QueueID, Offset: m.Offset, Attempt: r.attempt(m.Offset), LastStatus: out.Status, LastError: out.String()})
+			failMsgs = append(failMsgs, m)
 		} else {
 			ok = append(ok, m.Offset)
+			okMsgs = append(okMsgs, m)
 		}
 	}
 	if len(fails) == 0 {
@@ -200,12 +204,14 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 			e2e.Observe(float64(now-m.CreatedAt) / 1000)
 		}
 		r.rep.delivered(ok, c)
-		r.w.recordAttempts(r.g, b, r.attempt, out, ms, nil)
+		r.w.recordAttempts(r.g, wid, b, r.attempt, Outcome{Kind: KindDelivered, Status: out.Status}, ms, nil)
 		return
 	}
 	c.Failures, c.TailFailures, c.FailedMsgs, c.LastError = 1, 1, len(fails), out.String()
 	metrics.Failed.WithLabelValues(name, string(out.Class)).Add(float64(len(fails)))
-	r.w.recordAttempts(r.g, b, r.attempt, out, ms, excerpt)
+	// A partial answer is a failed attempt for the messages it named only.
+	r.w.recordAttempts(r.g, wid, failMsgs, r.attempt, out, ms, excerpt)
+	r.w.recordAttempts(r.g, wid, okMsgs, r.attempt, Outcome{Kind: KindDelivered, Status: out.Status}, ms, nil)
 	res, err := r.w.st.RetryRecord(context.WithoutCancel(ctx), r.g.ID, r.g.MaxAttempts, r.g.RetrySchedule, fails)
 	if err != nil {
 		// Not recorded: hand the messages back; they are sent again, never lost.

@@ -31,6 +31,8 @@ type FailureOutcome struct {
 // keep) a retry row due after schedule's delay; the rest become dead letters in the
 // transaction that deletes their retry rows (DESIGN §3). A first failure never
 // overwrites an existing retry row (ON DUPLICATE KEY keeps it). Offsets are of one queue.
+// fails are one POST's: failures of one attempt share one jittered due time, so the
+// batch is claimed and re-sent whole, under the same batch id.
 func (s *Store) RetryRecord(ctx context.Context, groupID int64, maxAttempts int, schedule []int, fails []Failure) (FailureOutcome, error) {
 	var out FailureOutcome
 	if len(fails) == 0 {
@@ -46,6 +48,7 @@ func (s *Store) RetryRecord(ctx context.Context, groupID int64, maxAttempts int,
 	var retryArgs, deadArgs []any
 	var deadKeys []string
 	var deadKeyArgs []any
+	delays := map[int]time.Duration{}
 	for _, f := range fails {
 		if f.Attempt >= maxAttempts {
 			deadVals = append(deadVals, "(?,?,?,?,?,?,'pending',NOW(3),NOW(3))")
@@ -55,7 +58,12 @@ func (s *Store) RetryRecord(ctx context.Context, groupID int64, maxAttempts int,
 			out.DeadLettered = append(out.DeadLettered, f.Offset)
 			continue
 		}
-		due := now.Add(models.RetryDelay(schedule, f.Attempt+1))
+		delay, ok := delays[f.Attempt]
+		if !ok {
+			delay = models.RetryDelay(schedule, f.Attempt+1)
+			delays[f.Attempt] = delay
+		}
+		due := now.Add(delay)
 		if out.NextDue.IsZero() || due.Before(out.NextDue) {
 			out.NextDue = due
 		}

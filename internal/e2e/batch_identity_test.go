@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/testinfra"
+)
+
+// batchPost is one POST a batch receiver saw.
+type batchPost struct {
+	webhookID string
+	members   []string
+}
+
+// TestBatchIdentity: a batch that failed whole is re-sent under the same bat_ id; a
+// partial failure is logged as a failed attempt (partial_failure, the status and an
+// excerpt) for the named message only; the batch id can be looked up with its
+// members and attempts; the retried subset carries the same per-message ids.
+func TestBatchIdentity(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHerald(t, nil)
+	h.CreateTopic("b", 1)
+	r := testinfra.NewReceiver(t)
+	var mu sync.Mutex
+	var posts []batchPost
+	var failID string
+	r.Respond = func(d testinfra.Delivery) int {
+		var env struct {
+			Messages []struct{ ID string } `json:"messages"`
+		}
+		require.NoError(t, json.Unmarshal(d.Body, &env))
+		p := batchPost{webhookID: d.ID}
+		for _, m := range env.Messages {
+			p.members = append(p.members, m.ID)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		posts = append(posts, p)
+		if len(posts) == 1 {
+			return 500
+		}
+		return 200
+	}
+	r.Body = func(testinfra.Delivery) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(posts) == 2 {
+			return fmt.Sprintf(`{"failed":[%q]}`, failID)
+		}
+		return ""
+	}
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": 3, "retry_schedule": []int{1},
+		"subscriptions": []map[string]any{{"topic": "b"}}}))
+	key := h.CreateAPIKey("b")
+	mu.Lock()
+	msgs := h.Publish(key, "b", map[string]any{"body": 1}, map[string]any{"body": 2}, map[string]any{"body": 3})
+	failID = msgs[1].ID
+	mu.Unlock()
+	all := []string{msgs[0].ID, msgs[1].ID, msgs[2].ID}
+
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(posts) >= 3 }, 20*time.Second, 10*time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	got := append([]batchPost(nil), posts...)
+	mu.Unlock()
+	require.Len(t, got, 3, "one failed POST, its whole re-send, the retried subset")
+	batch := got[0].webhookID
+	require.True(t, strings.HasPrefix(batch, "bat_"), batch)
+	require.Equal(t, all, got[0].members)
+	require.Equal(t, batch, got[1].webhookID, "the re-sent batch keeps its id")
+	require.Equal(t, all, got[1].members)
+	require.Equal(t, []string{msgs[1].ID}, got[2].members, "only the named message is retried, under its own msg_ id")
+
+	type attempt struct {
+		Message         string `json:"message"`
+		WebhookID       string `json:"webhook_id"`
+		Attempt         int    `json:"attempt"`
+		Status          int    `json:"status"`
+		ErrorClass      string `json:"error_class"`
+		ResponseExcerpt string `json:"response_excerpt"`
+	}
+	var detail struct {
+		ID               string    `json:"id"`
+		Group            string    `json:"group"`
+		Messages         []string  `json:"messages"`
+		DeliveryAttempts []attempt `json:"delivery_attempts"`
+	}
+	require.Eventually(t, func() bool {
+		code, body, _ := h.Do("GET", "/api/v1/messages/"+batch, h.Token(), nil)
+		require.NotEqual(t, 422, code, string(body))
+		return code == 200 && json.Unmarshal(body, &detail) == nil && len(detail.DeliveryAttempts) == 6
+	}, 10*time.Second, 50*time.Millisecond, "the batch's 6 attempt rows")
+	require.Equal(t, batch, detail.ID)
+	require.Equal(t, "g", detail.Group)
+	require.Equal(t, all, detail.Messages)
+	for _, a := range detail.DeliveryAttempts {
+		require.Equal(t, batch, a.WebhookID)
+		switch {
+		case a.Attempt == 1:
+			require.Equal(t, 500, a.Status, "%+v", a)
+			require.Equal(t, "http_status", a.ErrorClass, "%+v", a)
+		case a.Message == msgs[1].ID:
+			require.Equal(t, 200, a.Status, "%+v", a)
+			require.Equal(t, "partial_failure", a.ErrorClass, "%+v", a)
+			require.Contains(t, a.ResponseExcerpt, failID)
+		default:
+			require.Equal(t, 2, a.Attempt, "%+v", a)
+			require.Empty(t, a.ErrorClass, "%+v", a)
+		}
+	}
+
+	code, _, _ := h.Do("GET", "/api/v1/messages/bat_aaaaaaaaaaaaaaaaaaaaaaaaaa", h.Token(), nil)
+	require.Equal(t, 404, code, "an unknown batch id")
+}
