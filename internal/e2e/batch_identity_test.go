@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/testinfra"
 )
 
@@ -56,7 +58,8 @@ func TestBatchIdentity(t *testing.T) {
 		}
 		return ""
 	}
-	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": 3, "retry_schedule": []int{1},
+	group := testinfra.RandomName("bi")
+	r.SetSecret(h.CreateGroup(map[string]any{"name": group, "endpoint_url": r.URL, "batch_size": 3, "retry_schedule": []int{1},
 		"subscriptions": []map[string]any{{"topic": "b"}}}))
 	key := h.CreateAPIKey("b")
 	mu.Lock()
@@ -98,7 +101,8 @@ func TestBatchIdentity(t *testing.T) {
 		return code == 200 && json.Unmarshal(body, &detail) == nil && len(detail.DeliveryAttempts) == 6
 	}, 10*time.Second, 50*time.Millisecond, "the batch's 6 attempt rows")
 	require.Equal(t, batch, detail.ID)
-	require.Equal(t, "g", detail.Group)
+	require.Equal(t, group, detail.Group)
+	require.Equal(t, 1.0, testutil.ToFloat64(metrics.Failed.WithLabelValues(group, "partial_failure")), "failure counter class")
 	require.Equal(t, all, detail.Messages)
 	for _, a := range detail.DeliveryAttempts {
 		require.Equal(t, batch, a.WebhookID)
