@@ -67,7 +67,7 @@ func (w *Worker) post(ctx context.Context, g *cachedGroup, topic string, attempt
 	if len(msgs) == 1 && g.BatchSize == 1 {
 		m := msgs[0]
 		for k, v := range m.Headers {
-			if strings.HasPrefix(k, "x-") && !deniedHeaders[k] {
+			if (strings.HasPrefix(k, "x-") && !deniedHeaders[k]) || models.IsOriginHeader(k) {
 				h[http.CanonicalHeaderKey(k)] = []string{v}
 			}
 		}
