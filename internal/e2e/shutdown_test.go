@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os/exec"
 	"sync"
 	"syscall"
 	"testing"
@@ -82,6 +83,60 @@ func TestWorkerGracefulStop(t *testing.T) {
 	h.Start(app.Roles{Worker: true})
 	r.WaitCount(n, 20*time.Second)
 	time.Sleep(500 * time.Millisecond) // a duplicate would arrive now
+	mu.Lock()
+	defer mu.Unlock()
+	for _, m := range pub {
+		require.Equal(t, 1, posts[m.ID], "POSTs of %s", m.ID)
+	}
+}
+
+// TestWorkerRollingRestart restarts two worker processes one after the other, twice,
+// while a backlog drains through a slow receiver: graceful stops lose no answer, so
+// every message is POSTed exactly once.
+func TestWorkerRollingRestart(t *testing.T) {
+	t.Parallel()
+	const n = 300
+	h := testinfra.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, nil)
+	h.CreateTopic("roll", 2)
+	r := testinfra.NewReceiver(t)
+	var mu sync.Mutex
+	posts := map[string]int{}
+	r.Respond = func(d testinfra.Delivery) int {
+		mu.Lock()
+		posts[d.ID]++
+		mu.Unlock()
+		time.Sleep(100 * time.Millisecond)
+		return 204
+	}
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "timeout_ms": 2000, "max_in_flight": 8,
+		"subscriptions": []map[string]any{{"topic": "roll"}}}))
+	key := h.CreateAPIKey("roll")
+	workers := []*exec.Cmd{startWorkerProcess(t, h), startWorkerProcess(t, h)}
+	var pub []testinfra.Published
+	for range n / 50 {
+		msgs := make([]map[string]any, 50)
+		for i := range msgs {
+			msgs[i] = map[string]any{"body": i}
+		}
+		pub = append(pub, h.Publish(key, "roll", msgs...)...)
+	}
+	restarts := 0
+	for round := range 2 {
+		for i := range workers {
+			time.Sleep(500 * time.Millisecond)
+			require.NoError(t, workers[i].Process.Signal(syscall.SIGTERM))
+			require.NoError(t, workers[i].Wait(), "round %d worker %d", round, i)
+			workers[i] = startWorkerProcess(t, h)
+			restarts++
+		}
+	}
+	mu.Lock()
+	during := len(posts)
+	mu.Unlock()
+	t.Logf("%d restarts while %d of %d messages were sent", restarts, during, n)
+	require.Less(t, during, n, "the restarts happened under load")
+	r.WaitCount(n, 30*time.Second)
+	time.Sleep(500 * time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
 	for _, m := range pub {
