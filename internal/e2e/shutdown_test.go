@@ -95,9 +95,9 @@ func TestWorkerGracefulStop(t *testing.T) {
 // every message is POSTed exactly once.
 func TestWorkerRollingRestart(t *testing.T) {
 	t.Parallel()
-	const n = 300
+	const n, timeoutMS = 200, 2000
 	h := testinfra.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, nil)
-	h.CreateTopic("roll", 2)
+	h.CreateTopic("roll", 1)
 	r := testinfra.NewReceiver(t)
 	var mu sync.Mutex
 	posts := map[string]int{}
@@ -105,16 +105,16 @@ func TestWorkerRollingRestart(t *testing.T) {
 		mu.Lock()
 		posts[d.ID]++
 		mu.Unlock()
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond)
 		return 204
 	}
-	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "timeout_ms": 2000, "max_in_flight": 8,
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "timeout_ms": timeoutMS, "max_in_flight": 8,
 		"subscriptions": []map[string]any{{"topic": "roll"}}}))
 	key := h.CreateAPIKey("roll")
 	workers := []*exec.Cmd{startWorkerProcess(t, h), startWorkerProcess(t, h)}
 	var pub []testinfra.Published
-	for range n / 50 {
-		msgs := make([]map[string]any, 50)
+	for range n / 100 {
+		msgs := make([]map[string]any, 100)
 		for i := range msgs {
 			msgs[i] = map[string]any{"body": i}
 		}
@@ -124,8 +124,10 @@ func TestWorkerRollingRestart(t *testing.T) {
 	for round := range 2 {
 		for i := range workers {
 			time.Sleep(500 * time.Millisecond)
+			stop := time.Now()
 			require.NoError(t, workers[i].Process.Signal(syscall.SIGTERM))
 			require.NoError(t, workers[i].Wait(), "round %d worker %d", round, i)
+			require.Less(t, time.Since(stop), timeoutMS*time.Millisecond+2*time.Second, "round %d worker %d stop", round, i)
 			workers[i] = startWorkerProcess(t, h)
 			restarts++
 		}
@@ -134,7 +136,6 @@ func TestWorkerRollingRestart(t *testing.T) {
 	during := len(posts)
 	mu.Unlock()
 	t.Logf("%d restarts while %d of %d messages were sent", restarts, during, n)
-	require.Less(t, during, n, "the restarts happened under load")
 	r.WaitCount(n, 30*time.Second)
 	time.Sleep(500 * time.Millisecond)
 	mu.Lock()
@@ -142,4 +143,5 @@ func TestWorkerRollingRestart(t *testing.T) {
 	for _, m := range pub {
 		require.Equal(t, 1, posts[m.ID], "POSTs of %s", m.ID)
 	}
+	require.Less(t, during, n, "the restarts happened under load")
 }
