@@ -65,7 +65,7 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 	}
 	attempt := attemptsOf(j, offsets)
 	run := &jobRun{w: w, g: g, topic: w.topic(ctx, j.Queue), job: j, attempt: attempt, rep: rep}
-	batches := splitBatches(msgs, g.BatchSize, g.BatchMaxBytes)
+	batches := splitJob(j, offsets, msgs, g.BatchSize, g.BatchMaxBytes)
 	if j.Probe && len(batches) > 1 {
 		for _, b := range batches[1:] {
 			rep.returned(task.ReasonPaused, offsetsOf(b), task.Counters{})

@@ -123,3 +123,82 @@ func TestBatchIdentity(t *testing.T) {
 	code, _, _ := h.Do("GET", "/api/v1/messages/bat_aaaaaaaaaaaaaaaaaaaaaaaaaa", h.Token(), nil)
 	require.Equal(t, 404, code, "an unknown batch id")
 }
+
+// TestBatchesResentApart: two POSTs of one job fail (one partly, one whole) and their
+// retries come due together (the group was paused meanwhile); the retry job still
+// sends each failed POST's messages apart, so the whole failure is re-sent under its
+// bat_ id with the same members.
+func TestBatchesResentApart(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHerald(t, nil)
+	h.CreateTopic("b", 1)
+	r := testinfra.NewReceiver(t)
+	var mu sync.Mutex
+	var posts []batchPost
+	var failID string
+	answer := map[string]int{} // webhook-id → status of its first POST
+	r.Respond = func(d testinfra.Delivery) int {
+		var env struct {
+			Messages []struct{ ID string } `json:"messages"`
+		}
+		require.NoError(t, json.Unmarshal(d.Body, &env))
+		p := batchPost{webhookID: d.ID}
+		for _, m := range env.Messages {
+			p.members = append(p.members, m.ID)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		posts = append(posts, p)
+		if len(posts) > 2 {
+			return 204
+		}
+		if p.members[0] == failID {
+			answer[d.ID] = 500 // the second batch fails whole
+			return 500
+		}
+		answer[d.ID] = 200
+		return 200
+	}
+	r.Body = func(d testinfra.Delivery) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if answer[d.ID] == 200 && len(posts) <= 2 {
+			return fmt.Sprintf(`{"failed":[%q]}`, posts[len(posts)-1].members[1])
+		}
+		return ""
+	}
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": 3, "max_in_flight": 1, "retry_schedule": []int{1},
+		"subscriptions": []map[string]any{{"topic": "b"}}}))
+	h.Admin("POST", "/groups/g/pause", nil, 200)
+	key := h.CreateAPIKey("b")
+	mu.Lock()
+	msgs := h.Publish(key, "b", map[string]any{"body": 1}, map[string]any{"body": 2}, map[string]any{"body": 3},
+		map[string]any{"body": 4}, map[string]any{"body": 5}, map[string]any{"body": 6})
+	failID = msgs[3].ID
+	mu.Unlock()
+	h.Admin("POST", "/groups/g/resume", nil, 200)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(posts) >= 2 }, 20*time.Second, 10*time.Millisecond)
+	h.Admin("POST", "/groups/g/pause", nil, 200)
+	time.Sleep(2 * time.Second) // both retries come due while paused
+	h.Admin("POST", "/groups/g/resume", nil, 200)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(posts) >= 4 }, 20*time.Second, 10*time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, posts, 4, "two first POSTs, two retries: %+v", posts)
+	var whole batchPost
+	for _, p := range posts[:2] {
+		if p.members[0] == failID {
+			whole = p
+		}
+	}
+	require.Equal(t, []string{msgs[3].ID, msgs[4].ID, msgs[5].ID}, whole.members)
+	var resent []batchPost
+	for _, p := range posts[2:] {
+		if p.webhookID == whole.webhookID {
+			resent = append(resent, p)
+		}
+	}
+	require.Len(t, resent, 1, "the whole failure is re-sent under its bat_ id: %+v", posts)
+	require.Equal(t, whole.members, resent[0].members)
+}

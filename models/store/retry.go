@@ -132,7 +132,7 @@ func (s *Store) RetryClaim(ctx context.Context, groupID int64, token string, lea
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil, nil
 	}
-	rows, err := s.sql.QueryContext(ctx, "SELECT queue_id, msg_offset, attempt, last_status, last_error FROM retry_messages WHERE claim_token = ? ORDER BY queue_id, msg_offset", token)
+	rows, err := s.sql.QueryContext(ctx, "SELECT queue_id, msg_offset, attempt, last_status, last_error, updated_at FROM retry_messages WHERE claim_token = ? ORDER BY queue_id, msg_offset", token)
 	if err != nil {
 		return nil, fmt.Errorf("read claimed retries: %w", err)
 	}
@@ -140,7 +140,7 @@ func (s *Store) RetryClaim(ctx context.Context, groupID int64, token string, lea
 	var out []models.RetryMessage
 	for rows.Next() {
 		m := models.RetryMessage{GroupID: groupID}
-		if err := rows.Scan(&m.QueueID, &m.Offset, &m.Attempt, &m.LastStatus, &m.LastError); err != nil {
+		if err := rows.Scan(&m.QueueID, &m.Offset, &m.Attempt, &m.LastStatus, &m.LastError, &m.FailedAt); err != nil {
 			return nil, err
 		}
 		out = append(out, m)
