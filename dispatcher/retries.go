@@ -72,9 +72,15 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 		idx := byQueue[q]
 		offsets := make([]int64, len(idx))
 		attempts := make([]int, len(idx))
-		keys := make([]int64, len(idx))
+		var keys []int64 // batch keys matter only when POSTs carry several messages
+		if gs.g.BatchSize > 1 {
+			keys = make([]int64, len(idx))
+		}
 		for i, k := range idx {
-			offsets[i], attempts[i], keys[i] = rows[k].Offset, rows[k].Attempt, rows[k].FailedAt.UnixMilli()
+			offsets[i], attempts[i] = rows[k].Offset, rows[k].Attempt
+			if keys != nil {
+				keys[i] = rows[k].FailedAt.UnixMilli()
+			}
 		}
 		posts := (len(offsets) + gs.g.BatchSize - 1) / gs.g.BatchSize
 		p := max(1, min(posts, gs.g.MaxInFlight-gs.inflightP, max(1, (gs.g.MaxInFlight+1)/2)))
