@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/api"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/testinfra"
 )
@@ -100,6 +102,12 @@ func TestBatchIdentity(t *testing.T) {
 		require.NotEqual(t, 422, code, string(body))
 		return code == 200 && json.Unmarshal(body, &detail) == nil && len(detail.DeliveryAttempts) == 6
 	}, 10*time.Second, 50*time.Millisecond, "the batch's 6 attempt rows")
+	_, raw, _ := h.Do("GET", "/api/v1/messages/"+batch, h.Token(), nil)
+	spec, err := openapi3.NewLoader().LoadFromData(api.OpenAPI())
+	require.NoError(t, err)
+	var doc any
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	require.NoError(t, spec.Components.Schemas["BatchDetail"].Value.VisitJSON(doc), "the answer matches openapi.yaml's BatchDetail")
 	require.Equal(t, batch, detail.ID)
 	require.Equal(t, group, detail.Group)
 	require.Equal(t, 1.0, testutil.ToFloat64(metrics.Failed.WithLabelValues(group, "partial_failure")), "failure counter class")
