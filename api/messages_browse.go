@@ -203,6 +203,13 @@ func (s *Server) messageDetail(ctx context.Context, id string) (*MessageDetailDT
 }
 
 func (s *Server) messageGet(c echo.Context) error {
+	if id := c.Param("id"); models.IsBatchID(id) {
+		d, err := s.batchDetail(c.Request().Context(), id)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, d)
+	}
 	d, err := s.messageDetail(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err

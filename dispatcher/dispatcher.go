@@ -71,6 +71,9 @@ type Dispatcher struct {
 	lastOutbox   time.Time
 	lastPartMgmt time.Time
 	claimSeq     int64
+	// exported names the groups whose per-group series this dispatcher set, by id.
+	exported          map[int64]string
+	lastBacklogSample time.Time
 }
 
 // New returns a Dispatcher with a fresh random id. now may be nil (time.Now).
@@ -85,7 +88,7 @@ func New(cfg config.Dispatcher, namespace string, st *store.Store, rdb redis.Uni
 		cfg: cfg, namespace: namespace, id: fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:])),
 		st: st, rdb: rdb, client: asynq.NewClient(redisOpt), inspector: asynq.NewInspector(redisOpt), log: log, now: now,
 		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
-		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{}, dirtyQ: map[int64]bool{},
+		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{}, dirtyQ: map[int64]bool{}, exported: map[int64]string{},
 		claimSeq: now().UnixNano() / int64(time.Millisecond),
 	}
 }
@@ -161,6 +164,7 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 			d.checkDeadlines(ctx)
 			d.maintain(ctx)
 			d.updateLag()
+			d.exportGroupMetrics(ctx)
 		case <-wake.C:
 		}
 		// Take everything already waiting before doing I/O, so one step serves many events.
@@ -214,6 +218,7 @@ func (d *Dispatcher) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	d.commit(ctx)
+	d.deleteGroupMetrics()
 	ids := make([]int64, 0, len(d.cursors))
 	for id := range d.cursors {
 		ids = append(ids, id)

@@ -72,8 +72,15 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 		idx := byQueue[q]
 		offsets := make([]int64, len(idx))
 		attempts := make([]int, len(idx))
+		var keys []int64 // batch keys matter only when POSTs carry several messages
+		if gs.g.BatchSize > 1 {
+			keys = make([]int64, len(idx))
+		}
 		for i, k := range idx {
 			offsets[i], attempts[i] = rows[k].Offset, rows[k].Attempt
+			if keys != nil {
+				keys[i] = rows[k].FailedAt.UnixMilli()
+			}
 		}
 		posts := (len(offsets) + gs.g.BatchSize - 1) / gs.g.BatchSize
 		p := max(1, min(posts, gs.g.MaxInFlight-gs.inflightP, max(1, (gs.g.MaxInFlight+1)/2)))
@@ -81,7 +88,7 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 		// A retry job's "version" is its claim number, unique per dispatcher run (seeded
 		// from the clock), so its TaskID never collides with another claim's.
 		j := task.Job{Group: gs.g.ID, Queue: q, Version: d.claimSeq, Owner: d.id, Offsets: task.Ranges(offsets), Parallelism: p,
-			Retry: true, Attempts: attempts, Probe: probe}
+			Retry: true, Attempts: attempts, BatchKeys: keys, Probe: probe}
 		js := &jobState{job: j, group: gs, remaining: make(map[int64]bool, len(offsets))}
 		for _, o := range offsets {
 			js.remaining[o] = true

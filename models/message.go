@@ -42,3 +42,45 @@ func ParseMessageID(id string) (queue, offset int64, err error) {
 	}
 	return queue, offset, nil
 }
+
+// IsBatchID reports whether id has the shape of a batch's webhook-id: `bat_` and 26
+// lower-case base32 characters (DESIGN §5).
+func IsBatchID(id string) bool {
+	rest, ok := strings.CutPrefix(id, "bat_")
+	if !ok || len(rest) != 26 {
+		return false
+	}
+	for _, c := range rest {
+		if (c < 'a' || c > 'z') && (c < '2' || c > '7') {
+			return false
+		}
+	}
+	return true
+}
+
+// Headers Herald adds to a dead letter's copy on its group's dead-letter topic
+// `<group>.dlq`, naming where it came from. Publishers cannot set herald-* headers,
+// so a message carrying them came through a dead-letter topic. Workers forward them
+// like publisher x-* headers (at batch size 1, as HTTP headers; in a batch envelope,
+// in the message's "headers").
+const (
+	// HeaderOriginID is the origin message id, msg_<queue>_<offset>.
+	HeaderOriginID = "herald-origin-id"
+	// HeaderOriginTopic is the topic the message was published to.
+	HeaderOriginTopic = "herald-origin-topic"
+	// HeaderOriginGroup is the consumer group whose attempts it exhausted.
+	HeaderOriginGroup = "herald-origin-group"
+	// HeaderAttempts is how many delivery attempts that group made (decimal).
+	HeaderAttempts = "herald-attempts"
+	// HeaderLastError is the last attempt's error, e.g. "http_status 500".
+	HeaderLastError = "herald-last-error"
+)
+
+// IsOriginHeader reports whether name is one of the dead-letter origin headers.
+func IsOriginHeader(name string) bool {
+	switch name {
+	case HeaderOriginID, HeaderOriginTopic, HeaderOriginGroup, HeaderAttempts, HeaderLastError:
+		return true
+	}
+	return false
+}

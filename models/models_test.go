@@ -51,6 +51,14 @@ func TestMessageID(t *testing.T) {
 	}
 }
 
+func TestIsBatchID(t *testing.T) {
+	t.Parallel()
+	require.True(t, IsBatchID("bat_mfrggzdfmztwq2lknnwg23tpob"))
+	for _, bad := range []string{"", "bat_", "msg_1_2", "bat_mfrggzdfmztwq2lknnwg23tpo", "bat_mfrggzdfmztwq2lknnwg23tpobb", "bat_MFRGGZDFMZTWQ2LKNNWG23TPOB", "bat_mfrggzdfmztwq2lknnwg23tp0b"} {
+		require.False(t, IsBatchID(bad), bad)
+	}
+}
+
 func TestQueueTableName(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "queue_000001", QueueTableName(1))

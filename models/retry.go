@@ -45,6 +45,9 @@ type RetryMessage struct {
 	DueAt      time.Time
 	LastStatus int
 	LastError  string
+	// FailedAt is when the POST that failed it was recorded (ms precision): rows of one
+	// failed POST share it, so a retry re-sends them as that batch.
+	FailedAt time.Time
 }
 
 // DeadLetter is a message that exhausted its attempts for one group.

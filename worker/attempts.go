@@ -15,21 +15,13 @@ const (
 	attemptFlushInterval = time.Second
 )
 
-// recordAttempts queues one attempt row per message of a POST. If the buffer is
-// full the rows are dropped with a warning rather than slowing deliveries.
-func (w *Worker) recordAttempts(g *cachedGroup, b []models.Message, attempt func(int64) int, out Outcome, latencyMS int64, excerpt []byte) {
+// recordAttempts queues one attempt row per message b of the POST whose webhook-id
+// was id. If the buffer is full the rows are dropped with a warning rather than
+// slowing deliveries.
+func (w *Worker) recordAttempts(g *cachedGroup, id string, b []models.Message, attempt func(int64) int, out Outcome, latencyMS int64, excerpt []byte) {
 	now := time.Now()
-	groupID := g.ID
-	id := "" // the POST's webhook-id when it was a batch envelope
-	if len(b) != 1 || g.BatchSize != 1 {
-		id = batchID(g.ID, b)
-	}
 	for _, m := range b {
-		wid := id
-		if wid == "" {
-			wid = models.MessageID(m.QueueID, m.Offset)
-		}
-		a := models.DeliveryAttempt{GroupID: groupID, QueueID: m.QueueID, Offset: m.Offset, WebhookID: wid, Attempt: attempt(m.Offset),
+		a := models.DeliveryAttempt{GroupID: g.ID, QueueID: m.QueueID, Offset: m.Offset, WebhookID: id, Attempt: attempt(m.Offset),
 			Status: out.Status, ErrorClass: string(out.Class), LatencyMS: int(latencyMS), Excerpt: excerpt, CreatedAt: now}
 		select {
 		case w.attempts <- a:

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/worker/task"
 )
 
 // splitBatches cuts msgs (offset order) into POSTs of at most size messages and
@@ -29,6 +30,33 @@ func splitBatches(msgs []models.Message, size, maxBytes int) [][]models.Message 
 	}
 	if len(cur) > 0 {
 		out = append(out, cur)
+	}
+	return out
+}
+
+// splitJob cuts a job's messages into POSTs. A retry job with batch keys first
+// parts its messages by key (the failed POST each came from, in order of first
+// offset), so a batch that failed is sent again with the same members.
+func splitJob(j task.Job, offsets []int64, msgs []models.Message, size, maxBytes int) [][]models.Message {
+	if !j.Retry || len(j.BatchKeys) != len(offsets) {
+		return splitBatches(msgs, size, maxBytes)
+	}
+	keyOf := make(map[int64]int64, len(offsets))
+	for i, o := range offsets {
+		keyOf[o] = j.BatchKeys[i]
+	}
+	var order []int64
+	parts := map[int64][]models.Message{}
+	for _, m := range msgs {
+		k := keyOf[m.Offset]
+		if _, ok := parts[k]; !ok {
+			order = append(order, k)
+		}
+		parts[k] = append(parts[k], m)
+	}
+	var out [][]models.Message
+	for _, k := range order {
+		out = append(out, splitBatches(parts[k], size, maxBytes)...)
 	}
 	return out
 }

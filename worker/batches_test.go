@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/worker/task"
 )
 
 func msg(off int64, body string, ct string) models.Message {
@@ -95,7 +96,7 @@ func TestClassify(t *testing.T) {
 		{"204", 204, "", "", KindDelivered, "", nil, 0},
 		{"200 text", 200, "", "ok", KindDelivered, "", nil, 0},
 		{"200 other json", 200, "", `{"ok":true}`, KindDelivered, "", nil, 0},
-		{"partial", 200, "", `{"failed":["msg_1_2","msg_1_3"]}`, KindPartial, "", []string{"msg_1_2", "msg_1_3"}, 0},
+		{"partial", 200, "", `{"failed":["msg_1_2","msg_1_3"]}`, KindPartial, ClassPartialFailure, []string{"msg_1_2", "msg_1_3"}, 0},
 		{"partial empty", 200, "", `{"failed":[]}`, KindDelivered, "", nil, 0},
 		{"partial malformed", 200, "", `{"failed":"msg_1_2"}`, KindFailed, ClassPartialMalformed, nil, 0},
 		{"429 no header", 429, "", "", KindThrottled, "", nil, DefaultRetryAfter},
@@ -118,4 +119,31 @@ func TestClassify(t *testing.T) {
 	require.True(t, ok)
 	require.InDelta(t, 90, d.Seconds(), 2, "HTTP date")
 	require.Equal(t, ClassTimeout, Classify(0, "", nil, context.DeadlineExceeded).Class)
+}
+
+func TestSplitJob(t *testing.T) {
+	msgs := []models.Message{msg(2, "a", ""), msg(4, "b", ""), msg(5, "c", ""), msg(6, "d", "")}
+	offsets := []int64{2, 4, 5, 6}
+	members := func(bs [][]models.Message) [][]int64 {
+		var out [][]int64
+		for _, b := range bs {
+			out = append(out, offsetsOf(b))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		job  task.Job
+		want [][]int64
+	}{
+		{"first delivery", task.Job{}, [][]int64{{2, 4, 5}, {6}}},
+		{"retry without keys", task.Job{Retry: true}, [][]int64{{2, 4, 5}, {6}}},
+		{"retry keeps failed POSTs apart", task.Job{Retry: true, BatchKeys: []int64{10, 20, 20, 20}}, [][]int64{{2}, {4, 5, 6}}},
+		{"one failed POST", task.Job{Retry: true, BatchKeys: []int64{7, 7, 7, 7}}, [][]int64{{2, 4, 5}, {6}}},
+		{"keys misaligned", task.Job{Retry: true, BatchKeys: []int64{1}}, [][]int64{{2, 4, 5}, {6}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, members(splitJob(tc.job, offsets, msgs, 3, 1<<20)))
+		})
+	}
 }

@@ -29,6 +29,10 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 	defer rep.flush(true)
 
 	offsets := task.Expand(j.Offsets)
+	if w.isStopping() {
+		rep.returned(task.ReasonShutdown, offsets, task.Counters{})
+		return nil
+	}
 	if !j.Retry {
 		// One HGET per job: a reset or takeover since the job was cut fences it.
 		stale, err := w.fences.Load(ctx, j.Group, j.Queue, j.Version)
@@ -72,7 +76,7 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 	}
 	attempt := attemptsOf(j, offsets)
 	run := &jobRun{w: w, g: g, topic: w.topic(ctx, j.Queue), job: j, attempt: attempt, rep: rep}
-	batches := splitBatches(msgs, g.BatchSize, g.BatchMaxBytes)
+	batches := splitJob(j, offsets, msgs, g.BatchSize, g.BatchMaxBytes)
 	if j.Probe && len(batches) > 1 {
 		for _, b := range batches[1:] {
 			rep.returned(task.ReasonPaused, offsetsOf(b), task.Counters{})
@@ -93,12 +97,14 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 	i := 0
 feed:
 	for ; i < len(batches); i++ {
-		if run.stopReason() != "" {
+		if run.stopReason() != "" || w.isStopping() {
 			break
 		}
 		select {
 		case work <- batches[i]:
 		case <-ctx.Done():
+			break feed
+		case <-w.stopping:
 			break feed
 		}
 	}
@@ -147,7 +153,7 @@ func (r *jobRun) stopReason() task.Reason {
 
 func (r *jobRun) send(ctx context.Context, b []models.Message) {
 	offsets := offsetsOf(b)
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || r.w.isStopping() {
 		r.rep.returned(task.ReasonShutdown, offsets, task.Counters{})
 		return
 	}
@@ -158,9 +164,10 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 		r.rep.returned(s, offsets, task.Counters{})
 		return
 	}
+	wid := webhookID(r.g, b)
 	start := time.Now()
-	// A POST already started finishes even during shutdown (asynq's ShutdownTimeout
-	// bounds it), so its outcome is known and reported.
+	// A POST already started finishes even during shutdown (its timeout_ms bounds it),
+	// so its outcome is known and reported.
 	out, excerpt := r.w.post(context.WithoutCancel(ctx), r.g, r.topic, r.attempt, b)
 	lat := time.Since(start)
 	ms := lat.Milliseconds()
@@ -178,7 +185,7 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 		c.LastError = out.String()
 		r.stop.Store(string(reason))
 		r.rep.returned(reason, offsets, c)
-		r.w.recordAttempts(r.g, b, r.attempt, out, ms, excerpt)
+		r.w.recordAttempts(r.g, wid, b, r.attempt, out, ms, excerpt)
 		return
 	}
 	failedIDs := map[string]bool{}
@@ -191,12 +198,15 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 		failedIDs[id] = true
 	}
 	var ok []int64
+	var okMsgs, failMsgs []models.Message
 	var fails []store.Failure
 	for _, m := range b {
 		if failedIDs[models.MessageID(m.QueueID, m.Offset)] {
 			fails = append(fails, store.Failure{QueueID: m.QueueID, Offset: m.Offset, Attempt: r.attempt(m.Offset), LastStatus: out.Status, LastError: out.String()})
+			failMsgs = append(failMsgs, m)
 		} else {
 			ok = append(ok, m.Offset)
+			okMsgs = append(okMsgs, m)
 		}
 	}
 	if len(fails) == 0 {
@@ -208,12 +218,14 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 			e2e.Observe(float64(now-m.CreatedAt) / 1000)
 		}
 		r.rep.delivered(ok, c)
-		r.w.recordAttempts(r.g, b, r.attempt, out, ms, nil)
+		r.w.recordAttempts(r.g, wid, b, r.attempt, Outcome{Kind: KindDelivered, Status: out.Status}, ms, nil)
 		return
 	}
 	c.Failures, c.TailFailures, c.FailedMsgs, c.LastError = 1, 1, len(fails), out.String()
 	metrics.Failed.WithLabelValues(name, string(out.Class)).Add(float64(len(fails)))
-	r.w.recordAttempts(r.g, b, r.attempt, out, ms, excerpt)
+	// A partial answer is a failed attempt for the messages it named only.
+	r.w.recordAttempts(r.g, wid, failMsgs, r.attempt, out, ms, excerpt)
+	r.w.recordAttempts(r.g, wid, okMsgs, r.attempt, Outcome{Kind: KindDelivered, Status: out.Status}, ms, nil)
 	res, err := r.w.st.RetryRecord(context.WithoutCancel(ctx), r.g.ID, r.g.MaxAttempts, r.g.RetrySchedule, fails)
 	if err != nil {
 		// Not recorded: hand the messages back; they are sent again, never lost.

@@ -52,7 +52,10 @@ const (
 	ClassHTTPStatus ErrorClass = "http_status"
 	// ClassPartialMalformed: a 2xx whose {"failed": …} is not a list of message ids.
 	ClassPartialMalformed ErrorClass = "partial_malformed"
-	ClassOther            ErrorClass = "other"
+	// ClassPartialFailure: a message a 2xx {"failed":[…]} answer named; the attempt
+	// records the status and the start of that answer.
+	ClassPartialFailure ErrorClass = "partial_failure"
+	ClassOther          ErrorClass = "other"
 )
 
 // Retry-After clamps (DESIGN §5).
@@ -124,7 +127,7 @@ func classifySuccess(status int, body []byte) Outcome {
 	if len(ids) == 0 {
 		return Outcome{Kind: KindDelivered, Status: status}
 	}
-	return Outcome{Kind: KindPartial, Status: status, Failed: ids}
+	return Outcome{Kind: KindPartial, Status: status, Class: ClassPartialFailure, Failed: ids}
 }
 
 // parseRetryAfter reads delta-seconds or an HTTP date, clamped to [1 s, 10 min].
@@ -172,14 +175,14 @@ func classifyErr(err error) ErrorClass {
 	return ClassOther
 }
 
-// String renders an outcome for a report's last error, e.g. "http_status 500".
+// String renders an outcome for a report's last error, e.g. "http_status 500" or
+// "partial_failure 200".
 func (o Outcome) String() string {
 	switch o.Kind {
-	case KindDelivered, KindPartial, KindThrottled, KindGone:
-		if o.Kind != KindPartial && o.Kind != KindDelivered {
-			return string(o.Kind) + " " + strconv.Itoa(o.Status)
-		}
+	case KindDelivered:
 		return string(o.Kind)
+	case KindThrottled, KindGone:
+		return string(o.Kind) + " " + strconv.Itoa(o.Status)
 	}
 	if o.Status > 0 {
 		return string(o.Class) + " " + strconv.Itoa(o.Status)

@@ -52,10 +52,11 @@ func (w *Worker) post(ctx context.Context, g *cachedGroup, topic string, attempt
 	var id, contentType string
 	if len(msgs) == 1 && g.BatchSize == 1 {
 		m := msgs[0]
-		body, id, contentType = m.Body, models.MessageID(m.QueueID, m.Offset), m.ContentType
+		body, contentType = m.Body, m.ContentType
 	} else {
-		body, id, contentType = envelope(topic, attempt, msgs), batchID(g.ID, msgs), "application/json"
+		body, contentType = envelope(topic, attempt, msgs), "application/json"
 	}
+	id = webhookID(g, msgs)
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(g.TimeoutMS)*time.Millisecond)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.EndpointURL, bytes.NewReader(body))
@@ -66,7 +67,7 @@ func (w *Worker) post(ctx context.Context, g *cachedGroup, topic string, attempt
 	if len(msgs) == 1 && g.BatchSize == 1 {
 		m := msgs[0]
 		for k, v := range m.Headers {
-			if strings.HasPrefix(k, "x-") && !deniedHeaders[k] {
+			if (strings.HasPrefix(k, "x-") && !deniedHeaders[k]) || models.IsOriginHeader(k) {
 				h[http.CanonicalHeaderKey(k)] = []string{v}
 			}
 		}
@@ -103,10 +104,23 @@ func (w *Worker) post(ctx context.Context, g *cachedGroup, topic string, attempt
 		// A reset or timeout while reading the answer is the POST's failure class.
 		out = Outcome{Kind: KindFailed, Status: resp.StatusCode, Class: classifyErr(err)}
 	}
-	if out.Kind == KindDelivered || out.Kind == KindPartial {
+	switch out.Kind {
+	case KindDelivered:
 		return out, nil
+	case KindPartial:
+		// The answer that named the failed messages is their attempts' excerpt.
+		return out, head[:min(len(head), excerptBytes)]
 	}
 	return out, head
+}
+
+// webhookID is a POST's webhook-id: the message id when it is sent alone at batch
+// size 1, otherwise the batch id of its members.
+func webhookID(g *cachedGroup, msgs []models.Message) string {
+	if len(msgs) == 1 && g.BatchSize == 1 {
+		return models.MessageID(msgs[0].QueueID, msgs[0].Offset)
+	}
+	return batchID(g.ID, msgs)
 }
 
 // traceparent continues the publisher's W3C trace when one was given (32 hex

@@ -44,17 +44,24 @@ type Worker struct {
 	topics map[int64]string
 
 	attempts chan models.DeliveryAttempt
+	// stopping is closed when Run's ctx ends: no POST starts after it. asynq does not
+	// cancel handler contexts on Shutdown, so handlers watch this instead.
+	stopping chan struct{}
 }
 
 // New returns a Worker. guard decides which endpoint addresses may be dialled.
 func New(cfg config.Worker, namespace string, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisClientOpt, guard ssrf.Guard, log *slog.Logger) *Worker {
 	return &Worker{cfg: cfg, namespace: namespace, st: st, rdb: rdb, redisOpt: redisOpt, client: newClient(guard), log: log,
 		fences: fence.NewWatcher(rdb, namespace),
-		groups: map[int64]*cachedGroup{}, topics: map[int64]string{}, attempts: make(chan models.DeliveryAttempt, 100_000)}
+		groups: map[int64]*cachedGroup{}, topics: map[int64]string{}, attempts: make(chan models.DeliveryAttempt, 100_000), stopping: make(chan struct{})}
 }
 
-// Run serves delivery jobs until ctx ends, then stops taking jobs, lets running POSTs
-// finish (up to ShutdownTimeout) and reports the unsent rest as returned.
+// Run serves delivery jobs until ctx ends. Shutdown order: no new POST starts (jobs
+// being fed stop at once), POSTs in flight finish within their timeout_ms, each job
+// reports what finished and returns the unsent rest (ReasonShutdown) so the
+// dispatcher hands only those to another worker; then asynq stops (its
+// ShutdownTimeout, which re-queues a whole job, is only the backstop) and the buffered
+// attempt rows are written.
 func (w *Worker) Run(ctx context.Context) error {
 	srv := asynq.NewServer(w.redisOpt, asynq.Config{
 		Concurrency:              w.cfg.Concurrency,
@@ -83,10 +90,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { w.writeAttempts(actx); close(done) }()
 	<-ctx.Done()
+	close(w.stopping)
 	srv.Shutdown()
 	stopAttempts()
 	<-done
 	return nil
+}
+
+// isStopping reports whether Run's ctx ended.
+func (w *Worker) isStopping() bool {
+	select {
+	case <-w.stopping:
+		return true
+	default:
+		return false
+	}
 }
 
 func (w *Worker) group(ctx context.Context, id int64) (*cachedGroup, error) {

@@ -100,8 +100,9 @@ type Worker struct {
 	Concurrency int `env:"CONCURRENCY" envDefault:"64"`
 	// TaskCheckInterval is asynq's idle poll for new jobs. Default 2ms (asynq's own is 1s).
 	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"2ms"`
-	// ShutdownTimeout lets running POSTs finish on shutdown: at least the longest
-	// timeout_ms (30 s) + 5 s. Default 35s.
+	// ShutdownTimeout is asynq's backstop on shutdown: a job still running after it is
+	// re-queued whole. Workers stop starting POSTs at once and return within the longest
+	// POST in flight, so it must exceed the longest timeout_ms (30 s). Default 35s.
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"35s"`
 	// ResponseCapBytes caps how much of a response body is read. Default 64 KiB.
 	ResponseCapBytes int64 `env:"RESPONSE_CAP_BYTES" envDefault:"65536"`

@@ -20,7 +20,14 @@ import (
 // returns the running command.
 func startWorkerProcess(t *testing.T, h *testinfra.Herald) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(heraldBin, "worker")
+	return startRoleProcess(t, h, "worker")
+}
+
+// startRoleProcess runs `herald <role>` against h's database and namespace and
+// returns the running command; it is killed when the test ends.
+func startRoleProcess(t *testing.T, h *testinfra.Herald, role string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(heraldBin, role)
 	cmd.Env = append(os.Environ(), h.Env()...)
 	if os.Getenv("HERALD_TEST_LOG") != "" {
 		cmd.Stderr = os.Stderr

@@ -22,7 +22,8 @@ var (
 	Published = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_published_messages_total", Help: "Messages stored by the api, by topic."}, []string{"topic"})
 	// Delivered counts messages a subscriber accepted, by group.
 	Delivered = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_delivered_messages_total", Help: "Messages delivered (2xx), by group."}, []string{"group"})
-	// Failed counts messages whose POST failed, by group and error class.
+	// Failed counts messages whose POST failed, by group and error class (the
+	// delivery-attempt classes; partial_failure for messages a 2xx {"failed":[…]} named).
 	Failed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "herald_failed_messages_total", Help: "Messages whose delivery attempt failed, by group and class."}, []string{"group", "class"})
 	// PostLatency observes one POST's latency in seconds, by group.
 	PostLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "herald_post_duration_seconds", Help: "Latency of one POST to an endpoint.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"group"})
@@ -32,6 +33,14 @@ var (
 	LagMessages = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_group_lag_messages", Help: "Messages not yet done, by group."}, []string{"group"})
 	// LagSeconds is the age of a group's oldest undone message.
 	LagSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_group_lag_seconds", Help: "Age of the oldest undone message, by group."}, []string{"group"})
+	// BreakerState is a group's circuit breaker: 0 closed, 1 half open (a probe is
+	// out), 2 open.
+	BreakerState = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_group_breaker_state", Help: "Circuit breaker by group: 0 closed, 1 half open, 2 open."}, []string{"group"})
+	// RetryMessages is the size of a group's retry topic, sampled by its owner at most
+	// every few seconds with one grouped query.
+	RetryMessages = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_group_retry_messages", Help: "Messages waiting in the group's retry topic."}, []string{"group"})
+	// DeadLetters is a group's pending dead letters, sampled like RetryMessages.
+	DeadLetters = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_group_dead_letters", Help: "Pending dead letters of the group."}, []string{"group"})
 	// JobsRedispatched counts delivery jobs re-enqueued under a new generation.
 	JobsRedispatched = prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_jobs_redispatched_total", Help: "Delivery jobs re-dispatched after their deadline passed without reports."})
 	// HolesClosed counts holes closed as rollbacks after gap_timeout.
@@ -43,8 +52,20 @@ var (
 )
 
 func init() {
-	Registry.MustRegister(Published, Delivered, Failed, PostLatency, EndToEnd, LagMessages, LagSeconds, JobsRedispatched, HolesClosed, LateRows, CursorsBeyondMax,
+	Registry.MustRegister(Published, Delivered, Failed, PostLatency, EndToEnd, LagMessages, LagSeconds, BreakerState, RetryMessages, DeadLetters, JobsRedispatched, HolesClosed, LateRows, CursorsBeyondMax,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
+// ownerSeries are the per-group series a group's owning dispatcher exports.
+var ownerSeries = []*prometheus.GaugeVec{LagMessages, LagSeconds, BreakerState, RetryMessages, DeadLetters}
+
+// DeleteGroupOwnerSeries removes every per-group series a dispatcher exports for
+// group (lag, breaker, retry and dead-letter sizes), once it no longer owns it, so
+// only the new owner reports the group. Worker counters are left alone.
+func DeleteGroupOwnerSeries(group string) {
+	for _, v := range ownerSeries {
+		v.DeleteLabelValues(group)
+	}
 }
 
 // Serve runs the /metrics listener (and Go's /debug/pprof profiles) on addr until

@@ -37,6 +37,12 @@ func (s *Store) AttemptsByMessage(ctx context.Context, queueID, offset int64) ([
 	return s.attempts(ctx, "queue_id = ? AND msg_offset = ? ORDER BY created_at, id LIMIT 500", queueID, offset)
 }
 
+// AttemptsByWebhookID returns every recorded attempt (one row per member message)
+// of the POSTs sent under webhookID, a batch's `bat_` id, oldest first; at most 5,000.
+func (s *Store) AttemptsByWebhookID(ctx context.Context, webhookID string) ([]models.DeliveryAttempt, error) {
+	return s.attempts(ctx, "webhook_id = ? ORDER BY created_at, id LIMIT 5000", webhookID)
+}
+
 // AttemptsByGroup returns a group's latest attempts, newest first.
 func (s *Store) AttemptsByGroup(ctx context.Context, groupID int64, limit int) ([]models.DeliveryAttempt, error) {
 	return s.attempts(ctx, "group_id = ? ORDER BY created_at DESC, id DESC LIMIT ?", groupID, limit)

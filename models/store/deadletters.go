@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -142,20 +144,16 @@ func (s *Store) DeadLetterCount(ctx context.Context, groupID int64) (int64, erro
 // itself a dead-letter topic is never appended again (no loops): it is marked with
 // dlq_offset 0. It returns the dead-letter queues it wrote to, for notification.
 func (s *Store) DeadLetterOutbox(ctx context.Context, limit int) ([]int64, error) {
-	rows, err := s.sql.QueryContext(ctx, `SELECT d.id, d.group_id, g.name, d.queue_id, d.msg_offset, t.name FROM dead_letters d
+	rows, err := s.sql.QueryContext(ctx, `SELECT d.id, d.group_id, g.name, d.queue_id, d.msg_offset, t.name, d.attempts, d.last_status, d.last_error FROM dead_letters d
 		JOIN consumer_groups g ON g.id = d.group_id JOIN queues q ON q.id = d.queue_id JOIN topics t ON t.id = q.topic_id
 		WHERE d.dlq_offset IS NULL ORDER BY d.id LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read dead-letter outbox: %w", err)
 	}
-	type item struct {
-		id, group, queue, offset int64
-		groupName, origin        string
-	}
-	var items []item
+	var items []deadLetterOrigin
 	for rows.Next() {
-		var it item
-		if err := rows.Scan(&it.id, &it.group, &it.groupName, &it.queue, &it.offset, &it.origin); err != nil {
+		var it deadLetterOrigin
+		if err := rows.Scan(&it.id, &it.group, &it.groupName, &it.queue, &it.offset, &it.origin, &it.attempts, &it.lastStatus, &it.lastError); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -181,7 +179,7 @@ func (s *Store) DeadLetterOutbox(ctx context.Context, limit int) ([]int64, error
 			return touched, fmt.Errorf("dead-letter topic of group %d: %w", it.group, err)
 		}
 		q := dlq.Queues[0].ID
-		if err := s.appendDeadLetter(ctx, it.id, it.queue, it.offset, q); err != nil {
+		if err := s.appendDeadLetter(ctx, it, q); err != nil {
 			return touched, err
 		}
 		touched = append(touched, q)
@@ -189,27 +187,73 @@ func (s *Store) DeadLetterOutbox(ctx context.Context, limit int) ([]int64, error
 	return touched, nil
 }
 
-func (s *Store) appendDeadLetter(ctx context.Context, id, queue, offset, dlqQueue int64) error {
+// deadLetterOrigin is a dead letter waiting in the outbox, with what its copy's
+// origin headers name.
+type deadLetterOrigin struct {
+	id, group, queue, offset int64
+	groupName, origin        string
+	attempts, lastStatus     int
+	lastError                string
+}
+
+// headers returns the copy's headers: the publisher's plus the origin headers.
+func (d deadLetterOrigin) headers(published []byte) (string, error) {
+	h := map[string]string{}
+	if len(published) > 0 {
+		if err := json.Unmarshal(published, &h); err != nil {
+			return "", fmt.Errorf("headers of msg_%d_%d: %w", d.queue, d.offset, err)
+		}
+	}
+	lastError := d.lastError
+	if lastError == "" && d.lastStatus != 0 {
+		lastError = "http_status " + strconv.Itoa(d.lastStatus)
+	}
+	h[models.HeaderOriginID] = models.MessageID(d.queue, d.offset)
+	h[models.HeaderOriginTopic] = d.origin
+	h[models.HeaderOriginGroup] = d.groupName
+	h[models.HeaderAttempts] = strconv.Itoa(d.attempts)
+	h[models.HeaderLastError] = lastError
+	b, err := json.Marshal(h)
+	return string(b), err
+}
+
+// appendDeadLetter copies d's message to dlqQueue with the origin headers and marks
+// d appended, in one transaction.
+func (s *Store) appendDeadLetter(ctx context.Context, d deadLetterOrigin, dlqQueue int64) error {
 	tx, err := s.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	var pending sql.NullInt64
-	if err := tx.QueryRowContext(ctx, "SELECT dlq_offset FROM dead_letters WHERE id = ? FOR UPDATE", id).Scan(&pending); err != nil || pending.Valid {
+	if err := tx.QueryRowContext(ctx, "SELECT dlq_offset FROM dead_letters WHERE id = ? FOR UPDATE", d.id).Scan(&pending); err != nil || pending.Valid {
 		return err // already appended by another owner
 	}
-	src, dst := models.QueueTableName(queue), models.QueueTableName(dlqQueue)
-	res, err := tx.ExecContext(ctx, "INSERT INTO "+dst+" (tag, msg_key, headers, body, content_type, trace_id, created_at, producer_ip) SELECT tag, msg_key, headers, body, content_type, trace_id, ?, producer_ip FROM "+src+" WHERE id = ?",
-		time.Now().UnixMilli(), offset)
-	if err != nil {
-		return fmt.Errorf("append dead letter %d: %w", id, err)
+	src, dst := models.QueueTableName(d.queue), models.QueueTableName(dlqQueue)
+	var newID int64
+	var published []byte
+	err = tx.QueryRowContext(ctx, "SELECT headers FROM "+src+" WHERE id = ?", d.offset).Scan(&published)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		// The origin row is gone (retention): nothing to append.
+	case err != nil:
+		return fmt.Errorf("read dead letter %d: %w", d.id, err)
+	default:
+		headers, err := d.headers(published)
+		if err != nil {
+			return fmt.Errorf("append dead letter %d: %w", d.id, err)
+		}
+		res, err := tx.ExecContext(ctx, "INSERT INTO "+dst+" (tag, msg_key, headers, body, content_type, trace_id, created_at, producer_ip) SELECT tag, msg_key, ?, body, content_type, trace_id, ?, producer_ip FROM "+src+" WHERE id = ?",
+			headers, time.Now().UnixMilli(), d.offset)
+		if err != nil {
+			return fmt.Errorf("append dead letter %d: %w", d.id, err)
+		}
+		newID, err = res.LastInsertId()
+		if n, _ := res.RowsAffected(); err != nil || n == 0 {
+			newID = 0
+		}
 	}
-	newID, err := res.LastInsertId()
-	if n, _ := res.RowsAffected(); err != nil || n == 0 {
-		newID = 0 // the origin row is gone (retention): nothing to append
-	}
-	if _, err := tx.ExecContext(ctx, "UPDATE dead_letters SET dlq_queue_id = ?, dlq_offset = ? WHERE id = ?", dlqQueue, newID, id); err != nil {
+	if _, err := tx.ExecContext(ctx, "UPDATE dead_letters SET dlq_queue_id = ?, dlq_offset = ? WHERE id = ?", dlqQueue, newID, d.id); err != nil {
 		return err
 	}
 	return tx.Commit()

@@ -31,6 +31,8 @@ type FailureOutcome struct {
 // keep) a retry row due after schedule's delay; the rest become dead letters in the
 // transaction that deletes their retry rows (DESIGN §3). A first failure never
 // overwrites an existing retry row (ON DUPLICATE KEY keeps it). Offsets are of one queue.
+// fails are one POST's: failures of one attempt share one jittered due time, so the
+// batch is claimed and re-sent whole, under the same batch id.
 func (s *Store) RetryRecord(ctx context.Context, groupID int64, maxAttempts int, schedule []int, fails []Failure) (FailureOutcome, error) {
 	var out FailureOutcome
 	if len(fails) == 0 {
@@ -46,6 +48,7 @@ func (s *Store) RetryRecord(ctx context.Context, groupID int64, maxAttempts int,
 	var retryArgs, deadArgs []any
 	var deadKeys []string
 	var deadKeyArgs []any
+	delays := map[int]time.Duration{}
 	for _, f := range fails {
 		if f.Attempt >= maxAttempts {
 			deadVals = append(deadVals, "(?,?,?,?,?,?,'pending',NOW(3),NOW(3))")
@@ -55,7 +58,12 @@ func (s *Store) RetryRecord(ctx context.Context, groupID int64, maxAttempts int,
 			out.DeadLettered = append(out.DeadLettered, f.Offset)
 			continue
 		}
-		due := now.Add(models.RetryDelay(schedule, f.Attempt+1))
+		delay, ok := delays[f.Attempt]
+		if !ok {
+			delay = models.RetryDelay(schedule, f.Attempt+1)
+			delays[f.Attempt] = delay
+		}
+		due := now.Add(delay)
 		if out.NextDue.IsZero() || due.Before(out.NextDue) {
 			out.NextDue = due
 		}
@@ -124,7 +132,7 @@ func (s *Store) RetryClaim(ctx context.Context, groupID int64, token string, lea
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil, nil
 	}
-	rows, err := s.sql.QueryContext(ctx, "SELECT queue_id, msg_offset, attempt, last_status, last_error FROM retry_messages WHERE claim_token = ? ORDER BY queue_id, msg_offset", token)
+	rows, err := s.sql.QueryContext(ctx, "SELECT queue_id, msg_offset, attempt, last_status, last_error, updated_at FROM retry_messages WHERE claim_token = ? ORDER BY queue_id, msg_offset", token)
 	if err != nil {
 		return nil, fmt.Errorf("read claimed retries: %w", err)
 	}
@@ -132,7 +140,7 @@ func (s *Store) RetryClaim(ctx context.Context, groupID int64, token string, lea
 	var out []models.RetryMessage
 	for rows.Next() {
 		m := models.RetryMessage{GroupID: groupID}
-		if err := rows.Scan(&m.QueueID, &m.Offset, &m.Attempt, &m.LastStatus, &m.LastError); err != nil {
+		if err := rows.Scan(&m.QueueID, &m.Offset, &m.Attempt, &m.LastStatus, &m.LastError, &m.FailedAt); err != nil {
 			return nil, err
 		}
 		out = append(out, m)

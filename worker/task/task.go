@@ -63,6 +63,10 @@ type Job struct {
 	// attempt number, aligned with Expand(Offsets).
 	Retry    bool  `json:"r,omitempty"`
 	Attempts []int `json:"as,omitempty"`
+	// BatchKeys, for a retry job, names each message's failed POST (aligned like
+	// Attempts): messages with different keys are never sent in one POST, so a batch
+	// that failed is re-sent as the same batch, under the same batch id.
+	BatchKeys []int64 `json:"bk,omitempty"`
 	// Probe marks the breaker's single test batch (DESIGN §5).
 	Probe bool `json:"pr,omitempty"`
 }

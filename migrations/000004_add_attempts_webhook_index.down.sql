@@ -1,0 +1,1 @@
+DROP INDEX idx_attempts_webhook ON delivery_attempts;
