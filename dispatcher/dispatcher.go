@@ -22,10 +22,10 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
-	"github.com/heraldhq/herald/worker/task"
 )
 
 // Clock returns the current time; tests inject their own.
@@ -99,7 +99,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer d.client.Close()
 	defer d.inspector.Close()
 	events := make(chan notify.Event, 1024)
-	reports := make(chan task.Report, 1024)
+	reports := make(chan delivery.Report, 1024)
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() error { return d.subscribe(ectx, events) })
 	eg.Go(func() error { return d.popReports(ectx, reports) })
@@ -120,7 +120,7 @@ func (d *Dispatcher) subscribe(ctx context.Context, events chan<- notify.Event) 
 	return nil
 }
 
-func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, reports <-chan task.Report) error {
+func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, reports <-chan delivery.Report) error {
 	if err := d.heartbeat(ctx); err != nil {
 		return err
 	}

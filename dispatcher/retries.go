@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/heraldhq/herald/worker/task"
+	"github.com/heraldhq/herald/internal/delivery"
 )
 
 // outboxEvery is how often the dead-letter outbox runs without a dead-letter report.
@@ -80,7 +80,7 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 		// Rows come ordered by offset within a queue, so Attempts aligns with Expand(Ranges).
 		// A retry job's "version" is its claim number, unique per dispatcher run (seeded
 		// from the clock), so its TaskID never collides with another claim's.
-		j := task.Job{Group: gs.g.ID, Queue: q, Version: d.claimSeq, Owner: d.id, Offsets: task.Ranges(offsets), Parallelism: p,
+		j := delivery.Job{Group: gs.g.ID, Queue: q, Version: d.claimSeq, Owner: d.id, Offsets: delivery.Ranges(offsets), Parallelism: p,
 			Retry: true, Attempts: attempts, Probe: probe}
 		js := &jobState{job: j, group: gs, remaining: make(map[int64]bool, len(offsets))}
 		for _, o := range offsets {

@@ -16,11 +16,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/signing"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
-	"github.com/heraldhq/herald/worker/task"
 )
 
 // groupTTL is how long a worker trusts its copy of a group's settings; changes apply
@@ -55,7 +55,7 @@ func New(cfg config.Worker, namespace string, st *store.Store, rdb redis.Univers
 func (w *Worker) Run(ctx context.Context) error {
 	srv := asynq.NewServer(w.redisOpt, asynq.Config{
 		Concurrency:              w.cfg.Concurrency,
-		Queues:                   map[string]int{task.AsynqQueue(w.namespace): 1},
+		Queues:                   map[string]int{delivery.AsynqQueue(w.namespace): 1},
 		TaskCheckInterval:        w.cfg.TaskCheckInterval,
 		ShutdownTimeout:          w.cfg.ShutdownTimeout,
 		DelayedTaskCheckInterval: time.Second,
@@ -64,7 +64,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		IsFailure:                func(error) bool { return false },
 	})
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(task.TypeDeliver, w.handle)
+	mux.HandleFunc(delivery.TypeDeliver, w.handle)
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start asynq server: %w", err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/heraldhq/herald/worker/task"
+	"github.com/heraldhq/herald/internal/delivery"
 )
 
 // Event is one wake-up: Queue > 0 after a publish, Group > 0 after a group change.
@@ -27,7 +27,7 @@ type Notifier struct {
 
 // New returns a Notifier for namespace.
 func New(rdb redis.UniversalClient, namespace string) *Notifier {
-	return &Notifier{rdb: rdb, channel: task.NotifyChannel(namespace)}
+	return &Notifier{rdb: rdb, channel: delivery.NotifyChannel(namespace)}
 }
 
 // Queues publishes one notification per queue id, pipelined in one round trip.
@@ -51,7 +51,7 @@ func (n *Notifier) Group(ctx context.Context, id int64) error {
 // Subscribe delivers events to out until ctx ends. Events that find out full are
 // coalesced by the receiver's own state, so out may be small.
 func Subscribe(ctx context.Context, rdb redis.UniversalClient, namespace string, out chan<- Event) error {
-	sub := rdb.Subscribe(ctx, task.NotifyChannel(namespace))
+	sub := rdb.Subscribe(ctx, delivery.NotifyChannel(namespace))
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil {
 		return err

@@ -1,7 +1,7 @@
-// Package task is the asynq contract between dispatcher and worker: the delivery
+// Package delivery is the asynq contract between dispatcher and worker: the delivery
 // job's type name and payload, the report a worker sends back, and the Redis key
 // names both sides use. It is the only package the two roles share.
-package task
+package delivery
 
 import (
 	"encoding/json"
