@@ -45,7 +45,7 @@ type groupState struct {
 // Dispatcher is one dispatcher process. Create it with New and start it with Run.
 type Dispatcher struct {
 	cfg       config.Dispatcher
-	namespace string
+	keys      delivery.Keys
 	id        string
 	st        *store.Store
 	rdb       redis.UniversalClient
@@ -73,7 +73,7 @@ type Dispatcher struct {
 }
 
 // New returns a Dispatcher with a fresh random id. now may be nil (time.Now).
-func New(cfg config.Dispatcher, namespace string, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisClientOpt, log *slog.Logger, now Clock) *Dispatcher {
+func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisClientOpt, log *slog.Logger, now Clock) *Dispatcher {
 	if now == nil {
 		now = time.Now
 	}
@@ -81,7 +81,7 @@ func New(cfg config.Dispatcher, namespace string, st *store.Store, rdb redis.Uni
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return &Dispatcher{
-		cfg: cfg, namespace: namespace, id: fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:])),
+		cfg: cfg, keys: keys, id: fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:])),
 		st: st, rdb: rdb, client: asynq.NewClient(redisOpt), inspector: asynq.NewInspector(redisOpt), log: log, now: now,
 		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
 		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, dirtyQ: map[int64]bool{},
@@ -109,7 +109,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 func (d *Dispatcher) subscribe(ctx context.Context, events chan<- notify.Event) error {
 	for ctx.Err() == nil {
-		if err := notify.Subscribe(ctx, d.rdb, d.namespace, events); err != nil && ctx.Err() == nil {
+		if err := notify.Subscribe(ctx, d.rdb, d.keys, events); err != nil && ctx.Err() == nil {
 			d.log.Warn("notify subscription dropped; fallback poll covers it", "err", err)
 			select {
 			case <-time.After(time.Second):

@@ -150,7 +150,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, js *jobState, now time.Time) e
 	}
 	dl := d.deadline(js)
 	js.deadline = now.Add(dl)
-	_, err = d.client.EnqueueContext(ctx, t, asynq.TaskID(js.job.TaskID()), asynq.Queue(delivery.AsynqQueue(d.namespace)),
+	_, err = d.client.EnqueueContext(ctx, t, asynq.TaskID(js.job.TaskID()), asynq.Queue(d.keys.AsynqQueue()),
 		asynq.MaxRetry(0), asynq.Timeout(dl), asynq.Retention(0))
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		return nil // already enqueued: a repeat is harmless
@@ -198,12 +198,12 @@ func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 		if now.Before(js.deadline) {
 			continue
 		}
-		alive, err := d.rdb.Exists(ctx, delivery.HeartbeatKey(d.namespace, id)).Result()
+		alive, err := d.rdb.Exists(ctx, d.keys.Heartbeat(id)).Result()
 		if err == nil && alive > 0 {
 			js.deadline = now.Add(d.cfg.JobDeadlineBase)
 			continue
 		}
-		info, err := d.inspector.GetTaskInfo(delivery.AsynqQueue(d.namespace), id)
+		info, err := d.inspector.GetTaskInfo(d.keys.AsynqQueue(), id)
 		if err == nil && (info.State == asynq.TaskStatePending || info.State == asynq.TaskStateScheduled || info.State == asynq.TaskStateRetry) {
 			js.deadline = now.Add(d.cfg.JobDeadlineBase)
 			continue

@@ -14,7 +14,7 @@ import (
 
 // popReports moves reports from this dispatcher's Redis list to the loop.
 func (d *Dispatcher) popReports(ctx context.Context, out chan<- delivery.Report) error {
-	key := delivery.ReportsKey(d.namespace, d.id)
+	key := d.keys.Reports(d.id)
 	blmpop := true // Redis ≥ 7 pops up to 256 reports in one blocking call
 	for ctx.Err() == nil {
 		var vals []string

@@ -114,9 +114,9 @@ func (r *reporter) flush(final bool) {
 	}
 	b, _ := json.Marshal(rep)
 	pipe := r.w.rdb.Pipeline()
-	pipe.RPush(ctx, delivery.ReportsKey(r.w.namespace, r.job.Owner), b)
+	pipe.RPush(ctx, r.w.keys.Reports(r.job.Owner), b)
 	if final && r.beating.Load() {
-		pipe.Del(ctx, delivery.HeartbeatKey(r.w.namespace, r.taskID))
+		pipe.Del(ctx, r.w.keys.Heartbeat(r.taskID))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		// The dispatcher re-dispatches jobs whose reports never arrive: a duplicate, never a loss.
@@ -128,7 +128,7 @@ func (r *reporter) flush(final bool) {
 // keeps the job's heartbeat key alive, until ctx ends. Short jobs never write the
 // key: the dispatcher's deadline (≥ JobDeadlineBase) covers them.
 func (r *reporter) heartbeat(ctx context.Context, interval time.Duration) {
-	key := delivery.HeartbeatKey(r.w.namespace, r.taskID)
+	key := r.w.keys.Heartbeat(r.taskID)
 	ttl := r.w.cfg.HeartbeatTTL
 	progress := time.NewTicker(interval)
 	defer progress.Stop()

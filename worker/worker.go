@@ -29,13 +29,13 @@ const groupTTL = time.Second
 
 // Worker runs delivery jobs. Create it with New and start it with Run.
 type Worker struct {
-	cfg       config.Worker
-	namespace string
-	st        *store.Store
-	rdb       redis.UniversalClient
-	redisOpt  asynq.RedisClientOpt
-	client    *http.Client
-	log       *slog.Logger
+	cfg      config.Worker
+	keys     delivery.Keys
+	st       *store.Store
+	rdb      redis.UniversalClient
+	redisOpt asynq.RedisClientOpt
+	client   *http.Client
+	log      *slog.Logger
 
 	mu     sync.Mutex
 	groups map[int64]*cachedGroup
@@ -45,8 +45,8 @@ type Worker struct {
 }
 
 // New returns a Worker. guard decides which endpoint addresses may be dialled.
-func New(cfg config.Worker, namespace string, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisClientOpt, guard ssrf.Guard, log *slog.Logger) *Worker {
-	return &Worker{cfg: cfg, namespace: namespace, st: st, rdb: rdb, redisOpt: redisOpt, client: newClient(guard), log: log,
+func New(cfg config.Worker, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisClientOpt, guard ssrf.Guard, log *slog.Logger) *Worker {
+	return &Worker{cfg: cfg, keys: keys, st: st, rdb: rdb, redisOpt: redisOpt, client: newClient(guard), log: log,
 		groups: map[int64]*cachedGroup{}, topics: map[int64]string{}, attempts: make(chan models.DeliveryAttempt, 100_000)}
 }
 
@@ -55,7 +55,7 @@ func New(cfg config.Worker, namespace string, st *store.Store, rdb redis.Univers
 func (w *Worker) Run(ctx context.Context) error {
 	srv := asynq.NewServer(w.redisOpt, asynq.Config{
 		Concurrency:              w.cfg.Concurrency,
-		Queues:                   map[string]int{delivery.AsynqQueue(w.namespace): 1},
+		Queues:                   map[string]int{w.keys.AsynqQueue(): 1},
 		TaskCheckInterval:        w.cfg.TaskCheckInterval,
 		ShutdownTimeout:          w.cfg.ShutdownTimeout,
 		DelayedTaskCheckInterval: time.Second,

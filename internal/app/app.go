@@ -16,6 +16,7 @@ import (
 	"github.com/heraldhq/herald/api"
 	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/groupcommit"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/notify"
@@ -77,17 +78,18 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 	}
 	a := &App{Cfg: cfg, Store: st, Redis: rdb, RedisOpt: ropt, log: log}
 	guard := ssrf.Guard{AllowPrivate: cfg.AllowPrivateEndpoints}
+	keys := delivery.Keys{Namespace: cfg.Namespace}
 	if roles.API {
-		n := notify.New(rdb, cfg.Namespace)
+		n := notify.New(rdb, keys)
 		a.Writer = groupcommit.New(st, n, log)
 		a.Writer.Lanes = cfg.PublishLanes
 		a.API = api.New(cfg, st, rdb, a.Writer, n, guard, log)
 	}
 	if roles.Dispatcher {
-		a.Dispatcher = dispatcher.New(cfg.Dispatcher, cfg.Namespace, st, rdb, ropt, log, nil)
+		a.Dispatcher = dispatcher.New(cfg.Dispatcher, keys, st, rdb, ropt, log, nil)
 	}
 	if roles.Worker {
-		a.Worker = worker.New(cfg.Worker, cfg.Namespace, st, rdb, ropt, guard, log)
+		a.Worker = worker.New(cfg.Worker, keys, st, rdb, ropt, guard, log)
 	}
 	return a, nil
 }

@@ -1,6 +1,7 @@
 // Package delivery is the asynq contract between dispatcher and worker: the delivery
-// job's type name and payload, the report a worker sends back, and the Redis key
-// names both sides use. It is the only package the two roles share.
+// job's type name and payload, the report a worker sends back (task.go), and every
+// Redis key, pub/sub channel and asynq queue name Herald uses (keys.go). It is the
+// only package the two roles share besides models/store.
 package delivery
 
 import (
@@ -155,16 +156,3 @@ type Report struct {
 	Counters     Counters           `json:"c"`
 	Final        bool               `json:"fin,omitempty"`
 }
-
-// ReportsKey is the Redis list a dispatcher pops its reports from.
-func ReportsKey(namespace, owner string) string { return namespace + ":reports:" + owner }
-
-// HeartbeatKey is the Redis key a worker refreshes (TTL 10 s) while it runs a job.
-func HeartbeatKey(namespace, taskID string) string { return namespace + ":job:" + taskID }
-
-// AsynqQueue is the asynq queue for first attempts in namespace.
-func AsynqQueue(namespace string) string { return namespace + "-deliver" }
-
-// NotifyChannel is the Redis pub/sub channel carrying queue ids after publishes and
-// "g<id>" after group changes.
-func NotifyChannel(namespace string) string { return namespace + ":notify" }

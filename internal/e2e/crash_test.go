@@ -72,7 +72,7 @@ func TestWorkerKilledMidPost(t *testing.T) {
 
 	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: h.Cfg.RedisAddr})
 	defer insp.Close()
-	active, err := insp.ListActiveTasks(delivery.AsynqQueue(h.Cfg.Namespace))
+	active, err := insp.ListActiveTasks(delivery.Keys{Namespace: h.Cfg.Namespace}.AsynqQueue())
 	require.NoError(t, err)
 	require.Len(t, active, 1, "the killed worker's task is left active")
 	require.True(t, strings.HasSuffix(active[0].ID, ":g0"), active[0].ID)

@@ -19,15 +19,15 @@ type Event struct {
 	Group int64
 }
 
-// Notifier publishes events on namespace's channel.
+// Notifier publishes events on the namespace's channel (delivery.Keys.NotifyChannel).
 type Notifier struct {
 	rdb     redis.UniversalClient
 	channel string
 }
 
-// New returns a Notifier for namespace.
-func New(rdb redis.UniversalClient, namespace string) *Notifier {
-	return &Notifier{rdb: rdb, channel: delivery.NotifyChannel(namespace)}
+// New returns a Notifier publishing on keys' notify channel.
+func New(rdb redis.UniversalClient, keys delivery.Keys) *Notifier {
+	return &Notifier{rdb: rdb, channel: keys.NotifyChannel()}
 }
 
 // Queues publishes one notification per queue id, pipelined in one round trip.
@@ -50,8 +50,8 @@ func (n *Notifier) Group(ctx context.Context, id int64) error {
 
 // Subscribe delivers events to out until ctx ends. Events that find out full are
 // coalesced by the receiver's own state, so out may be small.
-func Subscribe(ctx context.Context, rdb redis.UniversalClient, namespace string, out chan<- Event) error {
-	sub := rdb.Subscribe(ctx, delivery.NotifyChannel(namespace))
+func Subscribe(ctx context.Context, rdb redis.UniversalClient, keys delivery.Keys, out chan<- Event) error {
+	sub := rdb.Subscribe(ctx, keys.NotifyChannel())
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil {
 		return err
