@@ -49,6 +49,7 @@ type Dispatcher struct {
 	id        string
 	st        *store.Store
 	rdb       redis.UniversalClient
+	notifier  *notify.Notifier
 	client    *asynq.Client
 	inspector *asynq.Inspector
 	log       *slog.Logger
@@ -65,11 +66,9 @@ type Dispatcher struct {
 	refresh     bool // reload groups at the next step
 	wakeAt      time.Time
 	lastPoll    time.Time
-	// outboxDue asks the next poll to append new dead letters to dead-letter topics.
-	outboxDue    bool
-	lastOutbox   time.Time
-	lastPartMgmt time.Time
-	claimSeq     int64
+	// outboxDue asks the next poll to wake the maintenance role's dead-letter outbox.
+	outboxDue bool
+	claimSeq  int64
 }
 
 // New returns a Dispatcher with a fresh random id. now may be nil (time.Now).
@@ -82,7 +81,7 @@ func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.U
 	_, _ = rand.Read(b[:])
 	return &Dispatcher{
 		cfg: cfg, keys: keys, id: fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:])),
-		st: st, rdb: rdb, client: asynq.NewClient(redisOpt), inspector: asynq.NewInspector(redisOpt), log: log, now: now,
+		st: st, rdb: rdb, notifier: notify.New(rdb, keys), client: asynq.NewClient(redisOpt), inspector: asynq.NewInspector(redisOpt), log: log, now: now,
 		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
 		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, dirtyQ: map[int64]bool{},
 		claimSeq: now().UnixNano() / int64(time.Millisecond),
@@ -153,7 +152,7 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 		case <-poll.C:
 			d.poll(ctx)
 			d.checkDeadlines(ctx)
-			d.maintain(ctx)
+			d.askOutbox(ctx)
 			d.updateLag()
 		case <-wake.C:
 		}

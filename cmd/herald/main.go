@@ -1,7 +1,7 @@
 // Command herald is Herald's one binary. Subcommands:
 //
 //	herald all [--demo]       every role in one process (make run uses --demo)
-//	herald api | dispatcher | worker
+//	herald api | dispatcher | worker | maintenance
 //	herald migrate up|down|status
 //	herald user create --username U --password P [--role admin|operator|viewer]
 //	herald apikey create --name N --topics 'orders,orders.*'
@@ -37,7 +37,7 @@ func main() {
 	}
 }
 
-const usage = `usage: herald <all|api|dispatcher|worker|migrate|user|apikey|version> [flags]`
+const usage = `usage: herald <all|api|dispatcher|worker|maintenance|migrate|user|apikey|version> [flags]`
 
 // globalFlags maps flags to the HERALD_* variables they override.
 var globalFlags = map[string]string{
@@ -74,7 +74,7 @@ func run(log *slog.Logger, args []string) error {
 	case "version":
 		fmt.Println("herald", version)
 		return nil
-	case "all", "api", "dispatcher", "worker":
+	case "all", "api", "dispatcher", "worker", "maintenance":
 		return runRoles(ctx, log, cmd, rest)
 	case "migrate":
 		return runMigrate(ctx, rest)
@@ -109,6 +109,8 @@ func runRoles(ctx context.Context, log *slog.Logger, cmd string, args []string) 
 		roles = app.Roles{Dispatcher: true}
 	case "worker":
 		roles = app.Roles{Worker: true}
+	case "maintenance":
+		roles = app.Roles{Maintenance: true}
 	}
 	a, err := app.Open(ctx, cfg, roles, log)
 	if err != nil {

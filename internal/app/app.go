@@ -1,5 +1,5 @@
-// Package app wires Herald's roles (api, dispatcher, worker) from a Config, for the
-// herald binary and for in-process black-box tests.
+// Package app wires Herald's roles (api, dispatcher, worker, maintenance) from a
+// Config, for the herald binary and for in-process black-box tests.
 package app
 
 import (
@@ -22,17 +22,19 @@ import (
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/secrets"
 	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/maintenance"
 	"github.com/heraldhq/herald/models/store"
 	"github.com/heraldhq/herald/worker"
 )
 
-// Roles selects what a process runs.
+// Roles selects what a process runs. Maintenance may run in any number of
+// processes: they share one lease and only its holder works.
 type Roles struct {
-	API, Dispatcher, Worker bool
+	API, Dispatcher, Worker, Maintenance bool
 }
 
 // All runs every role in one process (`herald all`, `make run`).
-var All = Roles{API: true, Dispatcher: true, Worker: true}
+var All = Roles{API: true, Dispatcher: true, Worker: true, Maintenance: true}
 
 // App is a set of roles sharing one MySQL pool and one Redis client.
 type App struct {
@@ -44,7 +46,9 @@ type App struct {
 	Writer     *groupcommit.Writer
 	Dispatcher *dispatcher.Dispatcher
 	Worker     *worker.Worker
-	log        *slog.Logger
+	// Maintenance is the maintenance role (nil unless Roles.Maintenance).
+	Maintenance *maintenance.Maintainer
+	log         *slog.Logger
 }
 
 // Open connects to MySQL and Redis, refuses to continue while migrations are pending
@@ -90,6 +94,9 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 	}
 	if roles.Worker {
 		a.Worker = worker.New(cfg.Worker, keys, st, rdb, ropt, guard, log)
+	}
+	if roles.Maintenance {
+		a.Maintenance = maintenance.New(cfg.Maintenance, keys, st, rdb, log)
 	}
 	return a, nil
 }
@@ -146,6 +153,9 @@ func (a *App) Run(ctx context.Context, apiLn net.Listener) error {
 	}
 	if a.Dispatcher != nil {
 		eg.Go(func() error { return a.Dispatcher.Run(ctx) })
+	}
+	if a.Maintenance != nil {
+		eg.Go(func() error { return a.Maintenance.Run(ctx) })
 	}
 	if a.Cfg.MetricsAddr != "" {
 		eg.Go(func() error { return metrics.Serve(ctx, a.Cfg.MetricsAddr) })
