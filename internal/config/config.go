@@ -34,6 +34,9 @@ type Config struct {
 	// AdminUser and AdminPassword create the first admin when no user exists.
 	AdminUser     string `env:"ADMIN_USER"`
 	AdminPassword string `env:"ADMIN_PASSWORD"`
+	// BcryptCost is the bcrypt work factor of new password hashes (4 to 31). Default
+	// 12 (auth.DefaultBcryptCost); tests lower it.
+	BcryptCost int `env:"BCRYPT_COST" envDefault:"12"`
 	// AllowPrivateEndpoints permits loopback and private endpoint addresses. Default false.
 	AllowPrivateEndpoints bool `env:"ALLOW_PRIVATE_ENDPOINTS" envDefault:"false"`
 	// EncryptionKey seals signing secrets at rest with AES-256-GCM: 32 bytes as 64 hex
@@ -152,6 +155,9 @@ func (c Config) Validate() error {
 	}
 	if c.Maintenance.RenewInterval <= 0 || c.Maintenance.LeaseDuration <= c.Maintenance.RenewInterval {
 		errs = append(errs, errors.New("HERALD_MAINTENANCE_RENEW_INTERVAL must be >0 and < HERALD_MAINTENANCE_LEASE_DURATION"))
+	}
+	if c.BcryptCost < 4 || c.BcryptCost > 31 {
+		errs = append(errs, errors.New("HERALD_BCRYPT_COST must be between 4 and 31"))
 	}
 	if c.Worker.Concurrency < 1 {
 		errs = append(errs, errors.New("HERALD_WORKER_CONCURRENCY must be ≥1"))
