@@ -46,7 +46,7 @@ type Maintainer struct {
 	now      func() time.Time
 
 	leaderUntil atomic.Int64 // local Unix ns until which the lease is surely ours; 0 = not leader
-	outboxAgain bool // the last outbox run filled its batch
+	outboxAgain bool         // the last outbox run filled its batch
 }
 
 // New returns a Maintainer with a fresh random holder id.
