@@ -99,7 +99,7 @@ func (s *Store) DeadLetterGet(ctx context.Context, groupID, id int64) (*models.D
 func (s *Store) DeadLetterRedrive(ctx context.Context, f DeadLetterFilter) (int64, error) {
 	f.State = models.DeadLetterPending
 	w, args := f.where()
-	tx, err := s.sql.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -190,7 +190,7 @@ func (s *Store) DeadLetterOutbox(ctx context.Context, limit int) ([]int64, error
 }
 
 func (s *Store) appendDeadLetter(ctx context.Context, id, queue, offset, dlqQueue int64) error {
-	tx, err := s.sql.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
