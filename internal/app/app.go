@@ -132,9 +132,17 @@ func useKeyring(ctx context.Context, cfg config.Config, st *store.Store, roles R
 }
 
 // Run runs the roles until ctx ends. apiLn is the api's listener (nil: listen on
-// Cfg.HTTPAddr). Shutdown order: the api stops taking requests and the writer
-// flushes what it holds; the worker finishes running POSTs and reports; the
-// dispatcher commits cursors and releases its leases.
+// Cfg.HTTPAddr). Shutdown order, once ctx ends (the roles stop side by side, each in
+// its own order):
+//   - api: the server stops accepting and drains in-flight requests (up to 10 s);
+//     only then does the group-commit writer stop, so a publish still being read
+//     is flushed, never refused with groupcommit.ErrClosed;
+//   - worker: starts no new POST, finishes running ones and reports the rest as
+//     returned;
+//   - dispatcher: commits cursors and releases its leases;
+//   - maintenance: finishes its current duty and releases its lease.
+//
+// Run returns when every role has stopped; the first role error stops the others.
 func (a *App) Run(ctx context.Context, apiLn net.Listener) error {
 	eg, ctx := errgroup.WithContext(ctx)
 	if a.API != nil {
@@ -145,8 +153,10 @@ func (a *App) Run(ctx context.Context, apiLn net.Listener) error {
 			}
 			apiLn = ln
 		}
-		eg.Go(func() error { return a.Writer.Run(ctx) })
-		eg.Go(func() error { return a.API.Serve(ctx, apiLn) })
+		// The writer outlives ctx until Serve has drained: requests in flight still submit.
+		writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+		eg.Go(func() error { return a.Writer.Run(writerCtx) })
+		eg.Go(func() error { defer stopWriter(); return a.API.Serve(ctx, apiLn) })
 	}
 	if a.Worker != nil {
 		eg.Go(func() error { return a.Worker.Run(ctx) })
