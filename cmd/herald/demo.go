@@ -168,7 +168,7 @@ Publish a real GitHub push payload:
 
 Secrets live in %[10]s. Stop with Ctrl-C.
 
-`, base, os.Getenv("HERALD_ADMIN_USER"), os.Getenv("HERALD_ADMIN_PASSWORD"), key, recvAddr, groupName, topicName, a.Cfg.MetricsAddr, reqFile, demoEnvFile)
+`, base, a.Cfg.AdminUser, a.Cfg.AdminPassword, key, recvAddr, groupName, topicName, a.Cfg.MetricsAddr, reqFile, demoEnvFile)
 	eg, ctx := errgroup.WithContext(ctx)
 	eg.Go(func() error { return recv.Run(ctx, ln) })
 	eg.Go(func() error { return a.Run(ctx, nil) })
