@@ -127,7 +127,7 @@ func (s *Server) issueToken(u *models.User) (string, time.Time, error) {
 	cl := claims{Role: string(u.Role), TokenVersion: u.TokenVersion, RegisteredClaims: jwt.RegisteredClaims{
 		Subject: strconv.FormatInt(u.ID, 10), Issuer: "herald", IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
 	}}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, cl).SignedString([]byte(s.cfg.JWTSecret))
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, cl).SignedString([]byte(s.opts.JWTSecret))
 	return tok, exp, err
 }
 
@@ -153,7 +153,7 @@ func (s *Server) requireJWT(next echo.HandlerFunc) echo.HandlerFunc {
 // The API reads the token from Authorization, the console from its session cookie.
 func (s *Server) userFromJWT(ctx context.Context, raw string) (*models.User, error) {
 	var cl claims
-	_, err := jwt.ParseWithClaims(raw, &cl, func(*jwt.Token) (any, error) { return []byte(s.cfg.JWTSecret), nil },
+	_, err := jwt.ParseWithClaims(raw, &cl, func(*jwt.Token) (any, error) { return []byte(s.opts.JWTSecret), nil },
 		jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithIssuer("herald"))
 	if err != nil {
 		return nil, problem("unauthorized", "invalid token: "+err.Error())

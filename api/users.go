@@ -91,7 +91,7 @@ func (s *Server) createUser(c echo.Context, req userCreateRequest) (*models.User
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	hash, err := auth.HashPassword(req.Password, s.cfg.BcryptCost)
+	hash, err := auth.HashPassword(req.Password, s.opts.BcryptCost)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func (s *Server) updateUser(c echo.Context, rawID string, req userUpdateRequest)
 		role = &r
 	}
 	if req.Password != nil {
-		h, err := auth.HashPassword(*req.Password, s.cfg.BcryptCost)
+		h, err := auth.HashPassword(*req.Password, s.opts.BcryptCost)
 		if err != nil {
 			v.Add("/password", "passwords are 8 to 72 bytes")
 		}

@@ -87,7 +87,7 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		n := notify.New(rdb, keys)
 		a.Writer = groupcommit.New(st, n, log)
 		a.Writer.Lanes = cfg.PublishLanes
-		a.API = api.New(cfg, st, rdb, a.Writer, n, guard, log)
+		a.API = api.New(api.Options{JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost}, st, rdb, a.Writer, n, guard, log)
 	}
 	if roles.Dispatcher {
 		a.Dispatcher = dispatcher.New(cfg.Dispatcher, keys, st, rdb, ropt, log, nil)
