@@ -48,7 +48,7 @@ type Config struct {
 
 	// PublishLanes is how many group-commit flushes the api runs at once per db node,
 	// each on its own connection. Default 1, as DESIGN §3: two lanes measured no
-	// better on 2 cores (bench/results/publish-lanes.md).
+	// better on 2 cores (docs/measurements/publish-lanes.md).
 	PublishLanes int `env:"PUBLISH_LANES" envDefault:"1"`
 
 	Dispatcher  Dispatcher  `envPrefix:"DISPATCHER_"`
