@@ -109,7 +109,13 @@ func (m *Maintainer) Run(ctx context.Context) error {
 				m.runHourly(ctx)
 			}
 		}
+		// A dead-letter backlog drains batch after batch, renewing the lease on time.
 		for m.outboxAgain && ctx.Err() == nil && m.Leader() {
+			select {
+			case <-renew.C:
+				m.renew(ctx)
+			default:
+			}
 			m.runOutbox(ctx)
 		}
 	}
