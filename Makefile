@@ -6,14 +6,14 @@
 
 GO ?= go
 # encoding/json's v2 engine decodes publish envelopes about twice as fast
-# (bench/results/decode-jsonv2.md); Herald builds and tests the same without it.
+# (docs/measurements/decode-jsonv2.md); Herald builds and tests the same without it.
 GOEXPERIMENT ?= jsonv2
 export GOEXPERIMENT
 BIN := bin/herald
 # VERSION is stamped into `herald version`; evaluated only when a recipe needs it.
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 GOLANGCI_LINT_VERSION ?= v2.15.0
-FIXTURES ?= ../shared/fixtures/github-webhooks
+FIXTURES ?= testdata/github-webhooks
 
 .PHONY: help build services migrate run test browser lint bench clean
 

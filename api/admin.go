@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/signing"
 	"github.com/heraldhq/herald/models"
 )
@@ -374,7 +375,7 @@ func (s *Server) apiKeyCreate(c echo.Context) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	key, prefix, hash := NewAPIKey()
+	key, prefix, hash := auth.NewAPIKey()
 	k := &models.APIKey{Name: req.Name, Prefix: prefix, Hash: hash, Topics: req.Topics}
 	if err := s.st.APIKeyCreate(c.Request().Context(), k); err != nil {
 		return err

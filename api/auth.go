@@ -2,10 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,9 +11,9 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/labstack/echo/v4"
-	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/time/rate"
 
+	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -26,22 +22,6 @@ const keyCacheTTL = 5 * time.Second
 
 // TokenTTL is the lifetime of console and admin JWTs (DESIGN §8: at most 1 h).
 const TokenTTL = time.Hour
-
-var keyEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
-
-// NewAPIKey returns a fresh key `hk_<prefix>_<secret>` (32 random bytes of secret),
-// its prefix and the SHA-256 to store. Keys are random, so a fast hash is right; a
-// slow KDF would only tax every publish (DESIGN §8).
-func NewAPIKey() (key, prefix string, hash []byte) {
-	p := make([]byte, 5)
-	sec := make([]byte, 32)
-	_, _ = rand.Read(p)
-	_, _ = rand.Read(sec)
-	prefix = strings.ToLower(keyEncoding.EncodeToString(p))
-	key = "hk_" + prefix + "_" + strings.ToLower(keyEncoding.EncodeToString(sec))
-	sum := sha256.Sum256([]byte(key))
-	return key, prefix, sum[:]
-}
 
 type cachedKey struct {
 	k  *models.APIKey
@@ -63,9 +43,8 @@ func bearer(c echo.Context) string {
 func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		raw := bearer(c)
-		rest, ok := strings.CutPrefix(raw, "hk_")
-		prefix, _, ok2 := strings.Cut(rest, "_")
-		if !ok || !ok2 || prefix == "" || len(prefix) > 32 {
+		prefix, ok := auth.ParseAPIKey(raw)
+		if !ok {
 			return problem("unauthorized", "send Authorization: Bearer hk_…")
 		}
 		k, err := s.apiKey(c.Request().Context(), prefix)
@@ -74,8 +53,7 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 		} else if err != nil {
 			return err
 		}
-		sum := sha256.Sum256([]byte(raw))
-		if subtle.ConstantTimeCompare(sum[:], k.Hash) != 1 || k.RevokedAt != nil {
+		if !auth.APIKeyMatches(raw, k.Hash) || k.RevokedAt != nil {
 			return problem("unauthorized", "invalid or revoked API key")
 		}
 		c.Set("apikey", k)
@@ -133,7 +111,7 @@ func (s *Server) login(c echo.Context) error {
 		return problem("rate-limited", "too many login attempts; wait a minute")
 	}
 	u, err := s.st.UserGetByUsername(c.Request().Context(), req.Username)
-	if err != nil || bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(req.Password)) != nil {
+	if err != nil || !auth.CheckPassword(u.PasswordHash, req.Password) {
 		return problem("unauthorized", "wrong username or password")
 	}
 	tok, exp, err := s.issueToken(u)
@@ -149,7 +127,7 @@ func (s *Server) issueToken(u *models.User) (string, time.Time, error) {
 	cl := claims{Role: string(u.Role), TokenVersion: u.TokenVersion, RegisteredClaims: jwt.RegisteredClaims{
 		Subject: strconv.FormatInt(u.ID, 10), Issuer: "herald", IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
 	}}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, cl).SignedString([]byte(s.cfg.JWTSecret))
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, cl).SignedString([]byte(s.opts.JWTSecret))
 	return tok, exp, err
 }
 
@@ -175,7 +153,7 @@ func (s *Server) requireJWT(next echo.HandlerFunc) echo.HandlerFunc {
 // The API reads the token from Authorization, the console from its session cookie.
 func (s *Server) userFromJWT(ctx context.Context, raw string) (*models.User, error) {
 	var cl claims
-	_, err := jwt.ParseWithClaims(raw, &cl, func(*jwt.Token) (any, error) { return []byte(s.cfg.JWTSecret), nil },
+	_, err := jwt.ParseWithClaims(raw, &cl, func(*jwt.Token) (any, error) { return []byte(s.opts.JWTSecret), nil },
 		jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithIssuer("herald"))
 	if err != nil {
 		return nil, problem("unauthorized", "invalid token: "+err.Error())
@@ -202,17 +180,4 @@ func requireRole(r models.Role) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
-}
-
-// BcryptCost is the bcrypt work factor for new password hashes (default 12). Tests
-// lower it; checking a password uses the cost stored in its hash.
-var BcryptCost = 12
-
-// HashPassword returns the bcrypt hash of a user's password (BcryptCost).
-func HashPassword(pw string) (string, error) {
-	if len(pw) < 8 || len(pw) > 72 {
-		return "", &models.ValidationError{Errors: []models.FieldError{{Pointer: "/password", Detail: "passwords are 8 to 72 bytes"}}}
-	}
-	b, err := bcrypt.GenerateFromPassword([]byte(pw), BcryptCost)
-	return string(b), err
 }

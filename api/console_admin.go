@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -69,7 +70,7 @@ func (s *Server) consoleAPIKeyCreate(c echo.Context) error {
 		fields, _, _ := formErrors(&v)
 		return s.renderAPIKeys(c, http.StatusUnprocessableEntity, apiKeysPage{Form: form, Errors: fields}, "", "")
 	}
-	key, prefix, hash := NewAPIKey()
+	key, prefix, hash := auth.NewAPIKey()
 	k := &models.APIKey{Name: form["name"], Prefix: prefix, Hash: hash, Topics: topics}
 	if err := s.st.APIKeyCreate(c.Request().Context(), k); err != nil {
 		return err

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/time/rate"
 
+	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/web"
 )
@@ -151,7 +151,7 @@ func (s *Server) consoleLogin(c echo.Context) error {
 		return s.render(c, http.StatusTooManyRequests, "login", "", "Sign in", page, "", "Too many sign-in attempts; wait a minute.")
 	}
 	u, err := s.st.UserGetByUsername(c.Request().Context(), name)
-	if err != nil || bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(pw)) != nil {
+	if err != nil || !auth.CheckPassword(u.PasswordHash, pw) {
 		return s.render(c, http.StatusUnauthorized, "login", "", "Sign in", page, "", "Wrong username or password.")
 	}
 	tok, exp, err := s.issueToken(u)

@@ -120,7 +120,7 @@ func (s *Server) resetOffsets(c echo.Context, name string, req offsetResetReques
 	for _, p := range reset {
 		versions[p.QueueID] = p.Version
 	}
-	ferr := fence.Raise(ctx, s.rdb, s.cfg.Namespace, g.ID, versions)
+	ferr := fence.Raise(ctx, s.rdb, s.opts.Keys, g.ID, versions)
 	_ = s.notifier.Group(ctx, g.ID) // the owner applies the reset to its cursors at once
 	after, err := s.st.GroupPositions(ctx, []int64{g.ID}, true)
 	if err != nil {

@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/api"
-	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/ssrf"
 )
 
@@ -105,7 +104,7 @@ func (sc *specClient) do(method, path, token string, body any, want int) []byte 
 func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	t.Parallel()
 	doc := loadSpec(t)
-	srv := api.New(config.Config{}, nil, nil, nil, nil, ssrf.Guard{}, slog.New(slog.DiscardHandler))
+	srv := api.New(api.Options{}, nil, nil, nil, nil, ssrf.Guard{}, slog.New(slog.DiscardHandler))
 	param := regexp.MustCompile(`:([a-z_]+)`)
 	routes := map[string]bool{}
 	for _, r := range srv.Routes() {

@@ -17,7 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/groupcommit"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/ssrf"
@@ -32,9 +32,23 @@ var openapiYAML []byte
 // OpenAPI returns the API description served at /openapi.yaml.
 func OpenAPI() []byte { return openapiYAML }
 
+// Options are the settings the api role reads, passed as values (app fills them
+// from config.Config).
+type Options struct {
+	// JWTSecret signs and verifies console and admin JWTs (HS256); at least 32 bytes
+	// (HERALD_JWT_SECRET, checked by config.Config.ValidateAPI).
+	JWTSecret string
+	// BcryptCost is the bcrypt work factor of new password hashes (HERALD_BCRYPT_COST);
+	// 0 means auth.DefaultBcryptCost (12).
+	BcryptCost int
+	// Keys names the Redis keys of the installation's namespace (HERALD_NAMESPACE);
+	// offset resets raise cursor fences under it.
+	Keys delivery.Keys
+}
+
 // Server serves the api role. Create it with New; Handler exposes routes for tests.
 type Server struct {
-	cfg      config.Config
+	opts     Options
 	st       *store.Store
 	rdb      redis.UniversalClient
 	writer   *groupcommit.Writer
@@ -52,8 +66,8 @@ type Server struct {
 
 // New wires the routes. The group-commit writer must be running (its Run) for
 // publishes to complete.
-func New(cfg config.Config, st *store.Store, rdb redis.UniversalClient, writer *groupcommit.Writer, n *notify.Notifier, guard ssrf.Guard, log *slog.Logger) *Server {
-	s := &Server{cfg: cfg, st: st, rdb: rdb, writer: writer, notifier: n, guard: guard, log: log}
+func New(opts Options, st *store.Store, rdb redis.UniversalClient, writer *groupcommit.Writer, n *notify.Notifier, guard ssrf.Guard, log *slog.Logger) *Server {
+	s := &Server{opts: opts, st: st, rdb: rdb, writer: writer, notifier: n, guard: guard, log: log}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.writeProblem

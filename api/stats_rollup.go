@@ -6,14 +6,9 @@ import (
 	"time"
 )
 
-// Rollup timings of the api role: published counts are flushed every
-// statsFlushInterval, lag is sampled every statsLagInterval, rows older than 7 days
-// are pruned every statsPruneInterval.
-const (
-	statsFlushInterval = 5 * time.Second
-	statsLagInterval   = 20 * time.Second
-	statsPruneInterval = time.Hour
-)
+// statsFlushInterval is how often the api flushes its published counts into the
+// per-minute rollups. Lag samples and pruning are the maintenance role's.
+const statsFlushInterval = 5 * time.Second
 
 // statsRollup counts published messages per (minute, topic) in memory until the
 // next flush into stats_minutely: one upsert per topic and minute, never per message.
@@ -46,17 +41,14 @@ func (r *statsRollup) take() map[statsKey]int64 {
 	return out
 }
 
-// runStats keeps the per-minute rollups (DESIGN §7 charts) until ctx ends, then
-// flushes what it holds. Delivered and failed counts come from the dispatcher
-// (store.StatsAdd); lag is sampled here from cursors and queue max offsets.
+// runStats flushes this replica's published counts into the per-minute rollups
+// (DESIGN §7 charts) until ctx ends, then flushes what it holds. Each replica counts
+// only what it published, so every replica runs it. Delivered and failed counts come
+// from the dispatcher (store.StatsAdd); lag samples and pruning from the maintenance
+// role.
 func (s *Server) runStats(ctx context.Context) {
 	flush := time.NewTicker(statsFlushInterval)
 	defer flush.Stop()
-	lag := time.NewTicker(statsLagInterval)
-	defer lag.Stop()
-	prune := time.NewTicker(statsPruneInterval)
-	defer prune.Stop()
-	s.sampleLag(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -66,12 +58,6 @@ func (s *Server) runStats(ctx context.Context) {
 			return
 		case <-flush.C:
 			s.flushStats(ctx)
-		case <-lag.C:
-			s.sampleLag(ctx)
-		case <-prune.C:
-			if err := s.st.StatsPrune(ctx, time.Now()); err != nil {
-				s.log.Warn("prune stats", "err", err)
-			}
 		}
 	}
 }
@@ -81,15 +67,5 @@ func (s *Server) flushStats(ctx context.Context) {
 		if err := s.st.StatsAdd(ctx, time.Unix(k.minute, 0), 0, k.topicID, n, 0, 0); err != nil {
 			s.log.Warn("flush published stats", "topic", k.topicID, "err", err)
 		}
-	}
-}
-
-func (s *Server) sampleLag(ctx context.Context) {
-	lags, err := s.st.GroupLags(ctx)
-	if err == nil {
-		err = s.st.StatsSampleLag(ctx, time.Now(), lags)
-	}
-	if err != nil && ctx.Err() == nil {
-		s.log.Warn("sample lag", "err", err)
 	}
 }

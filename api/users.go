@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -90,7 +91,7 @@ func (s *Server) createUser(c echo.Context, req userCreateRequest) (*models.User
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	hash, err := HashPassword(req.Password)
+	hash, err := auth.HashPassword(req.Password, s.opts.BcryptCost)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +139,7 @@ func (s *Server) updateUser(c echo.Context, rawID string, req userUpdateRequest)
 		role = &r
 	}
 	if req.Password != nil {
-		h, err := HashPassword(*req.Password)
+		h, err := auth.HashPassword(*req.Password, s.opts.BcryptCost)
 		if err != nil {
 			v.Add("/password", "passwords are 8 to 72 bytes")
 		}

@@ -22,10 +22,10 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
-	"github.com/heraldhq/herald/worker/task"
 )
 
 // Clock returns the current time; tests inject their own.
@@ -45,10 +45,11 @@ type groupState struct {
 // Dispatcher is one dispatcher process. Create it with New and start it with Run.
 type Dispatcher struct {
 	cfg       config.Dispatcher
-	namespace string
+	keys      delivery.Keys
 	id        string
 	st        *store.Store
 	rdb       redis.UniversalClient
+	notifier  *notify.Notifier
 	client    *asynq.Client
 	inspector *asynq.Inspector
 	log       *slog.Logger
@@ -66,18 +67,16 @@ type Dispatcher struct {
 	refresh     bool // reload groups at the next step
 	wakeAt      time.Time
 	lastPoll    time.Time
-	// outboxDue asks the next poll to append new dead letters to dead-letter topics.
-	outboxDue    bool
-	lastOutbox   time.Time
-	lastPartMgmt time.Time
-	claimSeq     int64
+	// outboxDue asks the next poll to wake the maintenance role's dead-letter outbox.
+	outboxDue bool
+	claimSeq  int64
 	// exported names the groups whose per-group series this dispatcher set, by id.
 	exported          map[int64]string
 	lastBacklogSample time.Time
 }
 
 // New returns a Dispatcher with a fresh random id. now may be nil (time.Now).
-func New(cfg config.Dispatcher, namespace string, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisClientOpt, log *slog.Logger, now Clock) *Dispatcher {
+func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisClientOpt, log *slog.Logger, now Clock) *Dispatcher {
 	if now == nil {
 		now = time.Now
 	}
@@ -85,8 +84,8 @@ func New(cfg config.Dispatcher, namespace string, st *store.Store, rdb redis.Uni
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return &Dispatcher{
-		cfg: cfg, namespace: namespace, id: fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:])),
-		st: st, rdb: rdb, client: asynq.NewClient(redisOpt), inspector: asynq.NewInspector(redisOpt), log: log, now: now,
+		cfg: cfg, keys: keys, id: fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:])),
+		st: st, rdb: rdb, notifier: notify.New(rdb, keys), client: asynq.NewClient(redisOpt), inspector: asynq.NewInspector(redisOpt), log: log, now: now,
 		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
 		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{}, dirtyQ: map[int64]bool{}, exported: map[int64]string{},
 		claimSeq: now().UnixNano() / int64(time.Millisecond),
@@ -104,7 +103,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer d.client.Close()
 	defer d.inspector.Close()
 	events := make(chan notify.Event, 1024)
-	reports := make(chan task.Report, 1024)
+	reports := make(chan delivery.Report, 1024)
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() error { return d.subscribe(ectx, events) })
 	eg.Go(func() error { return d.popReports(ectx, reports) })
@@ -121,7 +120,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 func (d *Dispatcher) subscribe(ctx context.Context, events chan<- notify.Event) error {
 	for ctx.Err() == nil {
-		if err := notify.Subscribe(ctx, d.rdb, d.namespace, events); err != nil && ctx.Err() == nil {
+		if err := notify.Subscribe(ctx, d.rdb, d.keys, events); err != nil && ctx.Err() == nil {
 			d.log.Warn("notify subscription dropped; fallback poll covers it", "err", err)
 			select {
 			case <-time.After(time.Second):
@@ -132,7 +131,7 @@ func (d *Dispatcher) subscribe(ctx context.Context, events chan<- notify.Event) 
 	return nil
 }
 
-func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, reports <-chan task.Report) error {
+func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, reports <-chan delivery.Report) error {
 	if err := d.heartbeat(ctx); err != nil {
 		return err
 	}
@@ -162,7 +161,7 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 		case <-poll.C:
 			d.poll(ctx)
 			d.checkDeadlines(ctx)
-			d.maintain(ctx)
+			d.askOutbox(ctx)
 			d.updateLag()
 			d.exportGroupMetrics(ctx)
 		case <-wake.C:

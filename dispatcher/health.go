@@ -8,9 +8,9 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
-	"github.com/heraldhq/herald/worker/task"
 )
 
 // Breaker states (DESIGN §5).
@@ -59,7 +59,7 @@ type health struct {
 }
 
 // observe feeds one report into the group's counters, throttle and breaker.
-func (d *Dispatcher) observe(gs *groupState, r task.Report) {
+func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 	now := d.now()
 	c := r.Counters
 	h := &gs.health

@@ -8,16 +8,16 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
-	"github.com/heraldhq/herald/worker/task"
 )
 
 // jobState is a delivery job in flight: which offsets still await a report, the
 // credits it holds, and when the dispatcher stops waiting for it.
 type jobState struct {
-	job       task.Job
+	job       delivery.Job
 	group     *groupState
 	cursor    *cursorState // nil for a retry job
 	remaining map[int64]bool
@@ -113,7 +113,7 @@ func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState
 	for i, t := range take {
 		offsets[i] = t.offset
 	}
-	j := task.Job{Group: g.ID, Queue: cs.queueID, Version: cs.version, Owner: d.id, Offsets: task.Ranges(offsets), Parallelism: p, Attempt: 1, Probe: probe}
+	j := delivery.Job{Group: g.ID, Queue: cs.queueID, Version: cs.version, Owner: d.id, Offsets: delivery.Ranges(offsets), Parallelism: p, Attempt: 1, Probe: probe}
 	js := &jobState{job: j, group: gs, cursor: cs, remaining: make(map[int64]bool, len(take))}
 	for _, t := range take {
 		js.remaining[t.offset] = true
@@ -144,13 +144,13 @@ func (d *Dispatcher) deadline(js *jobState) time.Duration {
 }
 
 func (d *Dispatcher) enqueue(ctx context.Context, js *jobState, now time.Time) error {
-	t, err := task.NewDeliver(js.job)
+	t, err := delivery.NewDeliver(js.job)
 	if err != nil {
 		return err
 	}
 	dl := d.deadline(js)
 	js.deadline = now.Add(dl)
-	_, err = d.client.EnqueueContext(ctx, t, asynq.TaskID(js.job.TaskID()), asynq.Queue(task.AsynqQueue(d.namespace)),
+	_, err = d.client.EnqueueContext(ctx, t, asynq.TaskID(js.job.TaskID()), asynq.Queue(d.keys.AsynqQueue()),
 		asynq.MaxRetry(0), asynq.Timeout(dl), asynq.Retention(0))
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		return nil // already enqueued: a repeat is harmless
@@ -198,12 +198,12 @@ func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 		if now.Before(js.deadline) {
 			continue
 		}
-		alive, err := d.rdb.Exists(ctx, task.HeartbeatKey(d.namespace, id)).Result()
+		alive, err := d.rdb.Exists(ctx, d.keys.Heartbeat(id)).Result()
 		if err == nil && alive > 0 {
 			js.deadline = now.Add(d.cfg.JobDeadlineBase)
 			continue
 		}
-		info, err := d.inspector.GetTaskInfo(task.AsynqQueue(d.namespace), id)
+		info, err := d.inspector.GetTaskInfo(d.keys.AsynqQueue(), id)
 		if err == nil && (info.State == asynq.TaskStatePending || info.State == asynq.TaskStateScheduled || info.State == asynq.TaskStateRetry) {
 			js.deadline = now.Add(d.cfg.JobDeadlineBase)
 			continue
@@ -228,16 +228,16 @@ func (d *Dispatcher) redispatch(ctx context.Context, old *jobState, now time.Tim
 	}
 	j := old.job
 	j.Generation++
-	j.Offsets = task.Ranges(offsets)
+	j.Offsets = delivery.Ranges(offsets)
 	if j.Retry {
 		was := map[int64]int{}
-		for i, off := range task.Expand(old.job.Offsets) {
+		for i, off := range delivery.Expand(old.job.Offsets) {
 			if i < len(old.job.Attempts) {
 				was[off] = old.job.Attempts[i]
 			}
 		}
 		j.Attempts = nil
-		for _, off := range task.Expand(j.Offsets) {
+		for _, off := range delivery.Expand(j.Offsets) {
 			j.Attempts = append(j.Attempts, was[off])
 		}
 	}
@@ -263,7 +263,7 @@ func (d *Dispatcher) redispatch(ctx context.Context, old *jobState, now time.Tim
 func (d *Dispatcher) noReport(ctx context.Context, js *jobState) {
 	g := js.group.g
 	attempts := map[int64]int{}
-	for i, off := range task.Expand(js.job.Offsets) {
+	for i, off := range delivery.Expand(js.job.Offsets) {
 		attempts[off] = max(js.job.Attempt, 1)
 		if js.job.Retry && i < len(js.job.Attempts) {
 			attempts[off] = js.job.Attempts[i]

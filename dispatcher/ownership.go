@@ -138,7 +138,7 @@ func (d *Dispatcher) rebalance(ctx context.Context) {
 	// Before anything is cut from the claimed cursors: the previous owner's jobs still
 	// queued on asynq or running at a worker stop sending.
 	for g, vs := range fences {
-		if err := fence.Raise(ctx, d.rdb, d.namespace, g, vs); err != nil {
+		if err := fence.Raise(ctx, d.rdb, d.keys, g, vs); err != nil {
 			d.log.Warn("raise cursor fence; the previous owner's jobs may still be sent", "group", g, "err", err)
 		}
 	}

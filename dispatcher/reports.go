@@ -9,12 +9,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/heraldhq/herald/worker/task"
+	"github.com/heraldhq/herald/internal/delivery"
 )
 
 // popReports moves reports from this dispatcher's Redis list to the loop.
-func (d *Dispatcher) popReports(ctx context.Context, out chan<- task.Report) error {
-	key := task.ReportsKey(d.namespace, d.id)
+func (d *Dispatcher) popReports(ctx context.Context, out chan<- delivery.Report) error {
+	key := d.keys.Reports(d.id)
 	blmpop := true // Redis ≥ 7 pops up to 256 reports in one blocking call
 	for ctx.Err() == nil {
 		var vals []string
@@ -43,7 +43,7 @@ func (d *Dispatcher) popReports(ctx context.Context, out chan<- task.Report) err
 			continue
 		}
 		for _, v := range vals {
-			var r task.Report
+			var r delivery.Report
 			if err := json.Unmarshal([]byte(v), &r); err != nil {
 				d.log.Warn("drop malformed report", "err", err)
 				continue
@@ -70,7 +70,7 @@ func (d *Dispatcher) returnBackoff(returns int) time.Duration {
 // idempotent, whatever job or generation reported them), and returned ones go back
 // to send if the report is from the job that holds them; reports of another cursor
 // version are dropped. Every report feeds the group's counters and breaker.
-func (d *Dispatcher) applyReport(r task.Report) {
+func (d *Dispatcher) applyReport(r delivery.Report) {
 	gs := d.groups[r.Group]
 	if gs == nil {
 		return
@@ -85,13 +85,13 @@ func (d *Dispatcher) applyReport(r task.Report) {
 	}
 	if r.Retry {
 		if js != nil {
-			for _, rs := range [][]task.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
-				for _, off := range task.Expand(rs) {
+			for _, rs := range [][]delivery.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
+				for _, off := range delivery.Expand(rs) {
 					delete(js.remaining, off)
 				}
 			}
 			for _, rs := range r.Returned {
-				for _, off := range task.Expand(rs) {
+				for _, off := range delivery.Expand(rs) {
 					delete(js.remaining, off)
 				}
 				gs.retryDueBy(d.now())
@@ -106,8 +106,8 @@ func (d *Dispatcher) applyReport(r task.Report) {
 	if cs == nil || cs.version != r.Version {
 		return
 	}
-	for _, rs := range [][]task.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
-		for _, off := range task.Expand(rs) {
+	for _, rs := range [][]delivery.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
+		for _, off := range delivery.Expand(rs) {
 			cs.markDone(off)
 		}
 	}
@@ -116,23 +116,23 @@ func (d *Dispatcher) applyReport(r task.Report) {
 	}
 	nowMS := d.now().UnixMilli()
 	for reason, rs := range r.Returned {
-		if reason == task.ReasonFenced {
+		if reason == delivery.ReasonFenced {
 			// The cursor moved on (reset or takeover) and this owner has not seen it
 			// yet: reload it; the fenced offsets belong to the new version.
 			d.refresh = true
 		}
-		for _, off := range task.Expand(rs) {
+		for _, off := range delivery.Expand(rs) {
 			inf, ok := cs.inflight[off]
 			if !ok || inf.job != js {
 				continue
 			}
 			delete(cs.inflight, off)
 			delete(js.remaining, off)
-			if reason == task.ReasonFenced {
+			if reason == delivery.ReasonFenced {
 				continue
 			}
 			p := pendingMsg{offset: off, createdAt: inf.createdAt, returns: inf.returns}
-			if reason == task.ReasonShutdown {
+			if reason == delivery.ReasonShutdown {
 				p.returns++
 				p.notBefore = nowMS + d.returnBackoff(inf.returns).Milliseconds()
 			} else {

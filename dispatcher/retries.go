@@ -5,11 +5,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/heraldhq/herald/worker/task"
+	"github.com/heraldhq/herald/internal/delivery"
 )
-
-// outboxEvery is how often the dead-letter outbox runs without a dead-letter report.
-const outboxEvery = 5 * time.Second
 
 // cutRetries claims a group's due retry rows when credits allow. While first
 // deliveries wait, retries use at most half the group's credits, so neither starves
@@ -87,7 +84,7 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 		// Rows come ordered by offset within a queue, so Attempts aligns with Expand(Ranges).
 		// A retry job's "version" is its claim number, unique per dispatcher run (seeded
 		// from the clock), so its TaskID never collides with another claim's.
-		j := task.Job{Group: gs.g.ID, Queue: q, Version: d.claimSeq, Owner: d.id, Offsets: task.Ranges(offsets), Parallelism: p,
+		j := delivery.Job{Group: gs.g.ID, Queue: q, Version: d.claimSeq, Owner: d.id, Offsets: delivery.Ranges(offsets), Parallelism: p,
 			Retry: true, Attempts: attempts, BatchKeys: keys, Probe: probe}
 		js := &jobState{job: j, group: gs, remaining: make(map[int64]bool, len(offsets))}
 		for _, o := range offsets {
@@ -104,28 +101,15 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 	return true
 }
 
-// maintain runs the dead-letter outbox and, hourly, the attempt-log partitions.
-func (d *Dispatcher) maintain(ctx context.Context) {
-	now := d.now()
-	if d.outboxDue || now.Sub(d.lastOutbox) >= outboxEvery {
-		d.outboxDue, d.lastOutbox = false, now
-		queues, err := d.st.DeadLetterOutbox(ctx, 100)
-		if err != nil {
-			d.log.Warn("dead-letter outbox", "err", err)
-		}
-		for _, q := range queues {
-			if len(d.byQueue[q]) > 0 {
-				d.dirtyQ[q] = true
-			}
-		}
-		if len(queues) == 100 {
-			d.outboxDue = true
-		}
+// askOutbox wakes the maintenance role's dead-letter outbox after a dead-letter
+// report, at most once per poll. The outbox notifies the dead-letter queues it
+// appended to, which wakes the cursors reading them (onEvent).
+func (d *Dispatcher) askOutbox(ctx context.Context) {
+	if !d.outboxDue {
+		return
 	}
-	if now.Sub(d.lastPartMgmt) >= time.Hour {
-		d.lastPartMgmt = now
-		if err := d.st.AttemptsPartitions(ctx, now, d.cfg.AttemptRetention); err != nil {
-			d.log.Warn("attempt partitions", "err", err)
-		}
+	d.outboxDue = false
+	if err := d.notifier.DeadLetters(ctx); err != nil {
+		d.log.Warn("wake the dead-letter outbox; its interval covers it", "err", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/heraldhq/herald/worker/task"
+	"github.com/heraldhq/herald/internal/delivery"
 )
 
 // Takeover tuning.
@@ -55,7 +55,7 @@ func (d *Dispatcher) finishTakeovers(ctx context.Context) {
 		due[cs.takeover.from] = append(due[cs.takeover.from], cs)
 	}
 	for from, css := range due {
-		key := task.ReportsKey(d.namespace, from)
+		key := d.keys.Reports(from)
 		vals, err := d.rdb.LRange(ctx, key, 0, takeoverReplayMax-1).Result()
 		if err != nil {
 			d.log.Warn("read the previous owner's reports; what it delivered since its last commit is sent again", "owner", from, "err", err)
@@ -68,7 +68,7 @@ func (d *Dispatcher) finishTakeovers(ctx context.Context) {
 		}
 		applied := 0
 		for _, v := range vals {
-			var r task.Report
+			var r delivery.Report
 			if json.Unmarshal([]byte(v), &r) != nil || r.Retry {
 				continue // retry rows are deleted by the worker itself
 			}
@@ -90,11 +90,11 @@ func (d *Dispatcher) finishTakeovers(ctx context.Context) {
 // replay marks a previous owner's reported outcomes done and returns how many
 // offsets it named. The read position follows the commit, and nothing done stays
 // pending (a hole re-read may have found one).
-func (c *cursorState) replay(r task.Report) int {
+func (c *cursorState) replay(r delivery.Report) int {
 	n := 0
 	done := map[int64]bool{}
-	for _, rs := range [][]task.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
-		for _, off := range task.Expand(rs) {
+	for _, rs := range [][]delivery.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
+		for _, off := range delivery.Expand(rs) {
 			c.markDone(off)
 			done[off] = true
 			n++

@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
-	"github.com/heraldhq/herald/worker/task"
 )
 
 // TestReplayPreviousOwnerReports: outcomes a dead owner left in its report list are
@@ -18,7 +18,7 @@ func TestReplayPreviousOwnerReports(t *testing.T) {
 	t.Parallel()
 	c := newTestCursor(10, models.Hole{From: 8, To: 8, FirstSeenMS: 1})
 	c.pending = []pendingMsg{{offset: 8}} // the hole's row appeared at a re-read
-	n := c.replay(task.Report{Delivered: []task.Range{{8, 8}, {11, 14}}, RetryWritten: []task.Range{{16, 16}}, DeadLettered: []task.Range{{18, 18}}})
+	n := c.replay(delivery.Report{Delivered: []delivery.Range{{8, 8}, {11, 14}}, RetryWritten: []delivery.Range{{16, 16}}, DeadLettered: []delivery.Range{{18, 18}}})
 	require.Equal(t, 7, n)
 	require.Empty(t, c.pending, "a replayed offset is not sent again")
 	require.Empty(t, c.holeRanges(c.committed), "the hole's row was delivered")

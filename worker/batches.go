@@ -10,8 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/worker/task"
 )
 
 // splitBatches cuts msgs (offset order) into POSTs of at most size messages and
@@ -37,7 +37,7 @@ func splitBatches(msgs []models.Message, size, maxBytes int) [][]models.Message 
 // splitJob cuts a job's messages into POSTs. A retry job with batch keys first
 // parts its messages by key (the failed POST each came from, in order of first
 // offset), so a batch that failed is sent again with the same members.
-func splitJob(j task.Job, offsets []int64, msgs []models.Message, size, maxBytes int) [][]models.Message {
+func splitJob(j delivery.Job, offsets []int64, msgs []models.Message, size, maxBytes int) [][]models.Message {
 	if !j.Retry || len(j.BatchKeys) != len(offsets) {
 		return splitBatches(msgs, size, maxBytes)
 	}

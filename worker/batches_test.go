@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/worker/task"
 )
 
 func msg(off int64, body string, ct string) models.Message {
@@ -133,14 +133,14 @@ func TestSplitJob(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		job  task.Job
+		job  delivery.Job
 		want [][]int64
 	}{
-		{"first delivery", task.Job{}, [][]int64{{2, 4, 5}, {6}}},
-		{"retry without keys", task.Job{Retry: true}, [][]int64{{2, 4, 5}, {6}}},
-		{"retry keeps failed POSTs apart", task.Job{Retry: true, BatchKeys: []int64{10, 20, 20, 20}}, [][]int64{{2}, {4, 5, 6}}},
-		{"one failed POST", task.Job{Retry: true, BatchKeys: []int64{7, 7, 7, 7}}, [][]int64{{2, 4, 5}, {6}}},
-		{"keys misaligned", task.Job{Retry: true, BatchKeys: []int64{1}}, [][]int64{{2, 4, 5}, {6}}},
+		{"first delivery", delivery.Job{}, [][]int64{{2, 4, 5}, {6}}},
+		{"retry without keys", delivery.Job{Retry: true}, [][]int64{{2, 4, 5}, {6}}},
+		{"retry keeps failed POSTs apart", delivery.Job{Retry: true, BatchKeys: []int64{10, 20, 20, 20}}, [][]int64{{2}, {4, 5, 6}}},
+		{"one failed POST", delivery.Job{Retry: true, BatchKeys: []int64{7, 7, 7, 7}}, [][]int64{{2, 4, 5}, {6}}},
+		{"keys misaligned", delivery.Job{Retry: true, BatchKeys: []int64{1}}, [][]int64{{2, 4, 5}, {6}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, members(splitJob(tc.job, offsets, msgs, 3, 1<<20)))

@@ -8,16 +8,16 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
-	"github.com/heraldhq/herald/worker/task"
 )
 
 // handle runs one delivery job. It always returns nil: asynq's retry is not used;
 // only the dispatcher re-executes a job (DESIGN §2).
 func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
-	j, err := task.ParseDeliver(t)
+	j, err := delivery.ParseDeliver(t)
 	if err != nil {
 		w.log.Error("drop malformed delivery job", "err", err)
 		return nil
@@ -28,9 +28,9 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 	go rep.heartbeat(hbCtx, w.cfg.ProgressInterval)
 	defer rep.flush(true)
 
-	offsets := task.Expand(j.Offsets)
+	offsets := delivery.Expand(j.Offsets)
 	if w.isStopping() {
-		rep.returned(task.ReasonShutdown, offsets, task.Counters{})
+		rep.returned(delivery.ReasonShutdown, offsets, delivery.Counters{})
 		return nil
 	}
 	if !j.Retry {
@@ -40,24 +40,24 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 			w.log.Warn("read cursor fence; sending the job", "task", rep.taskID, "err", err)
 		}
 		if stale {
-			rep.returned(task.ReasonFenced, offsets, task.Counters{})
+			rep.returned(delivery.ReasonFenced, offsets, delivery.Counters{})
 			return nil
 		}
 	}
 	g, err := w.group(ctx, j.Group)
 	if err != nil {
 		w.log.Warn("load group for job", "group", j.Group, "err", err)
-		rep.returned(task.ReasonShutdown, offsets, task.Counters{})
+		rep.returned(delivery.ReasonShutdown, offsets, delivery.Counters{})
 		return nil
 	}
 	if g.Status != models.GroupRunning {
-		rep.returned(task.ReasonPaused, offsets, task.Counters{})
+		rep.returned(delivery.ReasonPaused, offsets, delivery.Counters{})
 		return nil
 	}
 	msgs, err := w.st.MessagesGet(ctx, j.Queue, offsets)
 	if err != nil {
 		w.log.Warn("load messages for job", "group", j.Group, "queue", j.Queue, "err", err)
-		rep.returned(task.ReasonShutdown, offsets, task.Counters{})
+		rep.returned(delivery.ReasonShutdown, offsets, delivery.Counters{})
 		return nil
 	}
 	if len(msgs) != len(offsets) {
@@ -72,14 +72,14 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 			}
 		}
 		w.log.Warn("messages missing from queue table; counted as done", "queue", j.Queue, "count", len(missing))
-		rep.delivered(missing, task.Counters{})
+		rep.delivered(missing, delivery.Counters{})
 	}
 	attempt := attemptsOf(j, offsets)
 	run := &jobRun{w: w, g: g, topic: w.topic(ctx, j.Queue), job: j, attempt: attempt, rep: rep}
 	batches := splitJob(j, offsets, msgs, g.BatchSize, g.BatchMaxBytes)
 	if j.Probe && len(batches) > 1 {
 		for _, b := range batches[1:] {
-			rep.returned(task.ReasonPaused, offsetsOf(b), task.Counters{})
+			rep.returned(delivery.ReasonPaused, offsetsOf(b), delivery.Counters{})
 		}
 		batches = batches[:1]
 	}
@@ -110,19 +110,19 @@ feed:
 	}
 	close(work)
 	wg.Wait()
-	reason := task.ReasonShutdown
+	reason := delivery.ReasonShutdown
 	if r := run.stopReason(); r != "" {
 		reason = r
 	}
 	for ; i < len(batches); i++ {
-		rep.returned(reason, offsetsOf(batches[i]), task.Counters{})
+		rep.returned(reason, offsetsOf(batches[i]), delivery.Counters{})
 	}
 	return nil
 }
 
 // attemptsOf returns each offset's attempt number: the job's for first deliveries,
 // the retry row's for retry jobs.
-func attemptsOf(j task.Job, offsets []int64) func(int64) int {
+func attemptsOf(j delivery.Job, offsets []int64) func(int64) int {
 	if !j.Retry || len(j.Attempts) != len(offsets) {
 		return func(int64) int { return max(j.Attempt, 1) }
 	}
@@ -138,15 +138,15 @@ type jobRun struct {
 	w       *Worker
 	g       *cachedGroup
 	topic   string
-	job     task.Job
+	job     delivery.Job
 	attempt func(int64) int
 	rep     *reporter
-	stop    atomic.Value // task.Reason as string: a throttle, a 410 or a fence stops the job
+	stop    atomic.Value // delivery.Reason as string: a throttle, a 410 or a fence stops the job
 }
 
-func (r *jobRun) stopReason() task.Reason {
+func (r *jobRun) stopReason() delivery.Reason {
 	if s, ok := r.stop.Load().(string); ok {
-		return task.Reason(s)
+		return delivery.Reason(s)
 	}
 	return ""
 }
@@ -154,14 +154,14 @@ func (r *jobRun) stopReason() task.Reason {
 func (r *jobRun) send(ctx context.Context, b []models.Message) {
 	offsets := offsetsOf(b)
 	if ctx.Err() != nil || r.w.isStopping() {
-		r.rep.returned(task.ReasonShutdown, offsets, task.Counters{})
+		r.rep.returned(delivery.ReasonShutdown, offsets, delivery.Counters{})
 		return
 	}
 	if !r.job.Retry && r.w.fences.Stale(r.job.Group, r.job.Queue, r.job.Version) {
-		r.stop.Store(string(task.ReasonFenced)) // in memory: no Redis command per POST
+		r.stop.Store(string(delivery.ReasonFenced)) // in memory: no Redis command per POST
 	}
 	if s := r.stopReason(); s != "" {
-		r.rep.returned(s, offsets, task.Counters{})
+		r.rep.returned(s, offsets, delivery.Counters{})
 		return
 	}
 	wid := webhookID(r.g, b)
@@ -173,12 +173,12 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 	ms := lat.Milliseconds()
 	name := r.g.Name
 	metrics.PostLatency.WithLabelValues(name).Observe(lat.Seconds())
-	c := task.Counters{LastStatus: out.Status, LatencySumMS: ms, LatencyMaxMS: ms}
+	c := delivery.Counters{LastStatus: out.Status, LatencySumMS: ms, LatencyMaxMS: ms}
 	switch out.Kind {
 	case KindThrottled, KindGone:
-		reason := task.ReasonThrottled
+		reason := delivery.ReasonThrottled
 		if out.Kind == KindGone {
-			reason, c.Gone = task.ReasonGone, true
+			reason, c.Gone = delivery.ReasonGone, true
 		} else {
 			c.Throttles, c.RetryAfterMS = 1, out.RetryAfter.Milliseconds()
 		}
@@ -231,11 +231,11 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 		// Not recorded: hand the messages back; they are sent again, never lost.
 		r.w.log.Warn("write retry rows", "group", r.g.ID, "err", err)
 		c.Failures, c.TailFailures = 0, 0
-		r.rep.returned(task.ReasonShutdown, offsetsOf(b), c)
+		r.rep.returned(delivery.ReasonShutdown, offsetsOf(b), c)
 		return
 	}
 	if len(ok) > 0 {
-		r.rep.delivered(ok, task.Counters{Delivered: len(ok)})
+		r.rep.delivered(ok, delivery.Counters{Delivered: len(ok)})
 	}
 	r.rep.failed(res.Retried, res.DeadLettered, res.NextDue, c)
 }

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/heraldhq/herald/worker/task"
+	"github.com/heraldhq/herald/internal/delivery"
 )
 
 // reporter accumulates a job's per-message outcomes and pushes them to the owner's
@@ -16,25 +16,25 @@ import (
 // report that names them (DESIGN §5).
 type reporter struct {
 	w      *Worker
-	job    task.Job
+	job    delivery.Job
 	taskID string
 
 	mu        sync.Mutex
 	sent      []int64
 	retried   []int64
 	dead      []int64
-	back      map[task.Reason][]int64
+	back      map[delivery.Reason][]int64
 	nextDueMS int64
-	counters  task.Counters
+	counters  delivery.Counters
 	final     bool
 	beating   atomic.Bool // the heartbeat key was written
 }
 
-func newReporter(w *Worker, j task.Job) *reporter {
-	return &reporter{w: w, job: j, taskID: j.TaskID(), back: map[task.Reason][]int64{}}
+func newReporter(w *Worker, j delivery.Job) *reporter {
+	return &reporter{w: w, job: j, taskID: j.TaskID(), back: map[delivery.Reason][]int64{}}
 }
 
-func (r *reporter) add(c task.Counters) {
+func (r *reporter) add(c delivery.Counters) {
 	r.counters.Successes += c.Successes
 	r.counters.Failures += c.Failures
 	if c.Successes > 0 {
@@ -53,7 +53,7 @@ func (r *reporter) add(c task.Counters) {
 	r.counters.LatencyMaxMS = max(r.counters.LatencyMaxMS, c.LatencyMaxMS)
 }
 
-func (r *reporter) delivered(offsets []int64, c task.Counters) {
+func (r *reporter) delivered(offsets []int64, c delivery.Counters) {
 	r.mu.Lock()
 	r.sent = append(r.sent, offsets...)
 	r.add(c)
@@ -61,7 +61,7 @@ func (r *reporter) delivered(offsets []int64, c task.Counters) {
 }
 
 // failed records where RetryRecord put failed messages.
-func (r *reporter) failed(retried, dead []int64, nextDue time.Time, c task.Counters) {
+func (r *reporter) failed(retried, dead []int64, nextDue time.Time, c delivery.Counters) {
 	r.mu.Lock()
 	r.retried = append(r.retried, retried...)
 	r.dead = append(r.dead, dead...)
@@ -72,7 +72,7 @@ func (r *reporter) failed(retried, dead []int64, nextDue time.Time, c task.Count
 	r.mu.Unlock()
 }
 
-func (r *reporter) returned(reason task.Reason, offsets []int64, c task.Counters) {
+func (r *reporter) returned(reason delivery.Reason, offsets []int64, c delivery.Counters) {
 	r.mu.Lock()
 	r.back[reason] = append(r.back[reason], offsets...)
 	r.add(c)
@@ -87,19 +87,19 @@ func (r *reporter) flush(final bool) {
 		r.mu.Unlock()
 		return
 	}
-	rep := task.Report{TaskID: r.taskID, Group: r.job.Group, Queue: r.job.Queue, Version: r.job.Version, Generation: r.job.Generation,
-		Delivered: task.Ranges(r.sent), RetryWritten: task.Ranges(r.retried), DeadLettered: task.Ranges(r.dead), NextDueMS: r.nextDueMS,
+	rep := delivery.Report{TaskID: r.taskID, Group: r.job.Group, Queue: r.job.Queue, Version: r.job.Version, Generation: r.job.Generation,
+		Delivered: delivery.Ranges(r.sent), RetryWritten: delivery.Ranges(r.retried), DeadLettered: delivery.Ranges(r.dead), NextDueMS: r.nextDueMS,
 		Counters: r.counters, Final: final, Retry: r.job.Retry, Probe: r.job.Probe}
 	var back []int64
 	if len(r.back) > 0 {
-		rep.Returned = map[task.Reason][]task.Range{}
+		rep.Returned = map[delivery.Reason][]delivery.Range{}
 		for k, v := range r.back {
-			rep.Returned[k] = task.Ranges(v)
+			rep.Returned[k] = delivery.Ranges(v)
 			back = append(back, v...)
 		}
 	}
 	sent := r.sent
-	r.sent, r.retried, r.dead, r.back, r.nextDueMS, r.counters, r.final = nil, nil, nil, map[task.Reason][]int64{}, 0, task.Counters{}, final
+	r.sent, r.retried, r.dead, r.back, r.nextDueMS, r.counters, r.final = nil, nil, nil, map[delivery.Reason][]int64{}, 0, delivery.Counters{}, final
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -114,9 +114,9 @@ func (r *reporter) flush(final bool) {
 	}
 	b, _ := json.Marshal(rep)
 	pipe := r.w.rdb.Pipeline()
-	pipe.RPush(ctx, task.ReportsKey(r.w.namespace, r.job.Owner), b)
+	pipe.RPush(ctx, r.w.keys.Reports(r.job.Owner), b)
 	if final && r.beating.Load() {
-		pipe.Del(ctx, task.HeartbeatKey(r.w.namespace, r.taskID))
+		pipe.Del(ctx, r.w.keys.Heartbeat(r.taskID))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		// The dispatcher re-dispatches jobs whose reports never arrive: a duplicate, never a loss.
@@ -129,7 +129,7 @@ func (r *reporter) flush(final bool) {
 // keeps the job's heartbeat key alive, until ctx ends. Short jobs never write the
 // key: the dispatcher's deadline (≥ JobDeadlineBase) covers them.
 func (r *reporter) heartbeat(ctx context.Context, interval time.Duration) {
-	key := task.HeartbeatKey(r.w.namespace, r.taskID)
+	key := r.w.keys.Heartbeat(r.taskID)
 	ttl := r.w.cfg.HeartbeatTTL
 	progress := time.NewTicker(interval)
 	defer progress.Stop()

@@ -16,12 +16,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/fence"
 	"github.com/heraldhq/herald/internal/signing"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
-	"github.com/heraldhq/herald/worker/task"
 )
 
 // groupTTL is how long a worker trusts its copy of a group's settings; changes apply
@@ -30,14 +30,14 @@ const groupTTL = time.Second
 
 // Worker runs delivery jobs. Create it with New and start it with Run.
 type Worker struct {
-	cfg       config.Worker
-	namespace string
-	st        *store.Store
-	rdb       redis.UniversalClient
-	redisOpt  asynq.RedisClientOpt
-	client    *http.Client
-	log       *slog.Logger
-	fences    *fence.Watcher
+	cfg      config.Worker
+	keys     delivery.Keys
+	st       *store.Store
+	rdb      redis.UniversalClient
+	redisOpt asynq.RedisClientOpt
+	client   *http.Client
+	log      *slog.Logger
+	fences   *fence.Watcher
 
 	mu     sync.Mutex
 	groups map[int64]*cachedGroup
@@ -50,10 +50,10 @@ type Worker struct {
 }
 
 // New returns a Worker. guard decides which endpoint addresses may be dialled.
-func New(cfg config.Worker, namespace string, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisClientOpt, guard ssrf.Guard, log *slog.Logger) *Worker {
-	return &Worker{cfg: cfg, namespace: namespace, st: st, rdb: rdb, redisOpt: redisOpt, client: newClient(guard), log: log,
-		fences: fence.NewWatcher(rdb, namespace),
-		groups: map[int64]*cachedGroup{}, topics: map[int64]string{}, attempts: make(chan models.DeliveryAttempt, 100_000), stopping: make(chan struct{})}
+func New(cfg config.Worker, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisClientOpt, guard ssrf.Guard, log *slog.Logger) *Worker {
+	return &Worker{cfg: cfg, keys: keys, st: st, rdb: rdb, redisOpt: redisOpt, client: newClient(guard), log: log,
+		groups: map[int64]*cachedGroup{}, topics: map[int64]string{}, attempts: make(chan models.DeliveryAttempt, 100_000), stopping: make(chan struct{}),
+		fences: fence.NewWatcher(rdb, keys)}
 }
 
 // Run serves delivery jobs until ctx ends. Shutdown order: no new POST starts (jobs
@@ -65,7 +65,7 @@ func New(cfg config.Worker, namespace string, st *store.Store, rdb redis.Univers
 func (w *Worker) Run(ctx context.Context) error {
 	srv := asynq.NewServer(w.redisOpt, asynq.Config{
 		Concurrency:              w.cfg.Concurrency,
-		Queues:                   map[string]int{task.AsynqQueue(w.namespace): 1},
+		Queues:                   map[string]int{w.keys.AsynqQueue(): 1},
 		TaskCheckInterval:        w.cfg.TaskCheckInterval,
 		ShutdownTimeout:          w.cfg.ShutdownTimeout,
 		DelayedTaskCheckInterval: time.Second,
@@ -82,7 +82,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.log.Warn("fence subscription not confirmed; jobs still check the fence when they start")
 	}
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(task.TypeDeliver, w.handle)
+	mux.HandleFunc(delivery.TypeDeliver, w.handle)
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start asynq server: %w", err)
 	}

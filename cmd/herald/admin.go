@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/heraldhq/herald/api"
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -20,8 +21,8 @@ func openStore(ctx context.Context, vals map[string]*string) (*store.Store, erro
 }
 
 // openMigratedStore is openStore for commands that need the schema up to date.
-func openMigratedStore(ctx context.Context, vals map[string]*string) (*store.Store, error) {
-	st, err := openStore(ctx, vals)
+func openMigratedStore(ctx context.Context, cfg config.Config) (*store.Store, error) {
+	st, err := store.Open(ctx, cfg.MySQLDSN)
 	if err != nil {
 		return nil, err
 	}
@@ -80,12 +81,16 @@ func runUser(ctx context.Context, args []string) error {
 	if *name == "" || !models.ValidRole(models.Role(*role)) {
 		return errors.New("give --username and a --role of admin, operator or viewer")
 	}
-	st, err := openMigratedStore(ctx, vals)
+	cfg, err := loadConfig(vals)
+	if err != nil {
+		return err
+	}
+	st, err := openMigratedStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	hash, err := api.HashPassword(*pw)
+	hash, err := auth.HashPassword(*pw, cfg.BcryptCost)
 	if err != nil {
 		return err
 	}
@@ -116,12 +121,16 @@ func runAPIKey(ctx context.Context, args []string) error {
 			return fmt.Errorf("topic pattern %q is not valid", p)
 		}
 	}
-	st, err := openMigratedStore(ctx, vals)
+	cfg, err := loadConfig(vals)
+	if err != nil {
+		return err
+	}
+	st, err := openMigratedStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	key, prefix, hash := api.NewAPIKey()
+	key, prefix, hash := auth.NewAPIKey()
 	if err := st.APIKeyCreate(ctx, &models.APIKey{Name: *name, Prefix: prefix, Hash: hash, Topics: pats}); err != nil {
 		return err
 	}
@@ -138,7 +147,7 @@ func bootstrapAdmin(ctx context.Context, a *app.App) error {
 	if err != nil || n > 0 {
 		return err
 	}
-	hash, err := api.HashPassword(a.Cfg.AdminPassword)
+	hash, err := auth.HashPassword(a.Cfg.AdminPassword, a.Cfg.BcryptCost)
 	if err != nil {
 		return fmt.Errorf("HERALD_ADMIN_PASSWORD: %w", err)
 	}

@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/heraldhq/herald/api"
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/demo"
 	"github.com/heraldhq/herald/internal/signing"
 	"github.com/heraldhq/herald/models"
@@ -135,8 +135,8 @@ func runDemo(ctx context.Context, log *slog.Logger, a *app.App) error {
 	}
 	env := readDemoEnv()
 	key := env["HERALD_DEMO_API_KEY"]
-	if prefix, ok := keyPrefix(key); !ok || func() bool { _, err := a.Store.APIKeyGetByPrefix(ctx, prefix); return err != nil }() {
-		k, prefix, hash := api.NewAPIKey()
+	if prefix, ok := auth.ParseAPIKey(key); !ok || func() bool { _, err := a.Store.APIKeyGetByPrefix(ctx, prefix); return err != nil }() {
+		k, prefix, hash := auth.NewAPIKey()
 		if err := a.Store.APIKeyCreate(ctx, &models.APIKey{Name: "demo", Prefix: prefix, Hash: hash, Topics: []string{"github.*"}}); err != nil {
 			return err
 		}
@@ -168,19 +168,13 @@ Publish a real GitHub push payload:
 
 Secrets live in %[10]s. Stop with Ctrl-C.
 
-`, base, os.Getenv("HERALD_ADMIN_USER"), os.Getenv("HERALD_ADMIN_PASSWORD"), key, recvAddr, groupName, topicName, a.Cfg.MetricsAddr, reqFile, demoEnvFile)
+`, base, a.Cfg.AdminUser, a.Cfg.AdminPassword, key, recvAddr, groupName, topicName, a.Cfg.MetricsAddr, reqFile, demoEnvFile)
 	eg, ctx := errgroup.WithContext(ctx)
 	eg.Go(func() error { return recv.Run(ctx, ln) })
 	eg.Go(func() error { return a.Run(ctx, nil) })
 	err = eg.Wait()
 	log.Info("herald stopped", "roles", "all --demo", "err", err)
 	return err
-}
-
-func keyPrefix(key string) (string, bool) {
-	rest, ok := strings.CutPrefix(key, "hk_")
-	p, _, ok2 := strings.Cut(rest, "_")
-	return p, ok && ok2 && p != ""
 }
 
 func displayAddr(addr string) string {

@@ -1,7 +1,7 @@
 // Command herald is Herald's one binary. Subcommands:
 //
 //	herald all [--demo]       every role in one process (make run uses --demo)
-//	herald api | dispatcher | worker
+//	herald api | dispatcher | worker | maintenance
 //	herald migrate up|down|status
 //	herald user create --username U --password P [--role admin|operator|viewer]
 //	herald apikey create --name N --topics 'orders,orders.*'
@@ -37,30 +37,43 @@ func main() {
 	}
 }
 
-const usage = `usage: herald <all|api|dispatcher|worker|migrate|user|apikey|version> [flags]`
+const usage = `usage: herald <all|api|dispatcher|worker|maintenance|migrate|user|apikey|version> [flags]`
 
-// globalFlags maps flags to the HERALD_* variables they override.
-var globalFlags = map[string]string{
-	"mysql-dsn": "HERALD_MYSQL_DSN", "redis-addr": "HERALD_REDIS_ADDR", "http-addr": "HERALD_HTTP_ADDR",
-	"metrics-addr": "HERALD_METRICS_ADDR", "namespace": "HERALD_NAMESPACE",
+// globalFlags are the flags every command takes; each overrides one HERALD_*
+// setting on the loaded Config (the environment itself is left alone).
+var globalFlags = []struct {
+	name, env string
+	set       func(*config.Config, string)
+}{
+	{"mysql-dsn", "HERALD_MYSQL_DSN", func(c *config.Config, v string) { c.MySQLDSN = v }},
+	{"redis-addr", "HERALD_REDIS_ADDR", func(c *config.Config, v string) { c.RedisAddr = v }},
+	{"http-addr", "HERALD_HTTP_ADDR", func(c *config.Config, v string) { c.HTTPAddr = v }},
+	{"metrics-addr", "HERALD_METRICS_ADDR", func(c *config.Config, v string) { c.MetricsAddr = v }},
+	{"namespace", "HERALD_NAMESPACE", func(c *config.Config, v string) { c.Namespace = v }},
 }
 
-func newFlags(name string) (*flag.FlagSet, map[string]*string) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	vals := map[string]*string{}
-	for f, env := range globalFlags {
-		vals[env] = fs.String(f, "", "overrides "+env)
+// newFlags returns a flag set with the global flags; vals holds their values by flag name.
+func newFlags(name string) (fs *flag.FlagSet, vals map[string]*string) {
+	fs = flag.NewFlagSet(name, flag.ContinueOnError)
+	vals = map[string]*string{}
+	for _, f := range globalFlags {
+		vals[f.name] = fs.String(f.name, "", "overrides "+f.env)
 	}
 	return fs, vals
 }
 
+// loadConfig reads the HERALD_* environment and applies the global flags given.
 func loadConfig(vals map[string]*string) (config.Config, error) {
-	for env, v := range vals {
-		if *v != "" {
-			os.Setenv(env, *v)
+	cfg, err := config.Load()
+	if err != nil {
+		return cfg, err
+	}
+	for _, f := range globalFlags {
+		if v := vals[f.name]; v != nil && *v != "" {
+			f.set(&cfg, *v)
 		}
 	}
-	return config.Load()
+	return cfg, nil
 }
 
 func run(log *slog.Logger, args []string) error {
@@ -74,7 +87,7 @@ func run(log *slog.Logger, args []string) error {
 	case "version":
 		fmt.Println("herald", version)
 		return nil
-	case "all", "api", "dispatcher", "worker":
+	case "all", "api", "dispatcher", "worker", "maintenance":
 		return runRoles(ctx, log, cmd, rest)
 	case "migrate":
 		return runMigrate(ctx, rest)
@@ -109,6 +122,8 @@ func runRoles(ctx context.Context, log *slog.Logger, cmd string, args []string) 
 		roles = app.Roles{Dispatcher: true}
 	case "worker":
 		roles = app.Roles{Worker: true}
+	case "maintenance":
+		roles = app.Roles{Maintenance: true}
 	}
 	a, err := app.Open(ctx, cfg, roles, log)
 	if err != nil {

@@ -1,5 +1,5 @@
-// Package app wires Herald's roles (api, dispatcher, worker) from a Config, for the
-// herald binary and for in-process black-box tests.
+// Package app wires Herald's roles (api, dispatcher, worker, maintenance) from a
+// Config, for the herald binary and for in-process black-box tests.
 package app
 
 import (
@@ -16,22 +16,25 @@ import (
 	"github.com/heraldhq/herald/api"
 	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/groupcommit"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/secrets"
 	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/maintenance"
 	"github.com/heraldhq/herald/models/store"
 	"github.com/heraldhq/herald/worker"
 )
 
-// Roles selects what a process runs.
+// Roles selects what a process runs. Maintenance may run in any number of
+// processes: they share one lease and only its holder works.
 type Roles struct {
-	API, Dispatcher, Worker bool
+	API, Dispatcher, Worker, Maintenance bool
 }
 
 // All runs every role in one process (`herald all`, `make run`).
-var All = Roles{API: true, Dispatcher: true, Worker: true}
+var All = Roles{API: true, Dispatcher: true, Worker: true, Maintenance: true}
 
 // App is a set of roles sharing one MySQL pool and one Redis client.
 type App struct {
@@ -43,7 +46,9 @@ type App struct {
 	Writer     *groupcommit.Writer
 	Dispatcher *dispatcher.Dispatcher
 	Worker     *worker.Worker
-	log        *slog.Logger
+	// Maintenance is the maintenance role (nil unless Roles.Maintenance).
+	Maintenance *maintenance.Maintainer
+	log         *slog.Logger
 }
 
 // Open connects to MySQL and Redis, refuses to continue while migrations are pending
@@ -77,17 +82,21 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 	}
 	a := &App{Cfg: cfg, Store: st, Redis: rdb, RedisOpt: ropt, log: log}
 	guard := ssrf.Guard{AllowPrivate: cfg.AllowPrivateEndpoints}
+	keys := delivery.Keys{Namespace: cfg.Namespace}
 	if roles.API {
-		n := notify.New(rdb, cfg.Namespace)
+		n := notify.New(rdb, keys)
 		a.Writer = groupcommit.New(st, n, log)
 		a.Writer.Lanes = cfg.PublishLanes
-		a.API = api.New(cfg, st, rdb, a.Writer, n, guard, log)
+		a.API = api.New(api.Options{JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost, Keys: keys}, st, rdb, a.Writer, n, guard, log)
 	}
 	if roles.Dispatcher {
-		a.Dispatcher = dispatcher.New(cfg.Dispatcher, cfg.Namespace, st, rdb, ropt, log, nil)
+		a.Dispatcher = dispatcher.New(cfg.Dispatcher, keys, st, rdb, ropt, log, nil)
 	}
 	if roles.Worker {
-		a.Worker = worker.New(cfg.Worker, cfg.Namespace, st, rdb, ropt, guard, log)
+		a.Worker = worker.New(cfg.Worker, keys, st, rdb, ropt, guard, log)
+	}
+	if roles.Maintenance {
+		a.Maintenance = maintenance.New(cfg.Maintenance, keys, st, rdb, log)
 	}
 	return a, nil
 }
@@ -123,9 +132,17 @@ func useKeyring(ctx context.Context, cfg config.Config, st *store.Store, roles R
 }
 
 // Run runs the roles until ctx ends. apiLn is the api's listener (nil: listen on
-// Cfg.HTTPAddr). Shutdown order: the api stops taking requests and the writer
-// flushes what it holds; the worker finishes running POSTs and reports; the
-// dispatcher commits cursors and releases its leases.
+// Cfg.HTTPAddr). Shutdown order, once ctx ends (the roles stop side by side, each in
+// its own order):
+//   - api: the server stops accepting and drains in-flight requests (up to 10 s);
+//     only then does the group-commit writer stop, so a publish still being read
+//     is flushed, never refused with groupcommit.ErrClosed;
+//   - worker: starts no new POST, finishes running ones and reports the rest as
+//     returned;
+//   - dispatcher: commits cursors and releases its leases;
+//   - maintenance: finishes its current duty and releases its lease.
+//
+// Run returns when every role has stopped; the first role error stops the others.
 func (a *App) Run(ctx context.Context, apiLn net.Listener) error {
 	eg, ctx := errgroup.WithContext(ctx)
 	if a.API != nil {
@@ -136,14 +153,19 @@ func (a *App) Run(ctx context.Context, apiLn net.Listener) error {
 			}
 			apiLn = ln
 		}
-		eg.Go(func() error { return a.Writer.Run(ctx) })
-		eg.Go(func() error { return a.API.Serve(ctx, apiLn) })
+		// The writer outlives ctx until Serve has drained: requests in flight still submit.
+		writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+		eg.Go(func() error { return a.Writer.Run(writerCtx) })
+		eg.Go(func() error { defer stopWriter(); return a.API.Serve(ctx, apiLn) })
 	}
 	if a.Worker != nil {
 		eg.Go(func() error { return a.Worker.Run(ctx) })
 	}
 	if a.Dispatcher != nil {
 		eg.Go(func() error { return a.Dispatcher.Run(ctx) })
+	}
+	if a.Maintenance != nil {
+		eg.Go(func() error { return a.Maintenance.Run(ctx) })
 	}
 	if a.Cfg.MetricsAddr != "" {
 		eg.Go(func() error { return metrics.Serve(ctx, a.Cfg.MetricsAddr) })

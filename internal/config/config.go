@@ -34,6 +34,9 @@ type Config struct {
 	// AdminUser and AdminPassword create the first admin when no user exists.
 	AdminUser     string `env:"ADMIN_USER"`
 	AdminPassword string `env:"ADMIN_PASSWORD"`
+	// BcryptCost is the bcrypt work factor of new password hashes (4 to 31). Default
+	// 12 (auth.DefaultBcryptCost); tests lower it.
+	BcryptCost int `env:"BCRYPT_COST" envDefault:"12"`
 	// AllowPrivateEndpoints permits loopback and private endpoint addresses. Default false.
 	AllowPrivateEndpoints bool `env:"ALLOW_PRIVATE_ENDPOINTS" envDefault:"false"`
 	// EncryptionKey seals signing secrets at rest with AES-256-GCM: 32 bytes as 64 hex
@@ -45,11 +48,32 @@ type Config struct {
 
 	// PublishLanes is how many group-commit flushes the api runs at once per db node,
 	// each on its own connection. Default 1, as DESIGN §3: two lanes measured no
-	// better on 2 cores (bench/results/publish-lanes.md).
+	// better on 2 cores (docs/measurements/publish-lanes.md).
 	PublishLanes int `env:"PUBLISH_LANES" envDefault:"1"`
 
-	Dispatcher Dispatcher `envPrefix:"DISPATCHER_"`
-	Worker     Worker     `envPrefix:"WORKER_"`
+	Dispatcher  Dispatcher  `envPrefix:"DISPATCHER_"`
+	Worker      Worker      `envPrefix:"WORKER_"`
+	Maintenance Maintenance `envPrefix:"MAINTENANCE_"`
+}
+
+// Maintenance tunes the maintenance role: work that runs once per deployment under
+// a lease in MySQL, whichever process holds it (DESIGN §2, docs/decisions.md).
+type Maintenance struct {
+	// LeaseDuration is how long a renewal keeps the maintenance lease (database
+	// time); a crashed holder's duties resume elsewhere after it. Default 15s.
+	LeaseDuration time.Duration `env:"LEASE_DURATION" envDefault:"15s"`
+	// RenewInterval is how often the holder renews the lease and others try to take
+	// it; well under LeaseDuration. Default 2s.
+	RenewInterval time.Duration `env:"RENEW_INTERVAL" envDefault:"2s"`
+	// OutboxInterval is how often the dead-letter outbox runs without a wake-up (a
+	// dispatcher asks for a run after each dead-letter report). Default 5s.
+	OutboxInterval time.Duration `env:"OUTBOX_INTERVAL" envDefault:"5s"`
+	// LagInterval is how often every group's lag is sampled into the per-minute
+	// rollups. Default 20s.
+	LagInterval time.Duration `env:"LAG_INTERVAL" envDefault:"20s"`
+	// AttemptRetention is how long delivery attempts are kept (daily partitions,
+	// checked hourly). Default 168h.
+	AttemptRetention time.Duration `env:"ATTEMPT_RETENTION" envDefault:"168h"`
 }
 
 // Dispatcher tunes the dispatcher role (DESIGN §4).
@@ -87,8 +111,6 @@ type Dispatcher struct {
 	// DisableAfter auto-pauses (disables) a group that failed without a success for
 	// this long (DESIGN §5). Default 72h.
 	DisableAfter time.Duration `env:"DISABLE_AFTER" envDefault:"72h"`
-	// AttemptRetention is how long delivery attempts are kept (daily partitions). Default 168h.
-	AttemptRetention time.Duration `env:"ATTEMPT_RETENTION" envDefault:"168h"`
 	// MaxGenerations is how many times a job without reports is re-dispatched before its
 	// messages are backed off as no_report. Default 5.
 	MaxGenerations int `env:"MAX_GENERATIONS" envDefault:"5"`
@@ -139,6 +161,12 @@ func (c Config) Validate() error {
 	}
 	if d := c.Dispatcher; d.HeartbeatInterval <= 0 || d.LeaseDuration < 2*d.HeartbeatInterval {
 		errs = append(errs, errors.New("HERALD_DISPATCHER_LEASE_DURATION must be at least twice HERALD_DISPATCHER_HEARTBEAT_INTERVAL"))
+	}
+	if c.Maintenance.RenewInterval <= 0 || c.Maintenance.LeaseDuration <= c.Maintenance.RenewInterval {
+		errs = append(errs, errors.New("HERALD_MAINTENANCE_RENEW_INTERVAL must be >0 and < HERALD_MAINTENANCE_LEASE_DURATION"))
+	}
+	if c.BcryptCost < 4 || c.BcryptCost > 31 {
+		errs = append(errs, errors.New("HERALD_BCRYPT_COST must be between 4 and 31"))
 	}
 	if c.Worker.Concurrency < 1 {
 		errs = append(errs, errors.New("HERALD_WORKER_CONCURRENCY must be ≥1"))

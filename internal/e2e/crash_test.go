@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/testinfra"
-	"github.com/heraldhq/herald/worker/task"
 )
 
 // startWorkerProcess runs `herald worker` against h's database and namespace and
@@ -79,7 +79,7 @@ func TestWorkerKilledMidPost(t *testing.T) {
 
 	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: h.Cfg.RedisAddr})
 	defer insp.Close()
-	active, err := insp.ListActiveTasks(task.AsynqQueue(h.Cfg.Namespace))
+	active, err := insp.ListActiveTasks(delivery.Keys{Namespace: h.Cfg.Namespace}.AsynqQueue())
 	require.NoError(t, err)
 	require.Len(t, active, 1, "the killed worker's task is left active")
 	require.True(t, strings.HasSuffix(active[0].ID, ":g0"), active[0].ID)

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/testinfra"
-	"github.com/heraldhq/herald/worker/task"
 )
 
 // TestResetWhilePausedSkipsBacklog pauses a group, lets a backlog build, resets it
@@ -110,7 +110,7 @@ func TestResetFencesQueuedJobs(t *testing.T) {
 	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: h.Cfg.RedisAddr})
 	defer insp.Close()
 	require.Eventually(t, func() bool {
-		pending, err := insp.ListPendingTasks(task.AsynqQueue(h.Cfg.Namespace))
+		pending, err := insp.ListPendingTasks(delivery.Keys{Namespace: h.Cfg.Namespace}.AsynqQueue())
 		return err == nil && len(pending) > 0
 	}, 10*time.Second, 10*time.Millisecond, "the dispatcher never enqueued the backlog")
 	h.Admin("POST", "/groups/g/offsets/reset", map[string]any{"to": "latest"}, 200)
@@ -118,7 +118,7 @@ func TestResetFencesQueuedJobs(t *testing.T) {
 	marker := h.Publish(key, "t", map[string]any{"body": "after"})[0]
 	require.Eventually(t, func() bool { return len(r.Get(marker.ID)) > 0 }, 10*time.Second, 5*time.Millisecond)
 	require.Eventually(t, func() bool {
-		pending, err := insp.ListPendingTasks(task.AsynqQueue(h.Cfg.Namespace))
+		pending, err := insp.ListPendingTasks(delivery.Keys{Namespace: h.Cfg.Namespace}.AsynqQueue())
 		return err == nil && len(pending) == 0
 	}, 10*time.Second, 10*time.Millisecond, "the old jobs were never taken")
 	time.Sleep(200 * time.Millisecond)

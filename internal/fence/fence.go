@@ -19,7 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/heraldhq/herald/worker/task"
+	"github.com/heraldhq/herald/internal/delivery"
 )
 
 // raise sets each field to max(current, new) and publishes the announcement, in one
@@ -40,7 +40,7 @@ return 1
 // version; a fence never goes down) and announces them to workers. One Redis round
 // trip (EVALSHA); it returns Redis's error, in which case workers may still send
 // older jobs (duplicates, never a loss).
-func Raise(ctx context.Context, rdb redis.Scripter, namespace string, group int64, versions map[int64]int64) error {
+func Raise(ctx context.Context, rdb redis.Scripter, keys delivery.Keys, group int64, versions map[int64]int64) error {
 	if len(versions) == 0 {
 		return nil
 	}
@@ -51,8 +51,8 @@ func Raise(ctx context.Context, rdb redis.Scripter, namespace string, group int6
 		msg.WriteString(" " + strconv.FormatInt(q, 10) + ":" + strconv.FormatInt(v, 10))
 		args = append(args, q, v)
 	}
-	args[0], args[1] = task.FenceChannel(namespace), msg.String()
-	return raise.Run(ctx, rdb, []string{task.FenceKey(namespace, group)}, args...).Err()
+	args[0], args[1] = keys.FenceChannel(), msg.String()
+	return raise.Run(ctx, rdb, []string{keys.Fence(group)}, args...).Err()
 }
 
 // parse reads an announcement "<group> <queue>:<version> …".

@@ -9,15 +9,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/heraldhq/herald/worker/task"
+	"github.com/heraldhq/herald/internal/delivery"
 )
 
 // Watcher is a worker's view of the fences: what it read at job starts and what was
 // announced since, per (group, queue). Create it with NewWatcher and run Run; every
 // method is safe for concurrent use.
 type Watcher struct {
-	rdb       redis.UniversalClient
-	namespace string
+	rdb  redis.UniversalClient
+	keys delivery.Keys
 
 	mu      sync.Mutex
 	fences  map[[2]int64]int64
@@ -26,16 +26,16 @@ type Watcher struct {
 	once    sync.Once
 }
 
-// NewWatcher returns a Watcher for namespace.
-func NewWatcher(rdb redis.UniversalClient, namespace string) *Watcher {
-	return &Watcher{rdb: rdb, namespace: namespace, fences: map[[2]int64]int64{}, changed: make(chan struct{}), ready: make(chan struct{})}
+// NewWatcher returns a Watcher for the namespace of keys.
+func NewWatcher(rdb redis.UniversalClient, keys delivery.Keys) *Watcher {
+	return &Watcher{rdb: rdb, keys: keys, fences: map[[2]int64]int64{}, changed: make(chan struct{}), ready: make(chan struct{})}
 }
 
 // Run keeps the subscription to the fence channel until ctx ends; go-redis
 // resubscribes after a dropped connection (announcements sent meanwhile are lost;
 // Load at the next job start covers them).
 func (w *Watcher) Run(ctx context.Context) error {
-	sub := w.rdb.Subscribe(ctx, task.FenceChannel(w.namespace))
+	sub := w.rdb.Subscribe(ctx, w.keys.FenceChannel())
 	defer sub.Close()
 	for ctx.Err() == nil {
 		if _, err := sub.Receive(ctx); err == nil {
@@ -87,7 +87,7 @@ func (w *Watcher) merge(group int64, versions map[int64]int64) {
 // in-memory view and reports whether version is below it. A Redis error is returned
 // with stale=false: sending a job that may be stale costs a duplicate, never a loss.
 func (w *Watcher) Load(ctx context.Context, group, queue, version int64) (stale bool, err error) {
-	s, err := w.rdb.HGet(ctx, task.FenceKey(w.namespace, group), strconv.FormatInt(queue, 10)).Result()
+	s, err := w.rdb.HGet(ctx, w.keys.Fence(group), strconv.FormatInt(queue, 10)).Result()
 	if errors.Is(err, redis.Nil) {
 		return w.Stale(group, queue, version), nil
 	}

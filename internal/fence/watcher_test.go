@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/fence"
 	"github.com/heraldhq/herald/internal/testinfra"
-	"github.com/heraldhq/herald/worker/task"
 )
 
 // TestRaiseAndWatch: a raised fence never goes down in Redis, a running Watcher
@@ -18,9 +18,10 @@ import (
 func TestRaiseAndWatch(t *testing.T) {
 	t.Parallel()
 	rdb, ns := testinfra.Redis(t)
+	keys := delivery.Keys{Namespace: ns}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := fence.NewWatcher(rdb, ns)
+	w := fence.NewWatcher(rdb, keys)
 	done := make(chan struct{})
 	go func() { _ = w.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
@@ -28,7 +29,7 @@ func TestRaiseAndWatch(t *testing.T) {
 
 	changed := w.Changed()
 	require.False(t, w.Stale(1, 2, 5))
-	require.NoError(t, fence.Raise(ctx, rdb, ns, 1, map[int64]int64{2: 6, 3: 4}))
+	require.NoError(t, fence.Raise(ctx, rdb, keys, 1, map[int64]int64{2: 6, 3: 4}))
 	select {
 	case <-changed:
 	case <-time.After(5 * time.Second):
@@ -39,12 +40,12 @@ func TestRaiseAndWatch(t *testing.T) {
 	require.True(t, w.Stale(1, 3, 3))
 	require.False(t, w.Stale(2, 2, 1), "another group is not fenced")
 
-	require.NoError(t, fence.Raise(ctx, rdb, ns, 1, map[int64]int64{2: 3}))
-	v, err := rdb.HGet(ctx, task.FenceKey(ns, 1), "2").Int64()
+	require.NoError(t, fence.Raise(ctx, rdb, keys, 1, map[int64]int64{2: 3}))
+	v, err := rdb.HGet(ctx, keys.Fence(1), "2").Int64()
 	require.NoError(t, err)
 	require.EqualValues(t, 6, v, "a fence never goes down")
 
-	fresh := fence.NewWatcher(rdb, ns) // never subscribed
+	fresh := fence.NewWatcher(rdb, keys) // never subscribed
 	stale, err := fresh.Load(ctx, 1, 2, 5)
 	require.NoError(t, err)
 	require.True(t, stale)
@@ -58,8 +59,9 @@ func TestRaiseAndWatch(t *testing.T) {
 // the pub/sub delivery.
 func BenchmarkRaiseToNotice(b *testing.B) {
 	rdb, ns := testinfra.Redis(b)
+	keys := delivery.Keys{Namespace: ns}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := fence.NewWatcher(rdb, ns)
+	w := fence.NewWatcher(rdb, keys)
 	done := make(chan struct{})
 	go func() { _ = w.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
@@ -67,7 +69,7 @@ func BenchmarkRaiseToNotice(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		changed := w.Changed()
-		if err := fence.Raise(ctx, rdb, ns, 1, map[int64]int64{1: int64(i + 1)}); err != nil {
+		if err := fence.Raise(ctx, rdb, keys, 1, map[int64]int64{1: int64(i + 1)}); err != nil {
 			b.Fatal(err)
 		}
 		<-changed
@@ -77,7 +79,8 @@ func BenchmarkRaiseToNotice(b *testing.B) {
 // BenchmarkStale is the per-POST check: a map read under a mutex.
 func BenchmarkStale(b *testing.B) {
 	rdb, ns := testinfra.Redis(b)
-	w := fence.NewWatcher(rdb, ns)
+	keys := delivery.Keys{Namespace: ns}
+	w := fence.NewWatcher(rdb, keys)
 	for range b.N {
 		w.Stale(1, 2, 3)
 	}
@@ -86,9 +89,10 @@ func BenchmarkStale(b *testing.B) {
 // BenchmarkLoad is the per-job check: one HGET.
 func BenchmarkLoad(b *testing.B) {
 	rdb, ns := testinfra.Redis(b)
+	keys := delivery.Keys{Namespace: ns}
 	ctx := context.Background()
-	require.NoError(b, fence.Raise(ctx, rdb, ns, 1, map[int64]int64{2: 5}))
-	w := fence.NewWatcher(rdb, ns)
+	require.NoError(b, fence.Raise(ctx, rdb, keys, 1, map[int64]int64{2: 5}))
+	w := fence.NewWatcher(rdb, keys)
 	b.ResetTimer()
 	for range b.N {
 		if _, err := w.Load(ctx, 1, 2, 5); err != nil {

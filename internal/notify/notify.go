@@ -1,6 +1,8 @@
 // Package notify carries wake-ups over Redis pub/sub: the api publishes a queue id
 // after each flush that touched it, and "g<id>" after a group change; dispatchers
-// subscribe. Notifications are hints: a lost one costs at most the fallback poll.
+// subscribe. A dispatcher publishes "d" after a dead-letter report, which wakes the
+// maintenance role's outbox; the outbox publishes the dead-letter queues it appended
+// to. Notifications are hints: a lost one costs at most the fallback poll.
 package notify
 
 import (
@@ -10,24 +12,30 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/heraldhq/herald/worker/task"
+	"github.com/heraldhq/herald/internal/delivery"
 )
 
-// Event is one wake-up: Queue > 0 after a publish, Group > 0 after a group change.
+// Event is one wake-up: Queue > 0 after a publish, Group > 0 after a group change,
+// DeadLetters after dead letters were written.
 type Event struct {
-	Queue int64
-	Group int64
+	Queue       int64
+	Group       int64
+	DeadLetters bool
 }
 
-// Notifier publishes events on namespace's channel.
+// deadLettersPayload is the payload of a DeadLetters event. Receivers that predate
+// it read it as queue 0 and ignore it.
+const deadLettersPayload = "d"
+
+// Notifier publishes events on the namespace's channel (delivery.Keys.NotifyChannel).
 type Notifier struct {
 	rdb     redis.UniversalClient
 	channel string
 }
 
-// New returns a Notifier for namespace.
-func New(rdb redis.UniversalClient, namespace string) *Notifier {
-	return &Notifier{rdb: rdb, channel: task.NotifyChannel(namespace)}
+// New returns a Notifier publishing on keys' notify channel.
+func New(rdb redis.UniversalClient, keys delivery.Keys) *Notifier {
+	return &Notifier{rdb: rdb, channel: keys.NotifyChannel()}
 }
 
 // Queues publishes one notification per queue id, pipelined in one round trip.
@@ -48,10 +56,15 @@ func (n *Notifier) Group(ctx context.Context, id int64) error {
 	return n.rdb.Publish(ctx, n.channel, "g"+strconv.FormatInt(id, 10)).Err()
 }
 
+// DeadLetters publishes that new dead letters wait for the outbox.
+func (n *Notifier) DeadLetters(ctx context.Context) error {
+	return n.rdb.Publish(ctx, n.channel, deadLettersPayload).Err()
+}
+
 // Subscribe delivers events to out until ctx ends. Events that find out full are
 // coalesced by the receiver's own state, so out may be small.
-func Subscribe(ctx context.Context, rdb redis.UniversalClient, namespace string, out chan<- Event) error {
-	sub := rdb.Subscribe(ctx, task.NotifyChannel(namespace))
+func Subscribe(ctx context.Context, rdb redis.UniversalClient, keys delivery.Keys, out chan<- Event) error {
+	sub := rdb.Subscribe(ctx, keys.NotifyChannel())
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil {
 		return err
@@ -66,7 +79,9 @@ func Subscribe(ctx context.Context, rdb redis.UniversalClient, namespace string,
 				return nil
 			}
 			var ev Event
-			if g, ok := strings.CutPrefix(m.Payload, "g"); ok {
+			if m.Payload == deadLettersPayload {
+				ev.DeadLetters = true
+			} else if g, ok := strings.CutPrefix(m.Payload, "g"); ok {
 				ev.Group, _ = strconv.ParseInt(g, 10, 64)
 			} else {
 				ev.Queue, _ = strconv.ParseInt(m.Payload, 10, 64)

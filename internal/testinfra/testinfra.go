@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/models/store"
 )
 
@@ -88,13 +89,14 @@ func Redis(t testing.TB) (*redis.Client, string) {
 	ns := RandomName("t")
 	t.Cleanup(func() {
 		ctx := context.Background()
-		for _, pat := range []string{ns + ":*", "asynq:{" + ns + "-*"} {
+		keys := delivery.Keys{Namespace: ns}
+		for _, pat := range keys.Patterns() {
 			iter := rdb.Scan(ctx, 0, pat, 1000).Iterator()
 			for iter.Next(ctx) {
 				rdb.Del(ctx, iter.Val())
 			}
 		}
-		rdb.SRem(ctx, "asynq:queues", ns+"-deliver")
+		rdb.SRem(ctx, delivery.AsynqQueuesSet, keys.AsynqQueue())
 		rdb.Close()
 	})
 	return rdb, ns

@@ -83,7 +83,7 @@ func (s *Store) CursorsCommit(ctx context.Context, owner string, commits []Curso
 	if len(commits) == 0 {
 		return nil, nil
 	}
-	tx, err := s.sql.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin commit: %w", err)
 	}

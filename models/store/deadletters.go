@@ -101,7 +101,7 @@ func (s *Store) DeadLetterGet(ctx context.Context, groupID, id int64) (*models.D
 func (s *Store) DeadLetterRedrive(ctx context.Context, f DeadLetterFilter) (int64, error) {
 	f.State = models.DeadLetterPending
 	w, args := f.where()
-	tx, err := s.sql.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -220,7 +220,7 @@ func (d deadLetterOrigin) headers(published []byte) (string, error) {
 // appendDeadLetter copies d's message to dlqQueue with the origin headers and marks
 // d appended, in one transaction.
 func (s *Store) appendDeadLetter(ctx context.Context, d deadLetterOrigin, dlqQueue int64) error {
-	tx, err := s.sql.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}

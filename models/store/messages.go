@@ -56,7 +56,7 @@ func (s *Store) MessagesInsert(ctx context.Context, reqs []*PublishRequest) erro
 	var tx execer = s.sql
 	var commit func() error
 	if len(order) > 1 || hasIdempotency(reqs) {
-		t, err := s.sql.BeginTx(ctx, nil)
+		t, err := s.begin(ctx)
 		if err != nil {
 			return fmt.Errorf("begin publish: %w", err)
 		}

@@ -39,7 +39,7 @@ func (s *Store) RetryRecord(ctx context.Context, groupID int64, maxAttempts int,
 		return out, nil
 	}
 	now := time.Now().UTC()
-	tx, err := s.sql.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return out, fmt.Errorf("begin retry record: %w", err)
 	}

@@ -21,10 +21,14 @@ import (
 	"github.com/heraldhq/herald/models"
 )
 
-// Store is a handle on one db node's control and queue tables. Safe for concurrent use.
+// Store is a handle on one db node's control and queue tables. Safe for concurrent
+// use. A Store bound to a transaction (WithTx's tx) runs every method in it, gorm and
+// raw SQL alike.
 type Store struct {
 	db      *gorm.DB
-	sql     *sql.DB
+	sql     conn    // pool, or the transaction of a bound Store
+	pool    *sql.DB // the connection pool, also for a bound Store
+	tx      *sql.Tx // the transaction of a bound Store; nil otherwise
 	mariadb bool
 	dsn     string
 	keys    *secrets.Keyring // seals signing secrets at rest; nil stores plaintext (UseKeyring)
@@ -88,27 +92,72 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("open gorm: %w", err)
 	}
-	return &Store{db: gdb, sql: sqlDB, mariadb: strings.Contains(strings.ToLower(version), "mariadb"), dsn: cfg.FormatDSN()}, nil
+	return &Store{db: gdb, sql: sqlDB, pool: sqlDB, mariadb: strings.Contains(strings.ToLower(version), "mariadb"), dsn: cfg.FormatDSN()}, nil
 }
 
 // Close releases the connection pool.
-func (s *Store) Close() error { return s.sql.Close() }
+func (s *Store) Close() error { return s.pool.Close() }
 
 // MariaDB reports whether the server is MariaDB (true) or MySQL (false).
 func (s *Store) MariaDB() bool { return s.mariadb }
 
 // DB returns the underlying *sql.DB, for tests and benchmarks that inspect tables.
-func (s *Store) DB() *sql.DB { return s.sql }
+// It is the pool even on a bound Store.
+func (s *Store) DB() *sql.DB { return s.pool }
 
 // Ping checks the connection, for /readyz.
-func (s *Store) Ping(ctx context.Context) error { return s.sql.PingContext(ctx) }
+func (s *Store) Ping(ctx context.Context) error { return s.pool.PingContext(ctx) }
 
-// WithTx runs fn in one transaction on a Store bound to it; fn's error rolls back.
+// WithTx runs fn in one transaction on a Store bound to it; fn's error (or panic)
+// rolls back, nil commits. Every method of tx runs in the transaction, including
+// those that write with raw SQL or open a transaction of their own: those join this
+// one (their commit is deferred to WithTx's, their error rolls back all of it). On
+// a bound Store WithTx nests with a savepoint. Statements on one transaction run
+// one at a time, so fn must not call tx from several goroutines. DDL (CREATE TABLE)
+// commits implicitly in MySQL: keep it out of fn.
 func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(&Store{db: tx, sql: s.sql, mariadb: s.mariadb, dsn: s.dsn, keys: s.keys})
+	return s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error {
+		sqlTx, ok := gtx.Statement.ConnPool.(*sql.Tx)
+		if !ok {
+			return fmt.Errorf("begin transaction: gorm holds a %T, not a *sql.Tx", gtx.Statement.ConnPool)
+		}
+		return fn(&Store{db: gtx, sql: sqlTx, pool: s.pool, tx: sqlTx, mariadb: s.mariadb, dsn: s.dsn, keys: s.keys})
 	})
 }
+
+// conn is what *sql.DB and *sql.Tx share: the statements a Store method runs.
+type conn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// txConn is a transaction a method opened with begin.
+type txConn interface {
+	conn
+	Commit() error
+	Rollback() error
+}
+
+// begin opens a transaction for a method that needs several statements to be
+// atomic. On a bound Store it joins the bound transaction: Commit and Rollback are
+// then no-ops, and the error the method returns makes WithTx roll back.
+func (s *Store) begin(ctx context.Context) (txConn, error) {
+	if s.tx != nil {
+		return joinedTx{s.tx}, nil
+	}
+	tx, err := s.pool.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return tx, nil
+}
+
+// joinedTx is a bound Store's transaction as seen by a method that began its own.
+type joinedTx struct{ *sql.Tx }
+
+func (joinedTx) Commit() error   { return nil }
+func (joinedTx) Rollback() error { return nil }
 
 // Now returns the database clock (UTC, ms precision). Leases and holes use database
 // time, never local clocks.

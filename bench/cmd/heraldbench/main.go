@@ -31,7 +31,7 @@ type options struct {
 func parseFlags() options {
 	var o options
 	flag.StringVar(&o.herald, "herald", "bin/herald", "path of the herald binary")
-	flag.StringVar(&o.fixtures, "fixtures", "../shared/fixtures/github-webhooks", "directory of GitHub webhook JSON files with index.tsv (scenario b)")
+	flag.StringVar(&o.fixtures, "fixtures", "testdata/github-webhooks", "directory of GitHub webhook JSON files with index.tsv (scenario b)")
 	flag.StringVar(&o.results, "results", "bench/results", "directory for the report and Herald's log")
 	flag.StringVar(&o.dsn, "mysql-dsn", "root@tcp(127.0.0.1:3306)/herald_bench", "DSN of the benchmark database; it is DROPPED and recreated")
 	flag.StringVar(&o.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis address (a fresh namespace is used per run)")

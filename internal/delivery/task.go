@@ -1,0 +1,166 @@
+// Package delivery is the asynq contract between dispatcher and worker: the delivery
+// job's type name and payload, the report a worker sends back (task.go), and every
+// Redis key, pub/sub channel and asynq queue name Herald uses (keys.go). It is the
+// only package the two roles share besides models/store.
+package delivery
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/hibiken/asynq"
+)
+
+// TypeDeliver names the delivery-job asynq task.
+const TypeDeliver = "delivery:job"
+
+// Range is an inclusive run of offsets [First, Last], JSON-encoded as [first,last].
+type Range [2]int64
+
+// Ranges compresses offsets into sorted inclusive ranges.
+func Ranges(offsets []int64) []Range {
+	s := slices.Clone(offsets)
+	slices.Sort(s)
+	s = slices.Compact(s)
+	var out []Range
+	for _, o := range s {
+		if n := len(out); n > 0 && out[n-1][1]+1 == o {
+			out[n-1][1] = o
+			continue
+		}
+		out = append(out, Range{o, o})
+	}
+	return out
+}
+
+// Expand lists every offset of rs in order.
+func Expand(rs []Range) []int64 {
+	var out []int64
+	for _, r := range rs {
+		for o := r[0]; o <= r[1]; o++ {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Job is a delivery job: up to job_size messages of one (group, queue), named by
+// offset, to be POSTed as ceil(n / batch_size) batches with at most Parallelism
+// POSTs at once. Version and Generation fence it: reports of an older cursor version
+// are dropped; a re-dispatched job gets Generation+1. Owner is the dispatcher that
+// cut it (reports go to its list). Attempt is 1 for first deliveries.
+type Job struct {
+	Group       int64   `json:"g"`
+	Queue       int64   `json:"q"`
+	Version     int64   `json:"v"`
+	Generation  int     `json:"gen"`
+	Owner       string  `json:"o"`
+	Offsets     []Range `json:"off"`
+	Parallelism int     `json:"p"`
+	Attempt     int     `json:"a"`
+	// Retry marks a job cut from the retry topic; Attempts then holds each message's
+	// attempt number, aligned with Expand(Offsets).
+	Retry    bool  `json:"r,omitempty"`
+	Attempts []int `json:"as,omitempty"`
+	// BatchKeys, for a retry job, names each message's failed POST (aligned like
+	// Attempts): messages with different keys are never sent in one POST, so a batch
+	// that failed is re-sent as the same batch, under the same batch id.
+	BatchKeys []int64 `json:"bk,omitempty"`
+	// Probe marks the breaker's single test batch (DESIGN §5).
+	Probe bool `json:"pr,omitempty"`
+}
+
+// TaskID is `<group>:<queue>:<version>:<first>-<last>:g<generation>`, so a repeated
+// enqueue of the same job is refused by asynq and a re-dispatch is not.
+func (j Job) TaskID() string {
+	first, last := int64(0), int64(0)
+	if len(j.Offsets) > 0 {
+		first, last = j.Offsets[0][0], j.Offsets[len(j.Offsets)-1][1]
+	}
+	return strconv.FormatInt(j.Group, 10) + ":" + strconv.FormatInt(j.Queue, 10) + ":" + strconv.FormatInt(j.Version, 10) + ":" +
+		strconv.FormatInt(first, 10) + "-" + strconv.FormatInt(last, 10) + ":g" + strconv.Itoa(j.Generation)
+}
+
+// NewDeliver builds the asynq task for j. Callers add TaskID, Queue, MaxRetry(0) and Timeout.
+func NewDeliver(j Job) (*asynq.Task, error) {
+	b, err := json.Marshal(j)
+	if err != nil {
+		return nil, err
+	}
+	return asynq.NewTask(TypeDeliver, b), nil
+}
+
+// ParseDeliver decodes a delivery job; errors name the malformed payload.
+func ParseDeliver(t *asynq.Task) (Job, error) {
+	var j Job
+	if err := json.Unmarshal(t.Payload(), &j); err != nil {
+		return j, fmt.Errorf("parse %s payload: %w", TypeDeliver, err)
+	}
+	if j.Group <= 0 || j.Queue <= 0 || len(j.Offsets) == 0 || j.Parallelism < 1 {
+		return j, fmt.Errorf("parse %s payload: missing group, queue, offsets or parallelism", TypeDeliver)
+	}
+	return j, nil
+}
+
+// Reason says why messages were returned unattempted or failed.
+type Reason string
+
+const (
+	// ReasonFailed: the POST failed (status or error class in Counters); sent again later.
+	ReasonFailed Reason = "failed"
+	// ReasonShutdown: the worker stopped before sending them.
+	ReasonShutdown Reason = "shutdown"
+	// ReasonPaused: the group was paused or disabled when the job ran.
+	ReasonPaused Reason = "paused"
+	// ReasonThrottled: the endpoint answered 429 or 503 with Retry-After.
+	ReasonThrottled Reason = "throttled"
+	// ReasonGone: the endpoint answered 410; the group is paused.
+	ReasonGone Reason = "gone"
+	// ReasonFenced: the job's cursor version is below the fence (an offset reset or a
+	// takeover moved the cursor); its unsent messages are dropped, since the cursor's
+	// new version owns that range now.
+	ReasonFenced Reason = "fenced"
+)
+
+// Counters summarise a report's POSTs so breaker and stats need no Redis write per
+// POST. Latencies are ms. TailFailures counts failed POSTs after the last success
+// (all of them when none succeeded); RetryAfterMS is the longest Retry-After seen.
+type Counters struct {
+	Successes    int    `json:"s,omitempty"`
+	Failures     int    `json:"f,omitempty"`
+	TailFailures int    `json:"tf,omitempty"`
+	Throttles    int    `json:"th,omitempty"`
+	RetryAfterMS int64  `json:"ra,omitempty"`
+	Gone         bool   `json:"gone,omitempty"`
+	Delivered    int    `json:"dm,omitempty"` // messages delivered
+	FailedMsgs   int    `json:"fm,omitempty"` // messages that failed
+	LastStatus   int    `json:"ls,omitempty"`
+	LastError    string `json:"le,omitempty"`
+	LatencySumMS int64  `json:"lsum,omitempty"`
+	LatencyMaxMS int64  `json:"lmax,omitempty"`
+}
+
+// Report is a worker's per-message outcome for part or all of a job. Delivered
+// offsets were accepted; RetryWritten ones now have a retry row due later and
+// DeadLettered ones a dead letter (both written before the report, so all three are
+// done for the cursor); Returned offsets go back to the to-send set without an
+// attempt counted. NextDueMS is the earliest due time of retry rows written (Unix
+// ms). Final marks the job's last report.
+type Report struct {
+	TaskID       string             `json:"id"`
+	Group        int64              `json:"g"`
+	Queue        int64              `json:"q"`
+	Version      int64              `json:"v"`
+	Generation   int                `json:"gen"`
+	Delivered    []Range            `json:"d,omitempty"`
+	RetryWritten []Range            `json:"rw,omitempty"`
+	DeadLettered []Range            `json:"dl,omitempty"`
+	NextDueMS    int64              `json:"nd,omitempty"`
+	Returned     map[Reason][]Range `json:"r,omitempty"`
+	Retry        bool               `json:"rt,omitempty"`
+	Probe        bool               `json:"pr,omitempty"`
+	Counters     Counters           `json:"c"`
+	Final        bool               `json:"fin,omitempty"`
+}
