@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 	"github.com/heraldhq/herald/worker/task"
@@ -24,8 +23,8 @@ const (
 	breakerMinRequests = 20              // requests in a minute before the failure ratio counts
 	breakerMinCooldown = 5 * time.Second // first cool-down; doubles up to breakerMaxCooldown
 	breakerMaxCooldown = 5 * time.Minute
-	measureWindow      = 10               // seconds of delivery counts for the measured rate
-	streakQuiet        = time.Second      // no success for this long before a failure streak opens the breaker
+	measureWindow      = 10          // seconds of delivery counts for the measured rate
+	streakQuiet        = time.Second // no success for this long before a failure streak opens the breaker
 )
 
 // health is a group's failure counters, breaker and effective rate, kept by its
@@ -48,8 +47,8 @@ type health struct {
 	preOutage float64
 	shownRate float64 // the effective rate last saved (messages/s; 0 = the configured rate)
 	delivered [measureWindow]struct{ sec, n int64 }
-	nextRetry     time.Time // earliest time a retry row may be due; zero = check now
-	dirty         bool
+	nextRetry time.Time // earliest time a retry row may be due; zero = check now
+	dirty     bool
 	// statsDelivered and statsFailed count messages since the last rollup flush.
 	statsDelivered, statsFailed int64
 }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-
 	"github.com/heraldhq/herald/models"
 )
 
