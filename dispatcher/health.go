@@ -151,15 +151,19 @@ func (d *Dispatcher) throttle(gs *groupState, now time.Time, retryAfter time.Dur
 	}
 }
 
-// measured is the delivery rate over the last 10 s in messages/s.
+// measured is the delivery rate over the last 10 s in messages/s, over the part of
+// the window since the first delivery in it (at least 1 s), so a group that started
+// sending 2 s ago is not taken for one sending a fifth as fast.
 func (gs *groupState) measured(now time.Time) float64 {
 	var n int64
+	oldest := now.Unix()
 	for _, s := range gs.delivered {
-		if now.Unix()-s.sec < measureWindow {
+		if now.Unix()-s.sec < measureWindow && s.n > 0 {
 			n += s.n
+			oldest = min(oldest, s.sec)
 		}
 	}
-	return float64(n) / measureWindow
+	return float64(n) / float64(now.Unix()-oldest+1)
 }
 
 // mayCut applies the throttle pause and the breaker before any job is cut, moving an

@@ -19,9 +19,10 @@ const (
 // breaker closes.
 //
 // The bucket holds at most burstWindow (100 ms) of the rate, or one batch when a batch
-// is larger (never more than 1 s of rate), and starts empty, so no 1 s window carries
-// more than about rate + burst messages, the first second after creation or a pause
-// included. Grants wait until the bucket holds min(want, burst) tokens, so a limited
+// is larger (never more than 1 s of rate), and starts full, so the first message goes
+// at once and no 1 s window carries more than rate + burst messages, the first second
+// after creation or a pause included (x/time/rate with burst = rate allowed twice the
+// rate there). Grants wait until the bucket holds min(want, burst) tokens, so a limited
 // group sends about ten jobs a second instead of one per token.
 //
 // Slow start (TCP's, on messages/s): the rate starts at start when from is reached and
@@ -43,10 +44,11 @@ type pacer struct {
 }
 
 // newPacer returns a pacer for rate (messages/s, 0 = unlimited) and batch (messages per
-// POST), with an empty bucket at now.
+// POST), with a full bucket at now.
 func newPacer(rate, batch int, now time.Time) *pacer {
 	p := &pacer{filled: now}
 	p.configure(rate, batch, now)
+	p.tokens = p.burst(p.effective(now))
 	return p
 }
 
@@ -170,7 +172,7 @@ func (p *pacer) next(now time.Time, want int) time.Time {
 // and reports whether it did: slow start restarts from half the rate in force (or half
 // the lower of the configured and the measured rate, in messages/s, when the group was
 // not slowed) and climbs back to that lower rate, growing only from until, the end of
-// the pause. The bucket is emptied until then.
+// the pause; no tokens accrue until then.
 func (p *pacer) throttle(now, until time.Time, measured float64) bool {
 	if !p.lastCut.IsZero() && now.Sub(p.lastCut) < time.Second && !now.Before(p.lastCut) {
 		return false
@@ -194,12 +196,13 @@ func (p *pacer) recoverFrom(now time.Time, base float64) {
 	p.slowStart(math.Max(p.target*breakerFraction, minRate), now)
 }
 
-// slowStart restarts the rate at start (messages/s) from from, with an empty bucket.
-// It lasts at least one doubling, so a cut below minRate still shows.
+// slowStart restarts the rate at start (messages/s) from from, with a bucket holding
+// one burst at that rate and no tokens accruing before from. It lasts at least one
+// doubling, so a cut below minRate still shows.
 func (p *pacer) slowStart(start float64, from time.Time) {
 	p.start, p.from = start, from
-	p.tokens, p.filled = 0, from
 	p.target = math.Max(p.target, 2*start)
+	p.tokens, p.filled = p.burst(start), from
 }
 
 // lowerOf is the lower of the configured rate and measured (messages/s; ≤ 0 = not

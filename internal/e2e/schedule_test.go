@@ -103,6 +103,7 @@ func TestRateLimitSharedAcrossQueues(t *testing.T) {
 	for id := range r.All() {
 		per[queueOf(id)]++
 	}
+	t.Logf("deliveries per queue: %v", per)
 	require.Len(t, per, 2, "both queues delivered: %v", per)
 	for q, n := range per {
 		require.GreaterOrEqual(t, n, 10, "queue %s got %d of %v", q, n, per)
@@ -145,8 +146,9 @@ func TestThrottledMessageFirstAfterPause(t *testing.T) {
 	}
 	require.Equal(t, throttled.id, first.id, "the throttled message goes first when the pause ends")
 	wait := first.at.Sub(throttled.at)
+	t.Logf("throttled message sent again after %v", wait)
 	require.Greater(t, wait, 900*time.Millisecond, "paused for Retry-After")
-	require.Less(t, wait, 2500*time.Millisecond, "sent again at the end of the pause (Retry-After 1 s)")
+	require.Less(t, wait, 2*time.Second, "sent again at the end of the pause (Retry-After 1 s ± 1 s)")
 	r.WaitCount(250, 20*time.Second)
 }
 
@@ -172,6 +174,7 @@ func TestRateLimitNoBurst(t *testing.T) {
 		}
 		worst = max(worst, j-i)
 	}
+	t.Logf("busiest second: %d messages", worst)
 	require.LessOrEqual(t, worst, 60, "messages in the busiest second at rate 50")
 	require.GreaterOrEqual(t, worst, 40, "the rate is used")
 }
@@ -196,6 +199,7 @@ func TestSlowStartAfterThrottle(t *testing.T) {
 	throttled := hits()[100].at
 	r.WaitCount(2000, 20*time.Second)
 	done := time.Since(throttled)
+	t.Logf("1,900 messages after the 503 in %v", done)
 	require.Less(t, done, 12*time.Second, "1,900 messages after a 1 s pause")
 }
 
@@ -259,6 +263,7 @@ func TestBreakerRecoversToConfiguredRate(t *testing.T) {
 			n++
 		}
 	}
+	t.Logf("%d messages in the 10 s after the breaker closed", n)
 	// Slow start from 2 msg/s doubling every 2 s reaches 20 after about 7 s: about
 	// 120 in the first 10 s (the old restart at 1 msg/s sent about 10).
 	require.GreaterOrEqual(t, n, 70, "messages in the 10 s after the breaker closed")
@@ -303,6 +308,7 @@ func TestRetryJobsWithinMaxInFlight(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	h.Admin("POST", "/groups/g/resume", nil, 200)
 	r.WaitCount(24, 15*time.Second)
+	t.Logf("most POSTs open: %d", r.MaxInFlight())
 	require.LessOrEqual(t, r.MaxInFlight(), 4, "open POSTs with max_in_flight 4")
 	queues := map[string]bool{}
 	for id := range r.All() {
