@@ -316,3 +316,38 @@ func TestRetryJobsWithinMaxInFlight(t *testing.T) {
 	}
 	require.Len(t, queues, 8)
 }
+
+// TestRetriesShareTheRate: due retries of a rate-limited group are sent in turn with
+// its backlog, not after it.
+func TestRetriesShareTheRate(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHerald(t, nil)
+	h.CreateTopic("t", 1)
+	r := testinfra.NewReceiver(t)
+	r.Respond = func(d testinfra.Delivery) int {
+		var q, off int
+		fmt.Sscanf(d.ID, "msg_%d_%d", &q, &off)
+		if d.Header.Get("herald-attempt") == "1" && off <= 20 && off%2 == 0 {
+			return 500 // ten of the first twenty, between successes (no breaker)
+		}
+		return 204
+	}
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "rate_limit": 20, "max_attempts": 3,
+		"retry_schedule": []int{1}, "subscriptions": []map[string]any{{"topic": "t"}}}))
+	key := h.CreateAPIKey("t")
+	publishN(t, h, key, "t", "", 20)
+	r.WaitCount(10, 10*time.Second)
+	publishN(t, h, key, "t", "", 300) // 15 s of backlog at the rate
+	retried := func() int {
+		n := 0
+		for _, d := range r.All() {
+			if d.Header.Get("herald-attempt") == "2" {
+				n++
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return retried() >= 10 }, 12*time.Second, 20*time.Millisecond,
+		"the ten retries go out while the backlog drains")
+	require.Less(t, r.Count(), 20+300, "the backlog was still draining")
+}
