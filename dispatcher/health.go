@@ -30,18 +30,22 @@ const (
 // health is a group's failure counters, breaker and effective rate, kept by its
 // owning dispatcher and fed only by worker reports (no Redis write per POST).
 type health struct {
-	consecutive   int
-	minute        time.Time
-	succMinute    int
-	failMinute    int
-	lastStatus    int
-	lastSuccess   time.Time
-	failingSince  time.Time // first failure (or throttle) since the last success
-	breaker       string
-	openUntil     time.Time
-	cooldown      time.Duration
-	probing       bool
-	throttleUntil time.Time
+	consecutive int
+	minute      time.Time
+	succMinute  int
+	failMinute  int
+	// ratioSucc and ratioFail count POSTs for the failure-ratio rule: this minute, but
+	// only since the breaker last closed, so the failures that opened it cannot reopen
+	// it a few successes into the recovery.
+	ratioSucc, ratioFail int
+	lastStatus           int
+	lastSuccess          time.Time
+	failingSince         time.Time // first failure (or throttle) since the last success
+	breaker              string
+	openUntil            time.Time
+	cooldown             time.Duration
+	probing              bool
+	throttleUntil        time.Time
 	// preOutage is the delivery rate measured when the breaker opened (messages/s), the
 	// base its slow start climbs back to when no rate is configured.
 	preOutage float64
@@ -63,10 +67,12 @@ func (d *Dispatcher) observe(gs *groupState, r task.Report) {
 	}
 	h.dirty = true
 	if m := now.Truncate(time.Minute); !m.Equal(h.minute) {
-		h.minute, h.succMinute, h.failMinute = m, 0, 0
+		h.minute, h.succMinute, h.failMinute, h.ratioSucc, h.ratioFail = m, 0, 0, 0, 0
 	}
 	h.succMinute += c.Successes
 	h.failMinute += c.Failures
+	h.ratioSucc += c.Successes
+	h.ratioFail += c.Failures
 	h.statsDelivered += int64(c.Delivered)
 	h.statsFailed += int64(c.FailedMsgs)
 	if c.LastStatus != 0 || c.LastError != "" {
@@ -103,6 +109,7 @@ func (d *Dispatcher) observe(gs *groupState, r task.Report) {
 		if c.Successes > 0 && c.Failures == 0 {
 			d.log.Info("breaker closed after a successful probe", "group", gs.g.Name)
 			h.breaker, h.cooldown = breakerClosed, 0
+			h.ratioSucc, h.ratioFail = 0, 0
 			// The probe alone is the last 10 s of deliveries: restart from the configured
 			// rate or the rate measured before the outage.
 			gs.pace.recoverFrom(now, h.preOutage)
@@ -112,11 +119,11 @@ func (d *Dispatcher) observe(gs *groupState, r task.Report) {
 		return
 	}
 	if h.breaker == "" || h.breaker == breakerClosed {
-		total := h.succMinute + h.failMinute
+		total := h.ratioSucc + h.ratioFail
 		// Reports of parallel jobs interleave, so a run of failures counts as consecutive
 		// only once no success has been reported for streakQuiet.
 		streak := h.consecutive >= breakerConsecutive && now.Sub(h.lastSuccess) >= streakQuiet
-		if streak || (total >= breakerMinRequests && 2*h.failMinute > total) {
+		if streak || (total >= breakerMinRequests && 2*h.ratioFail > total) {
 			d.openBreaker(gs, now)
 		}
 	}
