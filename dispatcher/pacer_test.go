@@ -150,3 +150,31 @@ func TestPacerAfterPause(t *testing.T) {
 	require.LessOrEqual(t, per[0], 30+2, "25 msg/s doubling every 2 s (30 in the first second), plus one burst")
 	require.GreaterOrEqual(t, per[0], 25)
 }
+
+// TestMeasuredRate: the measured rate divides by the part of the 10 s window since its
+// first delivery, at least 1 s.
+func TestMeasuredRate(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_000_000, 500_000_000)
+	for _, tc := range []struct {
+		name  string
+		slots map[int64]int64 // seconds before now → messages delivered
+		want  float64
+	}{
+		{"nothing", nil, 0},
+		{"this second only", map[int64]int64{0: 40}, 40},
+		{"two seconds", map[int64]int64{0: 40, 1: 60}, 50},
+		{"full window", map[int64]int64{0: 10, 9: 90}, 10},
+		{"older than the window", map[int64]int64{0: 10, 12: 500}, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			gs := &groupState{}
+			for ago, n := range tc.slots {
+				sec := now.Unix() - ago
+				gs.delivered[sec%measureWindow] = struct{ sec, n int64 }{sec, n}
+			}
+			require.InDelta(t, tc.want, gs.measured(now), 0.001)
+		})
+	}
+}
