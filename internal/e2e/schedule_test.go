@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -350,4 +351,48 @@ func TestRetriesShareTheRate(t *testing.T) {
 	require.Eventually(t, func() bool { return retried() >= 10 }, 12*time.Second, 20*time.Millisecond,
 		"the ten retries go out while the backlog drains")
 	require.Less(t, r.Count(), 20+300, "the backlog was still draining")
+}
+
+// lagOf returns a group's lag in messages and seconds from its stats.
+func lagOf(t *testing.T, h *testinfra.Herald, group string) (msgs int64, secs float64) {
+	var s struct {
+		LagMessages int64   `json:"lag_messages"`
+		LagSeconds  float64 `json:"lag_seconds"`
+	}
+	require.NoError(t, json.Unmarshal(h.Admin("GET", "/groups/"+group+"/stats", nil, 200), &s))
+	return s.LagMessages, s.LagSeconds
+}
+
+// TestCommitMovesAroundSlowMessage: while one message's POST hangs, the cursor commits
+// the messages delivered after it (listing the slow one), so lag shows what is
+// really left instead of freezing at the slow message.
+func TestCommitMovesAroundSlowMessage(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHerald(t, nil)
+	h.CreateTopic("t", 1)
+	r := testinfra.NewReceiver(t)
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // before the servers stop
+	r.Respond = func(d testinfra.Delivery) int {
+		if strings.HasSuffix(d.ID, "_3") {
+			select {
+			case <-release:
+			case <-time.After(20 * time.Second):
+			}
+		}
+		return 204
+	}
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "subscriptions": []map[string]any{{"topic": "t"}}}))
+	publishN(t, h, h.CreateAPIKey("t"), "t", "", 100)
+	r.WaitCount(99, 10*time.Second)
+	require.Eventually(t, func() bool { n, _ := lagOf(t, h, "g"); return n == 1 }, 5*time.Second, 50*time.Millisecond,
+		"committed past the slow message, which stays listed")
+	time.Sleep(1100 * time.Millisecond)
+	_, secs := lagOf(t, h, "g")
+	require.Greater(t, secs, 1.0, "lag age is the slow message's")
+	unblock()
+	r.WaitCount(100, 10*time.Second)
+	require.Eventually(t, func() bool { n, _ := lagOf(t, h, "g"); return n == 0 }, 5*time.Second, 50*time.Millisecond)
 }
