@@ -43,6 +43,7 @@ type cursorState struct {
 	done      map[int64]struct{} // done offsets above committed
 	jobs      int
 	dirty     bool // changed since the last commit
+	ranges    int  // listed ranges ≤ committed, as holeRanges(committed) would return them
 }
 
 func newCursorState(c models.Cursor, g *groupState) *cursorState {
@@ -53,7 +54,36 @@ func newCursorState(c models.Cursor, g *groupState) *cursorState {
 			cs.holes[id] = h.FirstSeenMS
 		}
 	}
+	cs.ranges = len(cs.holeRanges(cs.committed))
 	return cs
+}
+
+// listedAs reports whether id is listed by a commit at the committed offset as an open
+// hole (hole) or as a read row not yet done (!hole).
+func (c *cursorState) listedAs(id int64, hole bool) bool {
+	if id > c.committed {
+		return false
+	}
+	var ok bool
+	if hole {
+		_, ok = c.holes[id]
+	} else {
+		_, ok = c.late[id]
+	}
+	return ok
+}
+
+// relist keeps the range count when id (≤ committed) of one kind is added (by +1) or
+// removed (by -1): its same-kind neighbours decide whether a range starts, joins,
+// splits or ends; only the neighbours are looked at.
+func (c *cursorState) relist(id int64, hole bool, by int) {
+	left, right := c.listedAs(id-1, hole), c.listedAs(id+1, hole)
+	switch {
+	case left && right:
+		c.ranges -= by
+	case !left && !right:
+		c.ranges += by
+	}
 }
 
 // span is how many read offsets are not yet committed over or are listed undone,
@@ -104,11 +134,14 @@ func (c *cursorState) markDone(off int64) {
 		delete(c.inflight, off)
 	}
 	if off <= c.committed {
-		_, isHole := c.holes[off]
-		_, isLate := c.late[off]
-		if isHole || isLate {
+		if _, ok := c.holes[off]; ok {
 			delete(c.holes, off)
+			c.relist(off, true, -1)
+			c.dirty = true
+		}
+		if _, ok := c.late[off]; ok {
 			delete(c.late, off)
+			c.relist(off, false, -1)
 			c.dirty = true
 		}
 		return
@@ -127,15 +160,16 @@ func (c *cursorState) holeFound(off, createdAt int64) {
 	}
 	delete(c.holes, off)
 	if off <= c.committed {
+		c.relist(off, true, -1)
 		c.late[off] = seen
+		c.relist(off, false, +1)
 	}
 	c.requeue([]pendingMsg{{offset: off, createdAt: createdAt}})
 }
 
 // advance moves the commit over done offsets, open holes and read messages not yet
 // done, which it lists; a listed id starting a new range passes only while the listed
-// ranges stay within MaxCommittedHoles (a new range costs one count, once per read
-// batch in steady flow).
+// ranges stay within MaxCommittedHoles. Each step costs O(1).
 func (c *cursorState) advance() {
 	for {
 		next := c.committed + 1
@@ -152,14 +186,15 @@ func (c *cursorState) advance() {
 		_, prevHole := c.holes[c.committed]
 		_, prevLate := c.late[c.committed]
 		extends := (hole && prevHole) || (!hole && prevLate)
-		if !extends && len(c.holeRanges(c.committed)) >= models.MaxCommittedHoles {
+		if !extends && c.ranges >= models.MaxCommittedHoles {
 			return
-		}
-		if !hole {
-			c.late[next] = c.createdAt(next)
 		}
 		c.committed = next
 		c.dirty = true
+		if !hole {
+			c.late[next] = c.createdAt(next)
+		}
+		c.relist(next, hole, +1)
 	}
 }
 

@@ -1,6 +1,8 @@
 package dispatcher
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -105,4 +107,47 @@ func TestOwnerIsSticky(t *testing.T) {
 		}
 	}
 	require.InDelta(t, 75, moved, 35, "a join moves about 1/N of groups")
+}
+
+// TestCursorRangeCount checks the kept count of listed ranges matches the ranges a
+// commit would list through reads, holes found and closed, and out-of-order done.
+func TestCursorRangeCount(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	c := newTestCursor(0, models.Hole{From: 3, To: 4, FirstSeenMS: 1})
+	c.committed = 5
+	c.readPos = 5
+	c.ranges = len(c.holeRanges(c.committed))
+	for step := range 3000 {
+		switch rng.IntN(4) {
+		case 0: // read a few rows, some ids missing
+			for range rng.IntN(8) {
+				c.readPos++
+				if rng.IntN(5) == 0 {
+					c.holes[c.readPos] = int64(step)
+				} else {
+					c.pending = append(c.pending, pendingMsg{offset: c.readPos, createdAt: int64(step)})
+				}
+			}
+			c.advance()
+		case 1: // a hole's row appears
+			for id := range c.holes {
+				c.holeFound(id, int64(step))
+				break
+			}
+		default: // something finishes: a pending row, or a hole closes
+			if len(c.pending) > 0 {
+				i := rng.IntN(len(c.pending))
+				off := c.pending[i].offset
+				c.pending = slices.Delete(c.pending, i, i+1)
+				c.markDone(off)
+			} else {
+				for id := range c.holes {
+					c.markDone(id)
+					break
+				}
+			}
+		}
+		require.Equal(t, len(c.holeRanges(c.committed)), c.ranges, "step %d", step)
+	}
 }
