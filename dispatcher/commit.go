@@ -17,7 +17,8 @@ func (d *Dispatcher) commit(ctx context.Context) {
 		if !cs.dirty {
 			continue
 		}
-		commits = append(commits, store.CursorCommit{ID: cs.id, Version: cs.version, Offset: cs.committed, Holes: cs.holeRanges(cs.committed)})
+		off, holes := cs.commitPoint()
+		commits = append(commits, store.CursorCommit{ID: cs.id, Version: cs.version, Offset: off, Holes: holes})
 	}
 	if len(commits) == 0 {
 		return
@@ -42,8 +43,8 @@ func (d *Dispatcher) commit(ctx context.Context) {
 }
 
 // updateLag publishes each owned group's lag: offsets between its cursors and the
-// queues' max offsets at the last poll, and the age of the oldest message read but
-// not done.
+// queues' max offsets at the last poll plus the read messages the commits list as not
+// done, and the age of the oldest message read but not done.
 func (d *Dispatcher) updateLag() {
 	nowMS := d.now().UnixMilli()
 	for _, gs := range d.groups {
@@ -53,6 +54,7 @@ func (d *Dispatcher) updateLag() {
 			if m := d.maxIDs[cs.queueID]; m > cs.committed {
 				msgs += m - cs.committed
 			}
+			msgs += int64(len(cs.late))
 			if o := cs.oldestUndone(); o > 0 && (oldest == 0 || o < oldest) {
 				oldest = o
 			}

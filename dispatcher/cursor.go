@@ -1,13 +1,14 @@
 package dispatcher
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/heraldhq/herald/models"
 )
 
-// pendingMsg is a message read and due to be sent: first attempts in offset order,
-// returned messages behind with their back-off.
+// pendingMsg is a message read and due to be sent. A cursor keeps them in offset
+// order, returned ones back in their place, so the oldest is sent first.
 type pendingMsg struct {
 	offset    int64
 	createdAt int64 // Unix ms, for lag seconds
@@ -22,7 +23,10 @@ type inflightMsg struct {
 }
 
 // cursorState is the owner's in-memory view of one cursor (DESIGN §3 gap rule, §4).
-// Every offset ≤ committed is done except the ids in holes that are ≤ committed.
+// Every offset ≤ committed is done except the ids in holes and late that are ≤
+// committed: the commit moves on over open holes and over messages still pending or
+// in flight, listing them, so one slow or throttled message never freezes it. Every
+// id in (committed, readPos] is done, a hole, pending or in flight.
 type cursorState struct {
 	id, groupID, queueID int64
 	version              int64
@@ -31,7 +35,7 @@ type cursorState struct {
 	committed int64
 	readPos   int64
 	holes     map[int64]int64 // open hole id → first seen, Unix ms
-	late      map[int64]int64 // rows found in holes ≤ committed, not yet done → first seen
+	late      map[int64]int64 // read rows ≤ committed not yet done (pending, in flight) → first seen or created, Unix ms
 	closed    map[int64]int64 // holes closed as rollbacks → when to check them once more (Unix ms)
 	beyond    bool            // committed past the table's MAX(id): not served (restore or lagging replica)
 	pending   []pendingMsg
@@ -40,6 +44,7 @@ type cursorState struct {
 	jobs      int
 	dirty     bool      // changed since the last commit
 	takeover  *takeover // claimed from another owner, not served until its reports are applied
+	ranges    int       // listed ranges ≤ committed, as holeRanges(committed) would return them
 }
 
 func newCursorState(c models.Cursor, g *groupState) *cursorState {
@@ -50,19 +55,76 @@ func newCursorState(c models.Cursor, g *groupState) *cursorState {
 			cs.holes[id] = h.FirstSeenMS
 		}
 	}
+	cs.ranges = len(cs.holeRanges(cs.committed))
 	return cs
 }
 
-// span is how many offsets lie between the commit and the read position, holes excluded
-// (RocketMQ's consumeConcurrentlyMaxSpan).
+// listedAs reports whether id is listed by a commit at the committed offset as an open
+// hole (hole) or as a read row not yet done (!hole).
+func (c *cursorState) listedAs(id int64, hole bool) bool {
+	if id > c.committed {
+		return false
+	}
+	var ok bool
+	if hole {
+		_, ok = c.holes[id]
+	} else {
+		_, ok = c.late[id]
+	}
+	return ok
+}
+
+// relist keeps the range count when id (≤ committed) of one kind is added (by +1) or
+// removed (by -1): its same-kind neighbours decide whether a range starts, joins,
+// splits or ends; only the neighbours are looked at.
+func (c *cursorState) relist(id int64, hole bool, by int) {
+	left, right := c.listedAs(id-1, hole), c.listedAs(id+1, hole)
+	switch {
+	case left && right:
+		c.ranges -= by
+	case !left && !right:
+		c.ranges += by
+	}
+}
+
+// span is how many read offsets are not yet committed over or are listed undone,
+// holes excluded (RocketMQ's consumeConcurrentlyMaxSpan, counted without pinning on
+// the oldest message).
 func (c *cursorState) span() int {
 	above := 0
-	for id := range c.holes {
-		if id > c.committed {
-			above++
+	if c.readPos > c.committed {
+		for id := range c.holes {
+			if id > c.committed {
+				above++
+			}
 		}
 	}
-	return int(c.readPos-c.committed) - above
+	return int(c.readPos-c.committed) - above + len(c.late)
+}
+
+// requeue puts messages back to send in offset order (returned, or left by a job).
+func (c *cursorState) requeue(ps []pendingMsg) {
+	if len(ps) == 0 {
+		return
+	}
+	slices.SortFunc(ps, func(a, b pendingMsg) int { return cmp.Compare(a.offset, b.offset) })
+	if n := len(c.pending); n == 0 || c.pending[n-1].offset < ps[0].offset {
+		c.pending = append(c.pending, ps...)
+		return
+	}
+	out := make([]pendingMsg, 0, len(c.pending)+len(ps))
+	i, j := 0, 0
+	for i < len(c.pending) && j < len(ps) {
+		if c.pending[i].offset <= ps[j].offset {
+			out = append(out, c.pending[i])
+			i++
+		} else {
+			out = append(out, ps[j])
+			j++
+		}
+	}
+	out = append(out, c.pending[i:]...)
+	c.pending = append(out, ps[j:]...)
 }
 
 // markDone records offset as finished (delivered, filtered out, or a closed hole) and
@@ -73,11 +135,14 @@ func (c *cursorState) markDone(off int64) {
 		delete(c.inflight, off)
 	}
 	if off <= c.committed {
-		_, isHole := c.holes[off]
-		_, isLate := c.late[off]
-		if isHole || isLate {
+		if _, ok := c.holes[off]; ok {
 			delete(c.holes, off)
+			c.relist(off, true, -1)
+			c.dirty = true
+		}
+		if _, ok := c.late[off]; ok {
 			delete(c.late, off)
+			c.relist(off, false, -1)
 			c.dirty = true
 		}
 		return
@@ -96,57 +161,101 @@ func (c *cursorState) holeFound(off, createdAt int64) {
 	}
 	delete(c.holes, off)
 	if off <= c.committed {
+		c.relist(off, true, -1)
 		c.late[off] = seen
+		c.relist(off, false, +1)
 	}
-	c.pending = append(c.pending, pendingMsg{offset: off, createdAt: createdAt})
+	c.requeue([]pendingMsg{{offset: off, createdAt: createdAt}})
 }
 
+// advance moves the commit over done offsets, open holes and read messages not yet
+// done, which it lists; a listed id starting a new range passes only while the listed
+// ranges stay within MaxCommittedHoles. Each step costs O(1).
 func (c *cursorState) advance() {
 	for {
 		next := c.committed + 1
+		if next > c.readPos {
+			return
+		}
 		if _, ok := c.done[next]; ok {
 			delete(c.done, next)
 			c.committed = next
 			c.dirty = true
 			continue
 		}
-		if _, ok := c.holes[next]; ok && next <= c.readPos && c.holeRangesBelow(next) < models.MaxCommittedHoles {
-			c.committed = next
-			c.dirty = true
-			continue
+		_, hole := c.holes[next]
+		_, prevHole := c.holes[c.committed]
+		_, prevLate := c.late[c.committed]
+		extends := (hole && prevHole) || (!hole && prevLate)
+		if !extends && c.ranges >= models.MaxCommittedHoles {
+			return
 		}
-		return
+		c.committed = next
+		c.dirty = true
+		if !hole {
+			c.late[next] = c.createdAt(next)
+		}
+		c.relist(next, hole, +1)
 	}
 }
 
-// holeRangesBelow counts the hole ranges a commit at offset would list.
-func (c *cursorState) holeRangesBelow(offset int64) int {
-	return len(c.holeRanges(offset))
+// createdAt returns a read message's created_at (Unix ms) from the to-send set or the
+// in-flight ones, or 1 if it is in neither.
+func (c *cursorState) createdAt(off int64) int64 {
+	if f, ok := c.inflight[off]; ok {
+		return f.createdAt
+	}
+	if i, ok := slices.BinarySearchFunc(c.pending, off, func(p pendingMsg, o int64) int { return cmp.Compare(p.offset, o) }); ok {
+		return c.pending[i].createdAt
+	}
+	return 1
 }
 
-// holeRanges returns open holes ≤ offset as ranges, as a commit lists them.
+// holeRanges returns the undone ids ≤ offset as ranges, as a commit lists them: open
+// holes and read rows not yet done, each in ranges of their own kind, so a hole's
+// first-seen time (which decides when it closes as a rollback) is never taken from a
+// row that exists.
 func (c *cursorState) holeRanges(offset int64) []models.Hole {
-	ids := make([]int64, 0, len(c.holes)+len(c.late))
-	seen := make(map[int64]int64, len(c.holes)+len(c.late))
-	for _, m := range []map[int64]int64{c.holes, c.late} {
-		for id, t := range m {
-			if id <= offset {
-				ids = append(ids, id)
-				seen[id] = t
-			}
+	type entry struct {
+		id, at int64
+		hole   bool
+	}
+	ids := make([]entry, 0, len(c.holes)+len(c.late))
+	for id, t := range c.holes {
+		if id <= offset {
+			ids = append(ids, entry{id, t, true})
 		}
 	}
-	slices.Sort(ids)
+	for id, t := range c.late {
+		if id <= offset {
+			ids = append(ids, entry{id, t, false})
+		}
+	}
+	slices.SortFunc(ids, func(a, b entry) int { return cmp.Compare(a.id, b.id) })
 	var out []models.Hole
-	for _, id := range ids {
-		if n := len(out); n > 0 && out[n-1].To+1 == id {
-			out[n-1].To = id
-			out[n-1].FirstSeenMS = min(out[n-1].FirstSeenMS, seen[id])
+	prevHole := false
+	for _, e := range ids {
+		if n := len(out); n > 0 && out[n-1].To+1 == e.id && prevHole == e.hole {
+			out[n-1].To = e.id
+			out[n-1].FirstSeenMS = min(out[n-1].FirstSeenMS, e.at)
 			continue
 		}
-		out = append(out, models.Hole{From: id, To: id, FirstSeenMS: seen[id]})
+		out = append(out, models.Hole{From: e.id, To: e.id, FirstSeenMS: e.at})
+		prevHole = e.hole
 	}
 	return out
+}
+
+// commitPoint is what a commit writes: the committed offset and the undone ids at or
+// below it as at most MaxCommittedHoles ranges. If more are listed (ranges split as
+// messages finish out of order), the offset is cut back to just before the first
+// range that does not fit.
+func (c *cursorState) commitPoint() (int64, []models.Hole) {
+	ranges := c.holeRanges(c.committed)
+	if len(ranges) <= models.MaxCommittedHoles {
+		return c.committed, ranges
+	}
+	return ranges[models.MaxCommittedHoles].From - 1, ranges[:models.MaxCommittedHoles]
 }
 
 // oldestUndone returns the created_at (Unix ms) of the oldest message read but not

@@ -19,7 +19,6 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/time/rate"
 
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
@@ -31,12 +30,14 @@ import (
 // Clock returns the current time; tests inject their own.
 type Clock func() time.Time
 
-// groupState is an owned group: its settings, credits, rate limiter, failure
-// counters and breaker (see health.go).
+// groupState is an owned group: its settings, credits, pace, failure counters and
+// breaker (see health.go).
 type groupState struct {
 	g         *models.Group
-	inflightP int // sum of parallelism over in-flight jobs (≤ MaxInFlight)
-	limiter   *rate.Limiter
+	inflightP int // sum of parallelism over in-flight jobs, first deliveries and retries (≤ MaxInFlight)
+	pace      *pacer
+	turns     rotation // whose turn it is among the cursors and the retry topic
+	busy      int      // flows with work at the start of this step's cut
 	cursors   []*cursorState
 	lastError string
 	health

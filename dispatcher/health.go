@@ -3,10 +3,7 @@ package dispatcher
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/models"
@@ -26,34 +23,36 @@ const (
 	breakerMinRequests = 20              // requests in a minute before the failure ratio counts
 	breakerMinCooldown = 5 * time.Second // first cool-down; doubles up to breakerMaxCooldown
 	breakerMaxCooldown = 5 * time.Minute
-	rateGrowEvery      = 10 * time.Second // the effective rate grows by 10 % of its base this often
-	slowStartFraction  = 0.1              // after the breaker closes the rate restarts at 10 %
-	measureWindow      = 10               // seconds of delivery counts for the measured rate
-	streakQuiet        = time.Second      // no success for this long before a failure streak opens the breaker
+	measureWindow      = 10          // seconds of delivery counts for the measured rate
+	streakQuiet        = time.Second // no success for this long before a failure streak opens the breaker
 )
 
 // health is a group's failure counters, breaker and effective rate, kept by its
 // owning dispatcher and fed only by worker reports (no Redis write per POST).
 type health struct {
-	consecutive   int
-	minute        time.Time
-	succMinute    int
-	failMinute    int
-	lastStatus    int
-	lastSuccess   time.Time
-	failingSince  time.Time // first failure (or throttle) since the last success
-	breaker       string
-	openUntil     time.Time
-	cooldown      time.Duration
-	probing       bool
-	throttleUntil time.Time
-	effRate       float64 // messages/s; 0 = the configured rate
-	effBase       float64
-	lastCut       time.Time
-	lastGrow      time.Time
-	delivered     [measureWindow]struct{ sec, n int64 }
-	nextRetry     time.Time // earliest time a retry row may be due; zero = check now
-	dirty         bool
+	consecutive int
+	minute      time.Time
+	succMinute  int
+	failMinute  int
+	// ratioSucc and ratioFail count POSTs for the failure-ratio rule: this minute, but
+	// only since the breaker last closed, so the failures that opened it cannot reopen
+	// it a few successes into the recovery.
+	ratioSucc, ratioFail int
+	lastStatus           int
+	lastSuccess          time.Time
+	failingSince         time.Time // first failure (or throttle) since the last success
+	breaker              string
+	openUntil            time.Time
+	cooldown             time.Duration
+	probing              bool
+	throttleUntil        time.Time
+	// preOutage is the delivery rate measured when the breaker opened (messages/s), the
+	// base its slow start climbs back to when no rate is configured.
+	preOutage float64
+	shownRate float64 // the effective rate last saved (messages/s; 0 = the configured rate)
+	delivered [measureWindow]struct{ sec, n int64 }
+	nextRetry time.Time // earliest time a retry row may be due; zero = check now
+	dirty     bool
 	// statsDelivered and statsFailed count messages since the last rollup flush.
 	statsDelivered, statsFailed int64
 }
@@ -68,10 +67,12 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 	}
 	h.dirty = true
 	if m := now.Truncate(time.Minute); !m.Equal(h.minute) {
-		h.minute, h.succMinute, h.failMinute = m, 0, 0
+		h.minute, h.succMinute, h.failMinute, h.ratioSucc, h.ratioFail = m, 0, 0, 0, 0
 	}
 	h.succMinute += c.Successes
 	h.failMinute += c.Failures
+	h.ratioSucc += c.Successes
+	h.ratioFail += c.Failures
 	h.statsDelivered += int64(c.Delivered)
 	h.statsFailed += int64(c.FailedMsgs)
 	if c.LastStatus != 0 || c.LastError != "" {
@@ -108,20 +109,21 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 		if c.Successes > 0 && c.Failures == 0 {
 			d.log.Info("breaker closed after a successful probe", "group", gs.g.Name)
 			h.breaker, h.cooldown = breakerClosed, 0
-			base := gs.configuredOrMeasured(now)
-			h.effBase, h.effRate, h.lastGrow = base, math.Max(base*slowStartFraction, 1), now
-			gs.applyRate(now)
+			h.ratioSucc, h.ratioFail = 0, 0
+			// The probe alone is the last 10 s of deliveries: restart from the configured
+			// rate or the rate measured before the outage.
+			gs.pace.recoverFrom(now, h.preOutage)
 		} else if c.Failures > 0 {
 			d.openBreaker(gs, now)
 		}
 		return
 	}
 	if h.breaker == "" || h.breaker == breakerClosed {
-		total := h.succMinute + h.failMinute
+		total := h.ratioSucc + h.ratioFail
 		// Reports of parallel jobs interleave, so a run of failures counts as consecutive
 		// only once no success has been reported for streakQuiet.
 		streak := h.consecutive >= breakerConsecutive && now.Sub(h.lastSuccess) >= streakQuiet
-		if streak || (total >= breakerMinRequests && 2*h.failMinute > total) {
+		if streak || (total >= breakerMinRequests && 2*h.ratioFail > total) {
 			d.openBreaker(gs, now)
 		}
 	}
@@ -129,6 +131,9 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 
 func (d *Dispatcher) openBreaker(gs *groupState, now time.Time) {
 	h := &gs.health
+	if h.breaker == "" || h.breaker == breakerClosed {
+		h.preOutage = gs.measured(now)
+	}
 	if h.cooldown == 0 {
 		h.cooldown = breakerMinCooldown
 	} else if h.breaker != breakerClosed {
@@ -139,68 +144,33 @@ func (d *Dispatcher) openBreaker(gs *groupState, now time.Time) {
 	d.audit(gs, "group.breaker.open", map[string]any{"cooldown_ms": h.cooldown.Milliseconds(), "last_error": gs.lastError})
 }
 
-// throttle pauses the group for retryAfter and halves its effective rate, at most
-// once per second: half of the lower of the configured rate and the rate measured
-// over the last 10 s (DESIGN §5).
+// throttle pauses the group for retryAfter and cuts its effective rate, at most once
+// per second, to half the rate in force (half the lower of the configured rate and
+// the rate measured over the last 10 s when not already slowed); slow start brings it
+// back from the end of the pause (DESIGN §5, see pacer).
 func (d *Dispatcher) throttle(gs *groupState, now time.Time, retryAfter time.Duration) {
 	h := &gs.health
 	if until := now.Add(retryAfter); until.After(h.throttleUntil) {
 		h.throttleUntil = until
 	}
-	if now.Sub(h.lastCut) < time.Second {
-		return
+	if gs.pace.throttle(now, h.throttleUntil, gs.measured(now)) {
+		d.log.Info("endpoint throttled; rate cut", "group", gs.g.Name, "retry_after", retryAfter, "effective_rate", gs.pace.start)
 	}
-	base := gs.configuredOrMeasured(now)
-	h.effBase, h.effRate, h.lastCut, h.lastGrow = base, math.Max(base/2, 1), now, now
-	gs.applyRate(now)
-	d.log.Info("endpoint throttled; rate cut", "group", gs.g.Name, "retry_after", retryAfter, "effective_rate", h.effRate)
 }
 
-// configuredOrMeasured is the lower of the configured rate (if any) and the delivery
-// rate measured over the last 10 s, at least 1 msg/s.
-func (gs *groupState) configuredOrMeasured(now time.Time) float64 {
+// measured is the delivery rate over the last 10 s in messages/s, over the part of
+// the window since the first delivery in it (at least 1 s), so a group that started
+// sending 2 s ago is not taken for one sending a fifth as fast.
+func (gs *groupState) measured(now time.Time) float64 {
 	var n int64
+	oldest := now.Unix()
 	for _, s := range gs.delivered {
-		if now.Unix()-s.sec < measureWindow {
+		if now.Unix()-s.sec < measureWindow && s.n > 0 {
 			n += s.n
+			oldest = min(oldest, s.sec)
 		}
 	}
-	measured := float64(n) / measureWindow
-	if cfg := float64(gs.g.RateLimit); cfg > 0 && (measured == 0 || cfg < measured) {
-		return cfg
-	}
-	return math.Max(measured, 1)
-}
-
-// applyRate sets the limiter from the effective rate, or the configured one.
-func (gs *groupState) applyRate(now time.Time) {
-	r := gs.effRate
-	if r == 0 {
-		r = float64(gs.g.RateLimit)
-	}
-	if r <= 0 {
-		gs.limiter.SetLimitAt(now, rate.Inf)
-		return
-	}
-	gs.limiter.SetLimitAt(now, rate.Limit(r))
-	gs.limiter.SetBurstAt(now, max(1, int(r)))
-}
-
-// tokens returns how many of want messages the group's rate allows now.
-func (gs *groupState) tokens(now time.Time, want int) int {
-	if gs.limiter.Limit() == rate.Inf {
-		return want
-	}
-	return min(want, int(gs.limiter.TokensAt(now)))
-}
-
-// nextToken is when the limiter will have one token again.
-func (gs *groupState) nextToken(now time.Time) time.Time {
-	l := float64(gs.limiter.Limit())
-	if l <= 0 {
-		return now.Add(time.Second)
-	}
-	return now.Add(time.Duration(float64(time.Second) / l))
+	return float64(n) / float64(now.Unix()-oldest+1)
 }
 
 // mayCut applies the throttle pause and the breaker before any job is cut, moving an
@@ -225,19 +195,14 @@ func (d *Dispatcher) mayCut(gs *groupState, now time.Time) bool {
 	return true
 }
 
-// tickHealth grows effective rates, auto-pauses groups failing past DisableAfter,
+// tickHealth publishes effective rates, auto-pauses groups failing past DisableAfter,
 // saves changed health rows and adds delivered/failed counts to the per-minute rollup.
 func (d *Dispatcher) tickHealth(ctx context.Context) {
 	now := d.now()
 	for _, gs := range d.groups {
 		h := &gs.health
-		if h.effRate > 0 && now.Sub(h.lastGrow) >= rateGrowEvery && !now.Before(h.throttleUntil) {
-			h.effRate += slowStartFraction * h.effBase
-			h.lastGrow, h.dirty = now, true
-			if cfg := float64(gs.g.RateLimit); (cfg > 0 && h.effRate >= cfg) || (cfg == 0 && h.effRate >= 2*h.effBase) {
-				h.effRate = 0
-			}
-			gs.applyRate(now)
+		if r := gs.pace.slowed(now); r != h.shownRate {
+			h.shownRate, h.dirty = r, true
 		}
 		if gs.g.Status == models.GroupRunning && !h.failingSince.IsZero() && now.Sub(h.failingSince) >= d.cfg.DisableAfter {
 			d.setStatus(gs, models.GroupDisabled, fmt.Sprintf("auto-paused: failing without a success since %s", h.failingSince.UTC().Format(time.RFC3339)))
@@ -272,7 +237,7 @@ func (gs *groupState) snapshot() store.GroupHealth {
 		state = breakerClosed
 	}
 	return store.GroupHealth{GroupID: gs.g.ID, ConsecutiveFailures: h.consecutive, BreakerState: state, BreakerOpenUntil: opt(h.openUntil),
-		BreakerCooldownMS: h.cooldown.Milliseconds(), EffectiveRate: h.effRate, LastStatus: h.lastStatus, LastError: gs.lastError,
+		BreakerCooldownMS: h.cooldown.Milliseconds(), EffectiveRate: h.shownRate, LastStatus: h.lastStatus, LastError: gs.lastError,
 		LastSuccessAt: opt(h.lastSuccess), FailingSince: opt(h.failingSince), ThrottledUntil: opt(h.throttleUntil),
 		SuccessesMinute: h.succMinute, FailuresMinute: h.failMinute}
 }

@@ -38,17 +38,45 @@ func (d *Dispatcher) cut(ctx context.Context) {
 			d.cutProbe(ctx, gs, now)
 			continue
 		}
-		for _, cs := range gs.cursors {
-			for d.cutOne(ctx, gs, cs, now, false) {
-			}
-		}
-		d.cutRetries(ctx, gs, now)
+		d.cutGroup(ctx, gs, now)
 	}
+}
+
+// cutGroup shares the group's tokens and credits among its flows — each cursor, then
+// the retry topic — one job per turn, round-robin (see rotation and share).
+func (d *Dispatcher) cutGroup(ctx context.Context, gs *groupState, now time.Time) {
+	gs.busy = 0
+	for _, cs := range gs.cursors {
+		if len(cs.pending) > 0 {
+			gs.busy++
+		}
+	}
+	if gs.retriesWaiting(now) {
+		gs.busy++
+	}
+	if gs.busy == 0 && now.Before(gs.nextRetry) {
+		return
+	}
+	gs.turns.run(len(gs.cursors)+1, func(i int) bool {
+		if gs.inflightP >= gs.g.MaxInFlight {
+			return false
+		}
+		if i == len(gs.cursors) {
+			return !now.Before(gs.nextRetry) && d.claimRetries(ctx, gs, now, d.cfg.JobSize, false)
+		}
+		return d.cutOne(ctx, gs, gs.cursors[i], now, false)
+	})
+}
+
+// credits returns a new job's parallelism for posts POSTs (see share).
+func (gs *groupState) credits(posts int, more bool) int {
+	return share{max: gs.g.MaxInFlight, used: gs.inflightP, busy: gs.busy}.credits(posts, more)
 }
 
 // cutProbe sends the breaker's one test batch from the head of the backlog, or from
 // the retry topic when no first delivery waits.
 func (d *Dispatcher) cutProbe(ctx context.Context, gs *groupState, now time.Time) {
+	gs.busy = 1
 	for _, cs := range gs.cursors {
 		if d.cutOne(ctx, gs, cs, now, true) {
 			gs.probing = true
@@ -60,8 +88,8 @@ func (d *Dispatcher) cutProbe(ctx context.Context, gs *groupState, now time.Time
 	}
 }
 
-// cutOne cuts at most one job from cs and reports whether another might follow. A
-// probe is one batch.
+// cutOne cuts at most one job from cs, the lowest due offsets first, and reports
+// whether it did. A probe is one batch.
 func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState, now time.Time, probe bool) bool {
 	g := gs.g
 	if len(cs.pending) == 0 || cs.jobs >= d.cfg.MaxJobsInFlight || gs.inflightP >= g.MaxInFlight || cs.takeover != nil {
@@ -79,36 +107,44 @@ func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState
 	if probe {
 		n = g.BatchSize
 	}
-	if n = gs.tokens(now, n); n < 1 {
-		d.wakeBy(gs.nextToken(now))
-		return false
-	}
 	nowMS := now.UnixMilli()
-	var take []pendingMsg
-	keep := cs.pending[:0]
-	nextDue := int64(0)
+	due, nextDue := 0, int64(0)
 	for _, p := range cs.pending {
-		if len(take) < n && p.notBefore <= nowMS {
-			take = append(take, p)
-			continue
-		}
-		if p.notBefore > nowMS && (nextDue == 0 || p.notBefore < nextDue) {
+		if p.notBefore <= nowMS {
+			if due++; due == n {
+				break
+			}
+		} else if nextDue == 0 || p.notBefore < nextDue {
 			nextDue = p.notBefore
 		}
-		keep = append(keep, p)
 	}
-	cs.pending = keep
 	if nextDue > 0 {
 		d.wakeBy(time.UnixMilli(nextDue))
 	}
-	if len(take) == 0 {
+	if due == 0 {
 		return false
 	}
-	gs.limiter.AllowN(now, len(take))
+	if n = gs.pace.allow(now, due); n < 1 {
+		d.wakeBy(gs.pace.next(now, due))
+		return false
+	}
+	take := make([]pendingMsg, 0, n)
+	keep := cs.pending[:0]
+	for i, p := range cs.pending {
+		if len(take) == n {
+			keep = append(keep, cs.pending[i:]...)
+			break
+		}
+		if p.notBefore <= nowMS {
+			take = append(take, p)
+		} else {
+			keep = append(keep, p)
+		}
+	}
+	cs.pending = keep
+	gs.pace.take(len(take))
 	posts := (len(take) + g.BatchSize - 1) / g.BatchSize
-	// A job takes at most half the group's credits so the next job can start while
-	// this one's last POSTs finish.
-	p := min(posts, g.MaxInFlight-gs.inflightP, max(1, (g.MaxInFlight+1)/2))
+	p := gs.credits(posts, len(cs.pending) > 0)
 	offsets := make([]int64, len(take))
 	for i, t := range take {
 		offsets[i] = t.offset
@@ -177,11 +213,13 @@ func (d *Dispatcher) finishJob(js *jobState, backoff time.Duration) {
 	}
 	cs.jobs--
 	notBefore := d.now().Add(backoff).UnixMilli()
+	back := make([]pendingMsg, 0, len(js.remaining))
 	for off := range js.remaining {
 		inf := cs.inflight[off]
 		delete(cs.inflight, off)
-		cs.pending = append(cs.pending, pendingMsg{offset: off, createdAt: inf.createdAt, notBefore: notBefore, returns: inf.returns})
+		back = append(back, pendingMsg{offset: off, createdAt: inf.createdAt, notBefore: notBefore, returns: inf.returns})
 	}
+	cs.requeue(back)
 	js.remaining = nil
 	if backoff > 0 {
 		d.wakeBy(time.UnixMilli(notBefore))

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/heraldhq/herald/internal/fence"
 	"github.com/heraldhq/herald/models"
 )
@@ -90,11 +88,14 @@ func (d *Dispatcher) rebalance(ctx context.Context) {
 			gs = &groupState{g: g}
 			d.groups[id] = gs
 		}
-		changed := gs.g.ConfigVersion != g.ConfigVersion || gs.limiter == nil
+		changed := gs.g.ConfigVersion != g.ConfigVersion || gs.pace == nil
 		gs.g = g
 		if changed {
-			gs.limiter = newLimiter(g.RateLimit)
-			gs.applyRate(d.now())
+			if gs.pace == nil {
+				gs.pace = newPacer(g.RateLimit, g.BatchSize, d.now())
+			} else {
+				gs.pace.configure(g.RateLimit, g.BatchSize, d.now())
+			}
 			gs.nextRetry = time.Time{}
 		}
 		want = append(want, id)
@@ -142,13 +143,6 @@ func (d *Dispatcher) rebalance(ctx context.Context) {
 			d.log.Warn("raise cursor fence; the previous owner's jobs may still be sent", "group", g, "err", err)
 		}
 	}
-}
-
-func newLimiter(perSecond int) *rate.Limiter {
-	if perSecond <= 0 {
-		return rate.NewLimiter(rate.Inf, 0)
-	}
-	return rate.NewLimiter(rate.Limit(perSecond), perSecond)
 }
 
 func (d *Dispatcher) addCursor(c models.Cursor) *cursorState {

@@ -83,6 +83,7 @@ func (d *Dispatcher) fanOut(cs *cursorState, rows []store.RowMeta, at time.Time)
 			cs.markDone(r.ID)
 		}
 	}
+	cs.advance()
 }
 
 func (d *Dispatcher) subscription(cs *cursorState) models.Subscription {

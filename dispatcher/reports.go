@@ -115,6 +115,7 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 		return
 	}
 	nowMS := d.now().UnixMilli()
+	var back []pendingMsg
 	for reason, rs := range r.Returned {
 		if reason == delivery.ReasonFenced {
 			// The cursor moved on (reset or takeover) and this owner has not seen it
@@ -141,9 +142,11 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 				p.notBefore = nowMS + 200
 			}
 			d.wakeBy(time.UnixMilli(p.notBefore))
-			cs.pending = append(cs.pending, p)
+			back = append(back, p)
 		}
 	}
+	// Back in offset order: a throttled message is the first sent when the pause ends.
+	cs.requeue(back)
 	// A progress report proves the job alive: push its deadline out.
 	if ext := d.now().Add(d.cfg.JobDeadlineBase); js.deadline.Before(ext) {
 		js.deadline = ext

@@ -8,29 +8,25 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 )
 
-// cutRetries claims a group's due retry rows when credits allow. While first
-// deliveries wait, retries use at most half the group's credits, so neither starves
-// the other; one group's retries never wait on another's (claims are per group).
-func (d *Dispatcher) cutRetries(ctx context.Context, gs *groupState, now time.Time) {
-	if now.Before(gs.nextRetry) {
-		return
-	}
-	limit := gs.g.MaxInFlight
-	for _, cs := range gs.cursors {
-		if len(cs.pending) > 0 {
-			limit = max(1, gs.g.MaxInFlight/2)
-			break
-		}
-	}
-	for gs.inflightP < limit && d.claimRetries(ctx, gs, now, d.cfg.JobSize, false) {
-	}
+// retriesWaiting reports whether due retry rows are known to wait (a full claim or a
+// due time that has come), so they count as a busy flow when credits are shared.
+func (gs *groupState) retriesWaiting(now time.Time) bool {
+	return !gs.nextRetry.IsZero() && !now.Before(gs.nextRetry)
 }
 
 // claimRetries claims up to n due rows of the group (fewer under its rate) and
-// enqueues them as retry jobs, one per queue. It reports whether it enqueued any.
+// enqueues them as retry jobs, one per queue, each with its share of the free credits
+// (the retry topic is one flow of the group's rotation, so retries and first
+// deliveries share tokens and credits in turn; one group's retries never wait on
+// another's, claims are per group). Rows of queues left without a credit are released
+// due at once. It reports whether it enqueued any job.
 func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.Time, n int, probe bool) bool {
-	if n = gs.tokens(now, n); n < 1 {
-		d.wakeBy(gs.nextToken(now))
+	if gs.inflightP >= gs.g.MaxInFlight {
+		return false
+	}
+	want := n
+	if n = gs.pace.allow(now, n); n < 1 {
+		d.wakeBy(gs.pace.next(now, want))
 		return false
 	}
 	d.claimSeq++
@@ -52,11 +48,12 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 		}
 		gs.nextRetry = next
 		d.wakeBy(next)
+	} else {
+		gs.nextRetry = now // a full claim: more may be due
 	}
 	if len(rows) == 0 {
 		return false
 	}
-	gs.limiter.AllowN(now, len(rows))
 	byQueue := map[int64][]int{}
 	var order []int64
 	for i, r := range rows {
@@ -65,7 +62,8 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 		}
 		byQueue[r.QueueID] = append(byQueue[r.QueueID], i)
 	}
-	for _, q := range order {
+	enqueued := false
+	for k, q := range order {
 		idx := byQueue[q]
 		offsets := make([]int64, len(idx))
 		attempts := make([]int, len(idx))
@@ -73,14 +71,22 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 		if gs.g.BatchSize > 1 {
 			keys = make([]int64, len(idx))
 		}
-		for i, k := range idx {
-			offsets[i], attempts[i] = rows[k].Offset, rows[k].Attempt
+		for i, r := range idx {
+			offsets[i], attempts[i] = rows[r].Offset, rows[r].Attempt
 			if keys != nil {
-				keys[i] = rows[k].FailedAt.UnixMilli()
+				keys[i] = rows[r].FailedAt.UnixMilli()
 			}
 		}
 		posts := (len(offsets) + gs.g.BatchSize - 1) / gs.g.BatchSize
-		p := max(1, min(posts, gs.g.MaxInFlight-gs.inflightP, max(1, (gs.g.MaxInFlight+1)/2)))
+		p := gs.credits(posts, k < len(order)-1)
+		if p < 1 {
+			// No credit left for this queue's rows: due again at once, for a later turn.
+			if err := d.st.RetryRelease(ctx, gs.g.ID, q, offsets, now); err != nil {
+				d.log.Warn("release retry rows", "group", gs.g.Name, "err", err)
+			}
+			gs.retryDueBy(now)
+			continue
+		}
 		// Rows come ordered by offset within a queue, so Attempts aligns with Expand(Ranges).
 		// A retry job's "version" is its claim number, unique per dispatcher run (seeded
 		// from the clock), so its TaskID never collides with another claim's.
@@ -96,9 +102,12 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 			d.log.Warn("enqueue retry job", "task", j.TaskID(), "err", err)
 			delete(d.jobs, j.TaskID())
 			gs.inflightP -= p
+			continue
 		}
+		gs.pace.take(len(offsets))
+		enqueued = true
 	}
-	return true
+	return enqueued
 }
 
 // askOutbox wakes the maintenance role's dead-letter outbox after a dead-letter

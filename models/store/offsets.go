@@ -13,9 +13,10 @@ import (
 )
 
 // CursorPosition is one cursor as the console and admin API show it: the committed
-// offset, the queue's max offset and the lag between them (messages). OldestUndoneMS
-// is the Unix ms creation time of the first message after the committed offset (0
-// when nothing waits), so lag in seconds is now minus it.
+// offset, the queue's max offset and the lag (messages: those after the committed
+// offset plus the ids the commit lists as not done). OldestUndoneMS is the Unix ms
+// creation time of the first message from the lowest listed id, or after the
+// committed offset (0 when nothing waits), so lag in seconds is now minus it.
 type CursorPosition struct {
 	CursorID       int64
 	GroupID        int64
@@ -29,6 +30,9 @@ type CursorPosition struct {
 	Version        int64
 	Owner          string
 	OldestUndoneMS int64
+	// firstUndone is the lowest id the commit lists as not done (hole, or a message
+	// pending or in flight), or Offset+1.
+	firstUndone int64
 }
 
 // CursorsReset moves a group's cursors to `to` — models.ConsumeEarliest,
@@ -113,7 +117,14 @@ func (s *Store) GroupPositions(ctx context.Context, groupIDs []int64, withAge bo
 		cur := toCursor(cursorRow{Holes: r.Holes})
 		out[i] = CursorPosition{CursorID: r.ID, GroupID: r.GroupID, QueueID: r.QueueID, TopicID: r.TopicID, Topic: r.Name,
 			Offset: r.CommittedOffset, MaxOffset: maxes[r.QueueID], Version: r.Version, Owner: r.Owner, Holes: len(cur.Holes)}
+		// Lag counts the ids the commit lists as not done too: the dispatcher commits past
+		// messages still pending or in flight, listing them with the holes.
 		out[i].Lag = max(out[i].MaxOffset-out[i].Offset, 0)
+		out[i].firstUndone = r.CommittedOffset + 1
+		for _, h := range cur.Holes {
+			out[i].Lag += h.To - h.From + 1
+			out[i].firstUndone = min(out[i].firstUndone, h.From)
+		}
 	}
 	if withAge {
 		if err := s.fillOldest(ctx, out); err != nil {
@@ -131,8 +142,10 @@ func (s *Store) fillOldest(ctx context.Context, ps []CursorPosition) error {
 		if p.Lag == 0 {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("(SELECT %d AS i, created_at FROM %s WHERE id > ? ORDER BY id LIMIT 1)", i, models.QueueTableName(p.QueueID)))
-		args = append(args, p.Offset)
+		// From the first listed id: its row, or the next one (older than the oldest undone
+		// message by at most the done rows between listed ranges).
+		parts = append(parts, fmt.Sprintf("(SELECT %d AS i, created_at FROM %s WHERE id >= ? ORDER BY id LIMIT 1)", i, models.QueueTableName(p.QueueID)))
+		args = append(args, p.firstUndone)
 	}
 	for start := 0; start < len(parts); start += 200 {
 		end := min(start+200, len(parts))
