@@ -9,17 +9,6 @@ import (
 	"github.com/heraldhq/herald/models"
 )
 
-type userRow struct {
-	ID           int64 `gorm:"primaryKey"`
-	Username     string
-	PasswordHash string
-	Role         string
-	TokenVersion int64
-	CreatedAt    time.Time
-}
-
-func (userRow) TableName() string { return "users" }
-
 type apiKeyRow struct {
 	ID         int64 `gorm:"primaryKey"`
 	Name       string
@@ -33,44 +22,6 @@ type apiKeyRow struct {
 }
 
 func (apiKeyRow) TableName() string { return "api_keys" }
-
-// UserCreate stores u (PasswordHash already bcrypt) and fills its ID. ErrConflict for a taken username.
-func (s *Store) UserCreate(ctx context.Context, u *models.User) error {
-	r := userRow{Username: u.Username, PasswordHash: u.PasswordHash, Role: string(u.Role), TokenVersion: 1, CreatedAt: time.Now().UTC()}
-	if err := s.db.WithContext(ctx).Create(&r).Error; err != nil {
-		if isDuplicate(err) {
-			return fmt.Errorf("user %q: %w", u.Username, models.ErrConflict)
-		}
-		return fmt.Errorf("insert user: %w", err)
-	}
-	u.ID, u.TokenVersion, u.CreatedAt = r.ID, 1, r.CreatedAt
-	return nil
-}
-
-// UserGetByUsername returns the user or ErrNotFound.
-func (s *Store) UserGetByUsername(ctx context.Context, name string) (*models.User, error) {
-	return s.userGet(ctx, "username = ?", name)
-}
-
-// UserGetByID returns the user or ErrNotFound.
-func (s *Store) UserGetByID(ctx context.Context, id int64) (*models.User, error) {
-	return s.userGet(ctx, "id = ?", id)
-}
-
-func (s *Store) userGet(ctx context.Context, where string, arg any) (*models.User, error) {
-	var r userRow
-	if err := s.db.WithContext(ctx).Where(where, arg).Take(&r).Error; err != nil {
-		return nil, notFound(err, "user")
-	}
-	return &models.User{ID: r.ID, Username: r.Username, PasswordHash: r.PasswordHash, Role: models.Role(r.Role), TokenVersion: r.TokenVersion, CreatedAt: r.CreatedAt}, nil
-}
-
-// UserCount returns how many users exist (0 triggers the bootstrap admin).
-func (s *Store) UserCount(ctx context.Context) (int64, error) {
-	var n int64
-	err := s.db.WithContext(ctx).Model(&userRow{}).Count(&n).Error
-	return n, err
-}
 
 // APIKeyCreate stores k (Hash is SHA-256 of the whole key) and fills its ID.
 func (s *Store) APIKeyCreate(ctx context.Context, k *models.APIKey) error {
@@ -100,19 +51,5 @@ func (s *Store) APIKeyGetByPrefix(ctx context.Context, prefix string) (*models.A
 // APIKeyTouch records that key id was used now (called at most once per cache period).
 func (s *Store) APIKeyTouch(ctx context.Context, id int64) error {
 	_, err := s.sql.ExecContext(ctx, "UPDATE api_keys SET last_used_at = NOW(3) WHERE id = ?", id)
-	return err
-}
-
-// AuditRecord appends one entry to the append-only audit log.
-func (s *Store) AuditRecord(ctx context.Context, actor, action, subject, sourceIP string, before, after any) error {
-	var b, a []byte
-	if before != nil {
-		b, _ = json.Marshal(before)
-	}
-	if after != nil {
-		a, _ = json.Marshal(after)
-	}
-	_, err := s.sql.ExecContext(ctx, "INSERT INTO audit_log (actor, action, subject, source_ip, before_json, after_json, created_at) VALUES (?,?,?,?,?,?,NOW(3))",
-		actor, action, subject, sourceIP, b, a)
 	return err
 }
