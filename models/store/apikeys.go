@@ -53,3 +53,35 @@ func (s *Store) APIKeyTouch(ctx context.Context, id int64) error {
 	_, err := s.sql.ExecContext(ctx, "UPDATE api_keys SET last_used_at = NOW(3) WHERE id = ?", id)
 	return err
 }
+
+// APIKeyList returns up to limit API keys with id > after, ordered by id, revoked
+// ones included (RevokedAt set).
+func (s *Store) APIKeyList(ctx context.Context, after int64, limit int) ([]*models.APIKey, error) {
+	var rows []apiKeyRow
+	if err := s.db.WithContext(ctx).Where("id > ?", after).Order("id").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	out := make([]*models.APIKey, len(rows))
+	for i, r := range rows {
+		k := &models.APIKey{ID: r.ID, Name: r.Name, Prefix: r.Prefix, CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
+		_ = json.Unmarshal(r.Topics, &k.Topics)
+		out[i] = k
+	}
+	return out, nil
+}
+
+// APIKeyRevoke marks key id revoked now and returns it. Revoking twice keeps the first
+// time. Every api instance refuses the key once its ≤5 s cache expires (DESIGN §8).
+// ErrNotFound for an unknown id.
+func (s *Store) APIKeyRevoke(ctx context.Context, id int64) (*models.APIKey, error) {
+	if _, err := s.sql.ExecContext(ctx, "UPDATE api_keys SET revoked_at = NOW(3) WHERE id = ? AND revoked_at IS NULL", id); err != nil {
+		return nil, fmt.Errorf("revoke api key %d: %w", id, err)
+	}
+	var r apiKeyRow
+	if err := s.db.WithContext(ctx).Where("id = ?", id).Take(&r).Error; err != nil {
+		return nil, notFound(err, fmt.Sprintf("api key %d", id))
+	}
+	k := &models.APIKey{ID: r.ID, Name: r.Name, Prefix: r.Prefix, CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
+	_ = json.Unmarshal(r.Topics, &k.Topics)
+	return k, nil
+}
