@@ -2,22 +2,19 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/time/rate"
 
+	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -25,23 +22,7 @@ import (
 const keyCacheTTL = 5 * time.Second
 
 // TokenTTL is the lifetime of console and admin JWTs (DESIGN §8: at most 1 h).
-const TokenTTL = time.Hour
-
-var keyEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
-
-// NewAPIKey returns a fresh key `hk_<prefix>_<secret>` (32 random bytes of secret),
-// its prefix and the SHA-256 to store. Keys are random, so a fast hash is right; a
-// slow KDF would only tax every publish (DESIGN §8).
-func NewAPIKey() (key, prefix string, hash []byte) {
-	p := make([]byte, 5)
-	sec := make([]byte, 32)
-	_, _ = rand.Read(p)
-	_, _ = rand.Read(sec)
-	prefix = strings.ToLower(keyEncoding.EncodeToString(p))
-	key = "hk_" + prefix + "_" + strings.ToLower(keyEncoding.EncodeToString(sec))
-	sum := sha256.Sum256([]byte(key))
-	return key, prefix, sum[:]
-}
+const TokenTTL = auth.TokenTTL
 
 type cachedKey struct {
 	k  *models.APIKey
@@ -66,17 +47,17 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 		rest, ok := strings.CutPrefix(raw, "hk_")
 		prefix, _, ok2 := strings.Cut(rest, "_")
 		if !ok || !ok2 || prefix == "" || len(prefix) > 32 {
-			return problem("unauthorized", "send Authorization: Bearer hk_…")
+			return problem(ProblemUnauthorized, "send Authorization: Bearer hk_…")
 		}
 		k, err := s.apiKey(c.Request().Context(), prefix)
 		if errors.Is(err, models.ErrNotFound) {
-			return problem("unauthorized", "unknown API key")
+			return problem(ProblemUnauthorized, "unknown API key")
 		} else if err != nil {
 			return err
 		}
 		sum := sha256.Sum256([]byte(raw))
 		if subtle.ConstantTimeCompare(sum[:], k.Hash) != 1 || k.RevokedAt != nil {
-			return problem("unauthorized", "invalid or revoked API key")
+			return problem(ProblemUnauthorized, "invalid or revoked API key")
 		}
 		c.Set("apikey", k)
 		return next(c)
@@ -97,14 +78,6 @@ func (s *Server) apiKey(ctx context.Context, prefix string) (*models.APIKey, err
 	s.keys.Store(prefix, &cachedKey{k: k, at: time.Now()})
 	go func() { _ = s.st.APIKeyTouch(context.WithoutCancel(ctx), k.ID) }()
 	return k, nil
-}
-
-// claims are Herald's JWT claims: the user id as subject plus the token version that
-// revokes all of a user's tokens when bumped.
-type claims struct {
-	Role         string `json:"role"`
-	TokenVersion int64  `json:"tv"`
-	jwt.RegisteredClaims
 }
 
 type loginRequest struct {
@@ -130,11 +103,11 @@ func (s *Server) login(c echo.Context) error {
 	}
 	lim, _ := s.logins.LoadOrStore(req.Username+"\x00"+c.RealIP(), rate.NewLimiter(rate.Every(12*time.Second), 5))
 	if !lim.(*rate.Limiter).Allow() {
-		return problem("rate-limited", "too many login attempts; wait a minute")
+		return problem(ProblemRateLimited, "too many login attempts; wait a minute")
 	}
 	u, err := s.st.UserGetByUsername(c.Request().Context(), req.Username)
 	if err != nil || bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(req.Password)) != nil {
-		return problem("unauthorized", "wrong username or password")
+		return problem(ProblemUnauthorized, "wrong username or password")
 	}
 	tok, exp, err := s.issueToken(u)
 	if err != nil {
@@ -143,15 +116,7 @@ func (s *Server) login(c echo.Context) error {
 	return c.JSON(http.StatusOK, loginResponse{Token: tok, ExpiresAt: exp.UTC().Format(timeFormat)})
 }
 
-func (s *Server) issueToken(u *models.User) (string, time.Time, error) {
-	now := time.Now()
-	exp := now.Add(TokenTTL)
-	cl := claims{Role: string(u.Role), TokenVersion: u.TokenVersion, RegisteredClaims: jwt.RegisteredClaims{
-		Subject: strconv.FormatInt(u.ID, 10), Issuer: "herald", IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
-	}}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, cl).SignedString([]byte(s.cfg.JWTSecret))
-	return tok, exp, err
-}
+func (s *Server) issueToken(u *models.User) (string, time.Time, error) { return s.ctl.IssueToken(u) }
 
 // requireJWT authenticates operators: HS256 only, expiry required, issuer herald,
 // and the user's current token_version.
@@ -159,7 +124,7 @@ func (s *Server) requireJWT(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		raw := bearer(c)
 		if raw == "" {
-			return problem("unauthorized", "send Authorization: Bearer <JWT from /api/v1/auth/login>")
+			return problem(ProblemUnauthorized, "send Authorization: Bearer <JWT from /api/v1/auth/login>")
 		}
 		u, err := s.userFromJWT(c.Request().Context(), raw)
 		if err != nil {
@@ -174,16 +139,9 @@ func (s *Server) requireJWT(next echo.HandlerFunc) echo.HandlerFunc {
 // its user if the token version is still current; otherwise an unauthorized problem.
 // The API reads the token from Authorization, the console from its session cookie.
 func (s *Server) userFromJWT(ctx context.Context, raw string) (*models.User, error) {
-	var cl claims
-	_, err := jwt.ParseWithClaims(raw, &cl, func(*jwt.Token) (any, error) { return []byte(s.cfg.JWTSecret), nil },
-		jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithIssuer("herald"))
+	u, err := s.ctl.Authenticate(ctx, raw)
 	if err != nil {
-		return nil, problem("unauthorized", "invalid token: "+err.Error())
-	}
-	id, _ := strconv.ParseInt(cl.Subject, 10, 64)
-	u, err := s.st.UserGetByID(ctx, id)
-	if err != nil || u.TokenVersion != cl.TokenVersion {
-		return nil, problem("unauthorized", "token revoked")
+		return nil, problem(ProblemUnauthorized, strings.TrimPrefix(err.Error(), "unauthorized: "))
 	}
 	return u, nil
 }
@@ -197,22 +155,9 @@ func requireRole(r models.Role) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if roleRank[userFrom(c).Role] < roleRank[r] {
-				return problem("forbidden", fmt.Sprintf("needs role %s", r))
+				return problem(ProblemForbidden, fmt.Sprintf("needs role %s", r))
 			}
 			return next(c)
 		}
 	}
-}
-
-// BcryptCost is the bcrypt work factor for new password hashes (default 12). Tests
-// lower it; checking a password uses the cost stored in its hash.
-var BcryptCost = 12
-
-// HashPassword returns the bcrypt hash of a user's password (BcryptCost).
-func HashPassword(pw string) (string, error) {
-	if len(pw) < 8 || len(pw) > 72 {
-		return "", &models.ValidationError{Errors: []models.FieldError{{Pointer: "/password", Detail: "passwords are 8 to 72 bytes"}}}
-	}
-	b, err := bcrypt.GenerateFromPassword([]byte(pw), BcryptCost)
-	return string(b), err
 }

@@ -1,25 +1,14 @@
 package api
 
 import (
-	"context"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/models/store"
 )
-
-// failureRoutes adds dead letters and group stats (DESIGN §5, §6).
-func (s *Server) failureRoutes(admin *echo.Group) {
-	admin.GET("/groups/:group/dead-letters", s.deadLetterList)
-	admin.GET("/groups/:group/dead-letters/:id", s.deadLetterGet)
-	admin.POST("/groups/:group/dead-letters/redrive", s.deadLetterRedrive, requireRole(models.RoleOperator))
-	admin.POST("/groups/:group/dead-letters/purge", s.deadLetterPurge, requireRole(models.RoleOperator))
-	admin.GET("/groups/:group/stats", s.groupStats)
-}
 
 // DeadLetterDTO is a dead letter as the admin API shows it. DLQOffset is the offset
 // of its copy on the group's dead-letter topic `<group>.dlq` (null until appended; 0
@@ -52,14 +41,9 @@ type DeliveryAttemptDTO struct {
 	At              string `json:"at"`
 }
 
-// AttemptDTOs converts delivery attempts for responses.
-func AttemptDTOs(as []models.DeliveryAttempt) []DeliveryAttemptDTO {
-	out := make([]DeliveryAttemptDTO, 0, len(as))
-	for _, a := range as {
-		out = append(out, DeliveryAttemptDTO{WebhookID: a.WebhookID, Attempt: a.Attempt, Status: a.Status, ErrorClass: a.ErrorClass,
-			LatencyMS: a.LatencyMS, ResponseExcerpt: string(a.Excerpt), At: a.CreatedAt.UTC().Format(timeFormat)})
-	}
-	return out
+func attemptDTO(a models.DeliveryAttempt) DeliveryAttemptDTO {
+	return DeliveryAttemptDTO{WebhookID: a.WebhookID, Attempt: a.Attempt, Status: a.Status, ErrorClass: a.ErrorClass,
+		LatencyMS: a.LatencyMS, ResponseExcerpt: string(a.Excerpt), At: a.CreatedAt.UTC().Format(timeFormat)}
 }
 
 func deadLetterDTO(g *models.Group, d models.DeadLetter) DeadLetterDTO {
@@ -70,68 +54,31 @@ func deadLetterDTO(g *models.Group, d models.DeadLetter) DeadLetterDTO {
 }
 
 func (s *Server) deadLetterList(c echo.Context) error {
-	ctx := c.Request().Context()
-	g, err := s.st.GroupGetByName(ctx, c.Param("group"))
+	p, err := listPage(c)
 	if err != nil {
 		return err
 	}
-	after, limit, err := listPage(c)
+	g, page, err := s.ctl.ListDeadLetters(c.Request().Context(), c.Param("group"), models.DeadLetterState(c.QueryParam("state")), p)
 	if err != nil {
 		return err
 	}
-	f := store.DeadLetterFilter{GroupID: g.ID, State: models.DeadLetterState(c.QueryParam("state"))}
-	if f.State != "" && !validDeadLetterState(f.State) {
-		return problem("validation", "state must be pending, redriven or purged")
-	}
-	ds, err := s.st.DeadLetterList(ctx, f, after, limit)
-	if err != nil {
-		return err
-	}
-	out := listResponse[DeadLetterDTO]{Items: []DeadLetterDTO{}}
-	for _, d := range ds {
-		out.Items = append(out.Items, deadLetterDTO(g, d))
-	}
-	if len(ds) > 0 {
-		out.NextCursor = nextCursor(ds[len(ds)-1].ID, len(ds), limit)
-	}
-	return c.JSON(http.StatusOK, out)
-}
-
-func validDeadLetterState(st models.DeadLetterState) bool {
-	for _, x := range models.DeadLetterStates() {
-		if x == st {
-			return true
-		}
-	}
-	return false
+	return c.JSON(http.StatusOK, listOf(page, func(d models.DeadLetter) DeadLetterDTO { return deadLetterDTO(g, d) }))
 }
 
 func (s *Server) deadLetterGet(c echo.Context) error {
-	ctx := c.Request().Context()
-	g, err := s.st.GroupGetByName(ctx, c.Param("group"))
+	id, err := control.ParseID(c.Param("id"), "dead letter")
 	if err != nil {
 		return err
 	}
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil {
-		return problem("not-found", "no dead letter "+c.Param("id"))
-	}
-	d, err := s.st.DeadLetterGet(ctx, g.ID, id)
+	d, err := s.ctl.GetDeadLetter(c.Request().Context(), c.Param("group"), id)
 	if err != nil {
 		return err
 	}
-	as, err := s.st.AttemptsByMessage(ctx, d.QueueID, d.Offset)
-	if err != nil {
-		return err
+	dto := deadLetterDTO(d.Group, *d.Letter)
+	dto.Delivery = make([]DeliveryAttemptDTO, 0, len(d.Attempts))
+	for _, a := range d.Attempts {
+		dto.Delivery = append(dto.Delivery, attemptDTO(a))
 	}
-	dto := deadLetterDTO(g, *d)
-	var mine []models.DeliveryAttempt
-	for _, a := range as {
-		if a.GroupID == g.ID {
-			mine = append(mine, a)
-		}
-	}
-	dto.Delivery = AttemptDTOs(mine)
 	return c.JSON(http.StatusOK, dto)
 }
 
@@ -143,32 +90,27 @@ type deadLetterSelection struct {
 	To   string  `json:"to"`
 }
 
-func (s *Server) deadLetterFilter(c echo.Context) (*models.Group, store.DeadLetterFilter, error) {
-	var f store.DeadLetterFilter
-	g, err := s.st.GroupGetByName(c.Request().Context(), c.Param("group"))
-	if err != nil {
-		return nil, f, err
-	}
-	f.GroupID = g.ID
-	var sel deadLetterSelection
+func deadLetterSelectionOf(c echo.Context) (control.DeadLetterSelection, error) {
+	var sel control.DeadLetterSelection
+	var req deadLetterSelection
 	if c.Request().ContentLength != 0 {
 		body, err := readBody(c, 1<<20)
 		if err != nil {
-			return nil, f, err
+			return sel, err
 		}
 		if len(body) > 0 {
-			if err := decodeStrict(body, &sel); err != nil {
-				return nil, f, err
+			if err := decodeStrict(body, &req); err != nil {
+				return sel, err
 			}
 		}
 	}
 	var v models.ValidationError
-	f.IDs = sel.IDs
+	sel.IDs = req.IDs
 	for _, p := range []struct {
 		raw string
 		dst *time.Time
 		ptr string
-	}{{sel.From, &f.From, "/from"}, {sel.To, &f.To, "/to"}} {
+	}{{req.From, &sel.From, "/from"}, {req.To, &sel.To, "/to"}} {
 		if p.raw == "" {
 			continue
 		}
@@ -178,95 +120,29 @@ func (s *Server) deadLetterFilter(c echo.Context) (*models.Group, store.DeadLett
 		}
 		*p.dst = t
 	}
-	return g, f, v.Err()
+	return sel, v.Err()
 }
 
 func (s *Server) deadLetterRedrive(c echo.Context) error {
-	g, f, err := s.deadLetterFilter(c)
+	sel, err := deadLetterSelectionOf(c)
 	if err != nil {
 		return err
 	}
-	n, err := s.st.DeadLetterRedrive(c.Request().Context(), f)
+	n, err := s.ctl.RedriveDeadLetters(c.Request().Context(), actor(c), c.Param("group"), sel)
 	if err != nil {
 		return err
 	}
-	_ = s.notifier.Group(context.WithoutCancel(c.Request().Context()), g.ID)
-	s.audit(c, "dead_letters.redrive", g.Name, nil, map[string]any{"count": n, "ids": f.IDs, "from": f.From, "to": f.To})
 	return c.JSON(http.StatusOK, map[string]int64{"redriven": n})
 }
 
 func (s *Server) deadLetterPurge(c echo.Context) error {
-	g, f, err := s.deadLetterFilter(c)
+	sel, err := deadLetterSelectionOf(c)
 	if err != nil {
 		return err
 	}
-	n, err := s.st.DeadLetterPurge(c.Request().Context(), f)
+	n, err := s.ctl.PurgeDeadLetters(c.Request().Context(), actor(c), c.Param("group"), sel)
 	if err != nil {
 		return err
 	}
-	s.audit(c, "dead_letters.purge", g.Name, nil, map[string]any{"count": n, "ids": f.IDs})
 	return c.JSON(http.StatusOK, map[string]int64{"purged": n})
-}
-
-// GroupStatsDTO is a group's delivery health (DESIGN §5): lag in messages and
-// seconds, in-flight POSTs, effective rate (messages/s; 0 = the configured rate),
-// failure counters, breaker state, and retry and dead-letter sizes.
-type GroupStatsDTO struct {
-	Group               string  `json:"group"`
-	Status              string  `json:"status"`
-	PausedReason        string  `json:"paused_reason"`
-	LagMessages         int64   `json:"lag_messages"`
-	LagSeconds          float64 `json:"lag_seconds"`
-	RateLimit           int     `json:"rate_limit"`
-	EffectiveRate       float64 `json:"effective_rate"`
-	ConsecutiveFailures int     `json:"consecutive_failures"`
-	SuccessesMinute     int     `json:"successes_last_minute"`
-	FailuresMinute      int     `json:"failures_last_minute"`
-	LastStatus          int     `json:"last_status"`
-	LastError           string  `json:"last_error"`
-	LastSuccessAt       *string `json:"last_success_at"`
-	FailingSince        *string `json:"failing_since"`
-	ThrottledUntil      *string `json:"throttled_until"`
-	Breaker             string  `json:"breaker"`
-	BreakerOpenUntil    *string `json:"breaker_open_until"`
-	RetryMessages       int64   `json:"retry_messages"`
-	DeadLetters         int64   `json:"dead_letters_pending"`
-}
-
-func fmtTime(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := t.UTC().Format(timeFormat)
-	return &s
-}
-
-func (s *Server) groupStats(c echo.Context) error {
-	ctx := c.Request().Context()
-	g, err := s.st.GroupGetByName(ctx, c.Param("group"))
-	if err != nil {
-		return err
-	}
-	h, err := s.st.GroupHealthGet(ctx, g.ID)
-	if err != nil {
-		return err
-	}
-	retries, err := s.st.RetryCount(ctx, g.ID)
-	if err != nil {
-		return err
-	}
-	dead, err := s.st.DeadLetterCount(ctx, g.ID)
-	if err != nil {
-		return err
-	}
-	lagMsgs, lagSecs, err := s.st.GroupLag(ctx, g.ID)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, GroupStatsDTO{Group: g.Name, Status: string(g.Status), PausedReason: g.PausedReason,
-		LagMessages: lagMsgs, LagSeconds: lagSecs, RateLimit: g.RateLimit, EffectiveRate: h.EffectiveRate,
-		ConsecutiveFailures: h.ConsecutiveFailures, SuccessesMinute: h.SuccessesMinute, FailuresMinute: h.FailuresMinute,
-		LastStatus: h.LastStatus, LastError: h.LastError, LastSuccessAt: fmtTime(h.LastSuccessAt), FailingSince: fmtTime(h.FailingSince),
-		ThrottledUntil: fmtTime(h.ThrottledUntil), Breaker: h.BreakerState, BreakerOpenUntil: fmtTime(h.BreakerOpenUntil),
-		RetryMessages: retries, DeadLetters: dead})
 }

@@ -1,17 +1,15 @@
 package api
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -35,105 +33,17 @@ func messageSummaryDTO(m store.MessageSummary) MessageSummaryDTO {
 
 func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format(timeFormat) }
 
-// messageQuery is a parsed browse request.
-type messageQuery struct {
-	filter store.MessageFilter
-	limit  int
-}
-
-// parseMessageQuery reads ?key=&tag=&from=&to= (RFC 3339), ?limit= and ?cursor=.
-func parseMessageQuery(c echo.Context) (messageQuery, error) {
-	q := messageQuery{limit: 50}
-	var v models.ValidationError
-	q.filter.Key, q.filter.Tag = c.QueryParam("key"), c.QueryParam("tag")
-	if !models.ValidLabel(q.filter.Key) {
-		v.Add("/key", "keys are UTF-8 without control characters, at most 255 bytes")
-	}
-	if !models.ValidLabel(q.filter.Tag) {
-		v.Add("/tag", "tags are UTF-8 without control characters, at most 255 bytes")
-	}
-	for _, p := range []struct {
-		name string
-		dst  *int64
-	}{{"from", &q.filter.FromMS}, {"to", &q.filter.ToMS}} {
-		if s := c.QueryParam(p.name); s != "" {
-			t, err := time.Parse(time.RFC3339Nano, s)
-			if err != nil {
-				v.Add("/"+p.name, "must be an RFC 3339 time")
-				continue
-			}
-			*p.dst = t.UnixMilli()
-		}
-	}
-	if s := c.QueryParam("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 500 {
-			v.Add("/limit", "must be between 1 and 500")
-		}
-		q.limit = n
-	}
-	if s := c.QueryParam("cursor"); s != "" {
-		pos, err := decodeMessageCursor(s)
-		if err != nil {
-			v.Add("/cursor", "is not one this API returned")
-		}
-		q.filter.Before = pos
-	}
-	return q, v.Err()
-}
-
-func encodeMessageCursor(m store.MessageSummary) string {
-	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%d.%d.%d", m.CreatedAt, m.QueueID, m.Offset))
-}
-
-func decodeMessageCursor(s string) (*store.MessagePosition, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return nil, err
-	}
-	parts := strings.Split(string(b), ".")
-	if len(parts) != 3 {
-		return nil, models.ErrInvalid
-	}
-	var n [3]int64
-	for i, p := range parts {
-		if n[i], err = strconv.ParseInt(p, 10, 64); err != nil {
-			return nil, err
-		}
-	}
-	return &store.MessagePosition{CreatedAtMS: n[0], Queue: n[1], Offset: n[2]}, nil
-}
-
-// browseMessages runs a browse of topic name; shared by the API and the console.
-func (s *Server) browseMessages(ctx context.Context, name string, q messageQuery) (*models.Topic, listResponse[MessageSummaryDTO], error) {
-	out := listResponse[MessageSummaryDTO]{Items: []MessageSummaryDTO{}}
-	t, err := s.st.TopicGetByName(ctx, name)
-	if err != nil {
-		return nil, out, err
-	}
-	ms, err := s.st.MessagesBrowse(ctx, t, q.filter, q.limit)
-	if err != nil {
-		return nil, out, err
-	}
-	for _, m := range ms {
-		out.Items = append(out.Items, messageSummaryDTO(m))
-	}
-	if len(ms) == q.limit {
-		out.NextCursor = encodeMessageCursor(ms[len(ms)-1])
-	}
-	return t, out, nil
-}
-
 func (s *Server) messageList(c echo.Context) error {
-	q, err := parseMessageQuery(c)
+	q, err := control.ParseMessageQuery(control.MessageQueryParams{Key: c.QueryParam("key"), Tag: c.QueryParam("tag"),
+		From: c.QueryParam("from"), To: c.QueryParam("to"), Limit: c.QueryParam("limit"), Cursor: c.QueryParam("cursor")})
 	if err != nil {
 		return err
 	}
-	_, out, err := s.browseMessages(c.Request().Context(), c.Param("topic"), q)
+	page, err := s.ctl.BrowseMessages(c.Request().Context(), c.Param("topic"), q)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, listOf(page, messageSummaryDTO))
 }
 
 // MessageDTO is one message with its body: Body holds a JSON body as published
@@ -148,8 +58,7 @@ type MessageDTO struct {
 }
 
 // MessageDetailDTO is GET /api/v1/messages/{id}: the message and every recorded
-// delivery attempt of it, for every group, oldest first. Extend it here and fill the
-// field in messageDetail; the console's message page renders the same value.
+// delivery attempt of it, for every group, oldest first.
 type MessageDetailDTO struct {
 	MessageDTO
 	DeliveryAttempts []MessageAttemptDTO `json:"delivery_attempts"`
@@ -178,34 +87,14 @@ func messageDTO(m *models.Message, topic string) MessageDTO {
 	return d
 }
 
-// messageDetail loads a message by its public id with its delivery information.
-func (s *Server) messageDetail(ctx context.Context, id string) (*MessageDetailDTO, error) {
-	m, topic, err := s.st.MessageGetByID(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	as, err := s.st.AttemptsByMessage(ctx, m.QueueID, m.Offset)
-	if err != nil {
-		return nil, err
-	}
-	names := map[int64]string{}
-	out := &MessageDetailDTO{MessageDTO: messageDTO(m, topic), DeliveryAttempts: []MessageAttemptDTO{}}
-	for i, a := range AttemptDTOs(as) {
-		gid := as[i].GroupID
-		if _, ok := names[gid]; !ok {
-			if g, err := s.st.GroupGetByID(ctx, gid); err == nil {
-				names[gid] = g.Name
-			}
-		}
-		out.DeliveryAttempts = append(out.DeliveryAttempts, MessageAttemptDTO{Group: names[gid], DeliveryAttemptDTO: a})
-	}
-	return out, nil
-}
-
 func (s *Server) messageGet(c echo.Context) error {
-	d, err := s.messageDetail(c.Request().Context(), c.Param("id"))
+	m, err := s.ctl.GetMessage(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, d)
+	out := MessageDetailDTO{MessageDTO: messageDTO(m.Message, m.Topic), DeliveryAttempts: []MessageAttemptDTO{}}
+	for _, a := range m.Attempts {
+		out.DeliveryAttempts = append(out.DeliveryAttempts, MessageAttemptDTO{Group: m.GroupNames[a.GroupID], DeliveryAttemptDTO: attemptDTO(a)})
+	}
+	return c.JSON(http.StatusOK, out)
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models/store"
 )
 
@@ -61,69 +61,14 @@ type offsetResetRequest struct {
 }
 
 func (s *Server) groupOffsetsReset(c echo.Context) error {
-	body, err := readBody(c, 64<<10)
-	if err != nil {
-		return err
-	}
 	var req offsetResetRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := bodyOf(c, 64<<10, &req); err != nil {
 		return err
 	}
-	ps, err := s.resetOffsets(c, c.Param("group"), req)
+	ps, err := s.ctl.ResetOffsets(c.Request().Context(), actor(c), c.Param("group"),
+		control.OffsetReset{To: req.To, Timestamp: req.Timestamp, Queues: req.Queues})
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, offsetsResponse{Items: cursorDTOs(ps, time.Now())})
-}
-
-// resetOffsets validates a reset, applies it (bumping cursor versions, so owners
-// reload), wakes the dispatchers and audits it. Shared by the API and the console.
-func (s *Server) resetOffsets(c echo.Context, name string, req offsetResetRequest) ([]store.CursorPosition, error) {
-	ctx := c.Request().Context()
-	var v models.ValidationError
-	to := req.To
-	switch req.To {
-	case models.ConsumeEarliest, models.ConsumeLatest:
-		if req.Timestamp != "" {
-			v.Add("/timestamp", "give a timestamp only with \"to\": \"timestamp\"")
-		}
-	case "timestamp":
-		ts, err := time.Parse(time.RFC3339Nano, req.Timestamp)
-		if err != nil {
-			v.Add("/timestamp", "must be an RFC 3339 time such as 2026-11-29T14:00:00Z")
-		}
-		to = ts.UTC().Format(time.RFC3339Nano)
-	default:
-		v.Add("/to", "must be earliest, latest or timestamp")
-	}
-	if err := v.Err(); err != nil {
-		return nil, err
-	}
-	g, err := s.st.GroupGetByName(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	before, err := s.st.GroupPositions(ctx, []int64{g.ID}, false)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.st.CursorsReset(ctx, g.ID, to, req.Queues); err != nil {
-		return nil, err
-	}
-	_ = s.notifier.Group(ctx, g.ID)
-	after, err := s.st.GroupPositions(ctx, []int64{g.ID}, true)
-	if err != nil {
-		return nil, err
-	}
-	s.audit(c, "group.offsets.reset", g.Name, offsetsOf(before), map[string]any{"to": req.To, "timestamp": req.Timestamp, "queues": req.Queues, "offsets": offsetsOf(after)})
-	return after, nil
-}
-
-// offsetsOf maps queue id to committed offset, for the audit log.
-func offsetsOf(ps []store.CursorPosition) map[int64]int64 {
-	out := make(map[int64]int64, len(ps))
-	for _, p := range ps {
-		out[p.QueueID] = p.Offset
-	}
-	return out
 }

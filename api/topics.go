@@ -3,39 +3,101 @@ package api
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/heraldhq/herald/control"
+	"github.com/heraldhq/herald/models"
 )
 
-// fillTopicStats adds each queue's min/max offset and each topic's published count
-// over the last hour to topics, in two statements whatever their number.
-func (s *Server) fillTopicStats(ctx context.Context, topics []TopicDTO) error {
-	var qids []int64
-	for _, t := range topics {
-		for _, q := range t.Queues {
-			qids = append(qids, q.ID)
-		}
+// TopicDTO is a topic as the admin API shows it.
+// PublishedLastHour (messages) comes from the per-minute rollups.
+type TopicDTO struct {
+	ID                int64      `json:"id"`
+	Name              string     `json:"name"`
+	Queues            []QueueDTO `json:"queues"`
+	PublishedLastHour int64      `json:"published_last_hour"`
+	CreatedAt         string     `json:"created_at"`
+}
+
+// QueueDTO is one queue of a topic. MinOffset and MaxOffset are the lowest and
+// highest offsets it holds (0 when empty), filled by reads of the admin API.
+type QueueDTO struct {
+	ID        int64  `json:"id"`
+	Position  int    `json:"position"`
+	State     string `json:"state"`
+	Node      int64  `json:"node"`
+	MinOffset int64  `json:"min_offset"`
+	MaxOffset int64  `json:"max_offset"`
+}
+
+func topicDTO(t *models.Topic, st control.TopicStats) TopicDTO {
+	out := TopicDTO{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt.UTC().Format(timeFormat), Queues: []QueueDTO{},
+		PublishedLastHour: st.PublishedLastHour[t.ID]}
+	for _, q := range t.Queues {
+		r := st.Offsets[q.ID]
+		out.Queues = append(out.Queues, QueueDTO{ID: q.ID, Position: q.Position, State: string(q.State), Node: q.NodeID,
+			MinOffset: r.Min, MaxOffset: r.Max})
 	}
-	if len(qids) == 0 {
-		return nil
+	return out
+}
+
+// topicDTOs converts topics with their stats (two statements whatever their number).
+func (s *Server) topicDTOs(ctx context.Context, ts []*models.Topic) ([]TopicDTO, error) {
+	st, err := s.ctl.TopicStats(ctx, ts)
+	if err != nil {
+		return nil, err
 	}
-	ranges, err := s.st.QueueOffsetRanges(ctx, qids)
+	out := make([]TopicDTO, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, topicDTO(t, st))
+	}
+	return out, nil
+}
+
+type topicCreateRequest struct {
+	Name   string `json:"name"`
+	Queues *int   `json:"queues"`
+}
+
+func (s *Server) topicCreate(c echo.Context) error {
+	var req topicCreateRequest
+	if err := bodyOf(c, 64<<10, &req); err != nil {
+		return err
+	}
+	t, err := s.ctl.CreateTopic(c.Request().Context(), actor(c), control.TopicSpec{Name: req.Name, Queues: req.Queues})
 	if err != nil {
 		return err
 	}
-	totals, err := s.st.StatsTotalsSince(ctx, time.Now().Add(-time.Hour))
+	return c.JSON(http.StatusCreated, topicDTO(t, control.TopicStats{}))
+}
+
+func (s *Server) topicGet(c echo.Context) error {
+	t, err := s.st.TopicGetByName(c.Request().Context(), c.Param("topic"))
 	if err != nil {
 		return err
 	}
-	for i := range topics {
-		for j := range topics[i].Queues {
-			r := ranges[topics[i].Queues[j].ID]
-			topics[i].Queues[j].MinOffset, topics[i].Queues[j].MaxOffset = r.Min, r.Max
-		}
-		topics[i].PublishedLastHour = totals.TopicPublished[topics[i].ID]
+	out, err := s.topicDTOs(c.Request().Context(), []*models.Topic{t})
+	if err != nil {
+		return err
 	}
-	return nil
+	return c.JSON(http.StatusOK, out[0])
+}
+
+func (s *Server) topicList(c echo.Context) error {
+	p, err := listPage(c)
+	if err != nil {
+		return err
+	}
+	page, err := s.ctl.ListTopics(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	items, err := s.topicDTOs(c.Request().Context(), page.Items)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, listResponse[TopicDTO]{Items: items, NextCursor: page.NextCursor})
 }
 
 // topicUpdateRequest is a merge patch of a topic: Queues grows the topic to that many
@@ -46,50 +108,24 @@ type topicUpdateRequest struct {
 }
 
 func (s *Server) topicUpdate(c echo.Context) error {
-	ctx := c.Request().Context()
-	body, err := readBody(c, 64<<10)
-	if err != nil {
-		return err
-	}
 	var req topicUpdateRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := bodyOf(c, 64<<10, &req); err != nil {
 		return err
 	}
-	t, err := s.st.TopicGetByName(ctx, c.Param("topic"))
+	t, err := s.ctl.PatchTopic(c.Request().Context(), actor(c), c.Param("topic"), control.TopicPatch{Queues: req.Queues, ReadOnlyQueues: req.ReadOnlyQueues})
 	if err != nil {
 		return err
 	}
-	before := topicDTO(t)
-	if req.Queues != nil {
-		if err := s.st.TopicAddQueues(ctx, t, *req.Queues); err != nil {
-			return err
-		}
-	}
-	if req.ReadOnlyQueues != nil {
-		if err := s.st.QueuesSetReadOnly(ctx, t, *req.ReadOnlyQueues); err != nil {
-			return err
-		}
-	}
-	s.topics.Delete(t.Name)
-	qids := make([]int64, len(t.Queues))
-	for i, q := range t.Queues {
-		qids[i] = q.ID
-	}
-	_ = s.notifier.Queues(ctx, qids)
-	out := []TopicDTO{topicDTO(t)}
-	s.audit(c, "topic.update", t.Name, before, out[0])
-	if err := s.fillTopicStats(ctx, out); err != nil {
+	out, err := s.topicDTOs(c.Request().Context(), []*models.Topic{t})
+	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, out[0])
 }
 
 func (s *Server) topicDelete(c echo.Context) error {
-	name := c.Param("topic")
-	if err := s.st.TopicDelete(c.Request().Context(), name); err != nil {
+	if err := s.ctl.DeleteTopic(c.Request().Context(), actor(c), c.Param("topic")); err != nil {
 		return err
 	}
-	s.topics.Delete(name)
-	s.audit(c, "topic.delete", name, map[string]string{"name": name}, nil)
 	return c.NoContent(http.StatusNoContent)
 }

@@ -265,4 +265,3 @@ func (c *Control) RotateSecret(ctx context.Context, a Actor, name string, overla
 	c.Record(ctx, a, "group.secret.rotate", g.Name, nil, map[string]any{"overlap_seconds": overlap, "previous_secret_expires_at": expires.UTC()})
 	return c.st.GroupGetByID(ctx, g.ID)
 }
-

@@ -24,7 +24,7 @@ func (c *Control) Authenticate(ctx context.Context, raw string) (*models.User, e
 	}
 	u, err := c.st.UserGetByID(ctx, tok.UserID)
 	if err != nil || u.TokenVersion != tok.TokenVersion {
-		return nil, fmt.Errorf("token revoked: %w", models.ErrUnauthorized)
+		return nil, fmt.Errorf("%w: token revoked", models.ErrUnauthorized)
 	}
 	return u, nil
 }

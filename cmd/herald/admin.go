@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
-	"github.com/heraldhq/herald/api"
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -66,6 +68,9 @@ func runMigrate(ctx context.Context, args []string) error {
 	return nil
 }
 
+// cliActor is who the audit log names for changes made with the herald CLI.
+var cliActor = control.Actor{Username: "cli", Via: "cli"}
+
 func runUser(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "create" {
 		return errors.New("usage: herald user create --username U --password P [--role admin|operator|viewer]")
@@ -77,21 +82,14 @@ func runUser(ctx context.Context, args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if *name == "" || !models.ValidRole(models.Role(*role)) {
-		return errors.New("give --username and a --role of admin, operator or viewer")
-	}
 	st, err := openMigratedStore(ctx, vals)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	hash, err := api.HashPassword(*pw)
+	u, err := control.New(control.Config{Store: st}).CreateUser(ctx, cliActor, control.UserSpec{Username: *name, Password: *pw, Role: models.Role(*role)})
 	if err != nil {
-		return err
-	}
-	u := &models.User{Username: *name, PasswordHash: hash, Role: models.Role(*role)}
-	if err := st.UserCreate(ctx, u); err != nil {
-		return err
+		return cliError(err)
 	}
 	fmt.Printf("user %s created (id %d, role %s)\n", u.Username, u.ID, u.Role)
 	return nil
@@ -107,26 +105,34 @@ func runAPIKey(ctx context.Context, args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	pats := splitList(*topics)
-	if *name == "" || len(pats) == 0 {
-		return errors.New("give --name and --topics")
-	}
-	for _, p := range pats {
-		if !models.ValidTopicPattern(p) {
-			return fmt.Errorf("topic pattern %q is not valid", p)
-		}
-	}
 	st, err := openMigratedStore(ctx, vals)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	key, prefix, hash := api.NewAPIKey()
-	if err := st.APIKeyCreate(ctx, &models.APIKey{Name: *name, Prefix: prefix, Hash: hash, Topics: pats}); err != nil {
-		return err
+	key, _, err := control.New(control.Config{Store: st}).CreateAPIKey(ctx, cliActor, control.APIKeySpec{Name: *name, Topics: splitList(*topics)})
+	if err != nil {
+		return cliError(err)
 	}
 	fmt.Println(key)
 	return nil
+}
+
+// cliError spells a validation error as flags: "--name: names are 1 to 120 bytes …".
+func cliError(err error) error {
+	var v *models.ValidationError
+	if !errors.As(err, &v) {
+		return err
+	}
+	msgs := make([]string, 0, len(v.Errors))
+	for _, fe := range v.Errors {
+		flag := strings.TrimPrefix(fe.Pointer, "/")
+		if i := strings.IndexByte(flag, '/'); i >= 0 {
+			flag = flag[:i]
+		}
+		msgs = append(msgs, "--"+flag+": "+fe.Detail)
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }
 
 // bootstrapAdmin creates HERALD_ADMIN_USER when no user exists yet.
@@ -138,7 +144,7 @@ func bootstrapAdmin(ctx context.Context, a *app.App) error {
 	if err != nil || n > 0 {
 		return err
 	}
-	hash, err := api.HashPassword(a.Cfg.AdminPassword)
+	hash, err := auth.HashPassword(a.Cfg.AdminPassword)
 	if err != nil {
 		return fmt.Errorf("HERALD_ADMIN_PASSWORD: %w", err)
 	}

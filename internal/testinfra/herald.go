@@ -17,8 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/api"
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
@@ -81,8 +81,8 @@ func StartHeraldRoles(t testing.TB, roles app.Roles, mutate func(*config.Config)
 	}
 	h := &Herald{t: t, DSN: dsn, Store: st, Redis: rdb, Cfg: cfg}
 	h.Start(roles)
-	lowerBcrypt.Do(func() { api.BcryptCost = 4 }) // bcrypt.MinCost: tests check logic, not the work factor
-	hash, err := api.HashPassword(AdminPassword)
+	lowerBcrypt.Do(func() { auth.BcryptCost = 4 }) // bcrypt.MinCost: tests check logic, not the work factor
+	hash, err := auth.HashPassword(AdminPassword)
 	require.NoError(t, err)
 	require.NoError(t, st.UserCreate(context.Background(), &models.User{Username: AdminUser, PasswordHash: hash, Role: models.RoleAdmin}))
 	return h
