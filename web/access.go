@@ -1,4 +1,4 @@
-package api
+package web
 
 import (
 	"net/http"
@@ -6,36 +6,57 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models"
 )
 
+// listPage reads ?limit= and ?cursor= as every console list does.
+func listPage(c echo.Context) (control.PageRequest, error) {
+	return control.ParsePage(c.QueryParam("limit"), c.QueryParam("cursor"))
+}
+
+// nextURL is the link to a list's next page: this page's query with cursor set
+// ("" on the last page).
+func nextURL(c echo.Context, path, cursor string) string {
+	if cursor == "" {
+		return ""
+	}
+	v := c.QueryParams()
+	v.Set("cursor", cursor)
+	return path + "?" + v.Encode()
+}
+
+// actorOf is who the audit log names for a console request.
+func actorOf(c echo.Context) control.Actor {
+	a := control.Actor{Username: control.System.Username, SourceIP: c.RealIP(), Via: "console"}
+	if u := consoleUser(c); u != nil {
+		a.Username = u.Username
+	}
+	return a
+}
+
 type apiKeysPage struct {
-	Items  []APIKeyDTO
+	Items  []apiKeyView
 	Next   string
 	NewKey string
 	Form   map[string]string
 	Errors map[string]string
 }
 
-func (s *Server) consoleAPIKeys(c echo.Context) error {
+func (s *Console) consoleAPIKeys(c echo.Context) error {
 	return s.renderAPIKeys(c, http.StatusOK, apiKeysPage{}, "", "")
 }
 
-func (s *Server) renderAPIKeys(c echo.Context, status int, page apiKeysPage, notice, errLine string) error {
-	after, limit, err := listPage(c)
+func (s *Console) renderAPIKeys(c echo.Context, status int, page apiKeysPage, notice, errLine string) error {
+	p, err := listPage(c)
 	if err != nil {
 		return err
 	}
-	ks, err := s.st.APIKeyList(c.Request().Context(), after, limit)
+	ks, err := s.ctl.ListAPIKeys(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
-	for _, k := range ks {
-		page.Items = append(page.Items, apiKeyDTO(k))
-	}
-	if len(ks) > 0 {
-		page.Next = nextCursor(ks[len(ks)-1].ID, len(ks), limit)
-	}
+	page.Items, page.Next = control.Map(ks, apiKeyViewOf).Items, ks.NextCursor
 	if page.Form == nil {
 		page.Form = map[string]string{}
 	}
@@ -45,7 +66,7 @@ func (s *Server) renderAPIKeys(c echo.Context, status int, page apiKeysPage, not
 	return s.render(c, status, "apikeys", "api-keys", "API keys", page, notice, errLine)
 }
 
-func (s *Server) consoleAPIKeyCreate(c echo.Context) error {
+func (s *Console) consoleAPIKeyCreate(c echo.Context) error {
 	form := map[string]string{"name": c.FormValue("name"), "topics": c.FormValue("topics")}
 	var topics []string
 	for _, t := range strings.Split(form["topics"], ",") {
@@ -53,33 +74,26 @@ func (s *Server) consoleAPIKeyCreate(c echo.Context) error {
 			topics = append(topics, t)
 		}
 	}
-	var v models.ValidationError
-	if form["name"] == "" || len(form["name"]) > 120 || !models.ValidLabel(form["name"]) {
-		v.Add("/name", "names are 1 to 120 bytes without control characters")
-	}
-	if len(topics) == 0 {
-		v.Add("/topics", "list at least one topic name or pattern such as orders.*")
-	}
-	for _, p := range topics {
-		if !models.ValidTopicPattern(p) {
-			v.Add("/topics", "a topic name where * stands for any run of characters")
+	key, _, err := s.ctl.CreateAPIKey(c.Request().Context(), actorOf(c), control.APIKeySpec{Name: form["name"], Topics: topics})
+	if err != nil {
+		fields, line, ok := formErrors(err)
+		if !ok {
+			return err
 		}
+		if len(fields) > 0 {
+			line = ""
+		}
+		return s.renderAPIKeys(c, http.StatusUnprocessableEntity, apiKeysPage{Form: form, Errors: fields}, "", line)
 	}
-	if len(v.Errors) > 0 {
-		fields, _, _ := formErrors(&v)
-		return s.renderAPIKeys(c, http.StatusUnprocessableEntity, apiKeysPage{Form: form, Errors: fields}, "", "")
-	}
-	key, prefix, hash := NewAPIKey()
-	k := &models.APIKey{Name: form["name"], Prefix: prefix, Hash: hash, Topics: topics}
-	if err := s.st.APIKeyCreate(c.Request().Context(), k); err != nil {
-		return err
-	}
-	s.audit(c, "apikey.create", prefix, nil, map[string]any{"name": k.Name, "topics": k.Topics})
 	return s.renderAPIKeys(c, http.StatusCreated, apiKeysPage{NewKey: key}, "", "")
 }
 
-func (s *Server) consoleAPIKeyRevoke(c echo.Context) error {
-	k, err := s.revokeAPIKey(c, c.Param("id"))
+func (s *Console) consoleAPIKeyRevoke(c echo.Context) error {
+	id, err := control.ParseID(c.Param("id"), "API key")
+	if err != nil {
+		return err
+	}
+	k, err := s.ctl.RevokeAPIKey(c.Request().Context(), actorOf(c), id)
 	if err != nil {
 		return err
 	}
@@ -87,32 +101,27 @@ func (s *Server) consoleAPIKeyRevoke(c echo.Context) error {
 }
 
 type usersPage struct {
-	Items  []UserDTO
+	Items  []userView
 	Next   string
 	Roles  []models.Role
 	Form   map[string]string
 	Errors map[string]string
 }
 
-func (s *Server) consoleUsers(c echo.Context) error {
+func (s *Console) consoleUsers(c echo.Context) error {
 	return s.renderUsers(c, http.StatusOK, usersPage{}, "")
 }
 
-func (s *Server) renderUsers(c echo.Context, status int, page usersPage, errLine string) error {
-	after, limit, err := listPage(c)
+func (s *Console) renderUsers(c echo.Context, status int, page usersPage, errLine string) error {
+	p, err := listPage(c)
 	if err != nil {
 		return err
 	}
-	us, err := s.st.UserList(c.Request().Context(), after, limit)
+	us, err := s.ctl.ListUsers(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
-	for _, u := range us {
-		page.Items = append(page.Items, userDTO(u))
-	}
-	if len(us) > 0 {
-		page.Next = nextCursor(us[len(us)-1].ID, len(us), limit)
-	}
+	page.Items, page.Next = control.Map(us, userViewOf).Items, us.NextCursor
 	page.Roles = models.Roles()
 	if page.Form == nil {
 		page.Form = map[string]string{}
@@ -124,71 +133,78 @@ func (s *Server) renderUsers(c echo.Context, status int, page usersPage, errLine
 }
 
 // userActionError re-renders the users page for a user's mistake, or fails.
-func (s *Server) userActionError(c echo.Context, err error, form map[string]string) error {
+func (s *Console) userActionError(c echo.Context, err error, form map[string]string) error {
 	fields, line, ok := formErrors(err)
 	if !ok {
 		return err
 	}
-	return s.renderUsers(c, fromError(err).Status, usersPage{Form: form, Errors: fields}, line)
+	status, _, _ := describe(err)
+	return s.renderUsers(c, status, usersPage{Form: form, Errors: fields}, line)
 }
 
-func (s *Server) consoleUserCreate(c echo.Context) error {
-	req := userCreateRequest{Username: c.FormValue("username"), Password: c.FormValue("password"), Role: c.FormValue("role")}
-	u, err := s.createUser(c, req)
+// userParam reads the user id of the path (a non-number is not found).
+func userParam(c echo.Context) (int64, error) { return control.ParseID(c.Param("id"), "user") }
+
+func (s *Console) consoleUserCreate(c echo.Context) error {
+	spec := control.UserSpec{Username: c.FormValue("username"), Password: c.FormValue("password"), Role: models.Role(c.FormValue("role"))}
+	u, err := s.ctl.CreateUser(c.Request().Context(), actorOf(c), spec)
 	if err != nil {
-		return s.userActionError(c, err, map[string]string{"username": req.Username})
+		return s.userActionError(c, err, map[string]string{"username": spec.Username})
 	}
 	return redirectWith(c, consolePath+"/users", "User "+u.Username+" created.")
 }
 
-func (s *Server) consoleUserRole(c echo.Context) error {
-	role := c.FormValue("role")
-	u, err := s.updateUser(c, c.Param("id"), userUpdateRequest{Role: &role})
+func (s *Console) consoleUserRole(c echo.Context) error {
+	role := models.Role(c.FormValue("role"))
+	id, err := userParam(c)
+	if err != nil {
+		return s.userActionError(c, err, nil)
+	}
+	u, err := s.ctl.PatchUser(c.Request().Context(), actorOf(c), id, control.UserPatch{Role: &role})
 	if err != nil {
 		return s.userActionError(c, err, nil)
 	}
 	return redirectWith(c, consolePath+"/users", "User "+u.Username+" is now "+string(u.Role)+"; their sessions were signed out.")
 }
 
-func (s *Server) consoleUserRevoke(c echo.Context) error {
-	if err := s.revokeTokens(c, c.Param("id")); err != nil {
+func (s *Console) consoleUserRevoke(c echo.Context) error {
+	id, err := userParam(c)
+	if err == nil {
+		err = s.ctl.RevokeTokens(c.Request().Context(), actorOf(c), id)
+	}
+	if err != nil {
 		return s.userActionError(c, err, nil)
 	}
 	return redirectWith(c, consolePath+"/users", "Signed out everywhere.")
 }
 
-func (s *Server) consoleUserDelete(c echo.Context) error {
-	if err := s.deleteUser(c, c.Param("id")); err != nil {
+func (s *Console) consoleUserDelete(c echo.Context) error {
+	id, err := userParam(c)
+	if err == nil {
+		err = s.ctl.DeleteUser(c.Request().Context(), actorOf(c), id)
+	}
+	if err != nil {
 		return s.userActionError(c, err, nil)
 	}
 	return redirectWith(c, consolePath+"/users", "User deleted.")
 }
 
 type auditPageData struct {
-	Items         []AuditEntryDTO
+	Items         []auditView
 	Actor, Action string
 	NextURL       string
 }
 
-func (s *Server) consoleAudit(c echo.Context) error {
-	f, before, limit, err := auditPage(c)
+func (s *Console) consoleAudit(c echo.Context) error {
+	q, err := control.ParseAuditQuery(c.QueryParam("actor"), c.QueryParam("action"), c.QueryParam("limit"), c.QueryParam("cursor"))
 	if err != nil {
 		return err
 	}
-	es, err := s.st.AuditList(c.Request().Context(), f, before, limit)
+	es, err := s.ctl.ListAudit(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
-	page := auditPageData{Actor: f.Actor, Action: f.Action}
-	for _, e := range es {
-		page.Items = append(page.Items, auditDTO(e))
-	}
-	if len(es) > 0 {
-		if next := nextCursor(es[len(es)-1].ID, len(es), limit); next != "" {
-			v := c.QueryParams()
-			v.Set("cursor", next)
-			page.NextURL = consolePath + "/audit?" + v.Encode()
-		}
-	}
+	page := auditPageData{Actor: q.Filter.Actor, Action: q.Filter.Action, Items: control.Map(es, auditViewOf).Items,
+		NextURL: nextURL(c, consolePath+"/audit", es.NextCursor)}
 	return s.render(c, http.StatusOK, "audit", "audit", "Audit log", page, "", "")
 }

@@ -1,7 +1,9 @@
-package api
+package web
 
 import (
 	"bytes"
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -31,28 +34,25 @@ type topicsPage struct {
 	Errors map[string]string
 }
 
-func (s *Server) consoleTopics(c echo.Context) error {
+func (s *Console) consoleTopics(c echo.Context) error {
 	return s.renderTopics(c, http.StatusOK, map[string]string{}, map[string]string{}, "")
 }
 
-func (s *Server) renderTopics(c echo.Context, status int, form, errs map[string]string, errLine string) error {
+func (s *Console) renderTopics(c echo.Context, status int, form, errs map[string]string, errLine string) error {
 	ctx := c.Request().Context()
-	after, limit, err := listPage(c)
+	p, err := listPage(c)
 	if err != nil {
 		return err
 	}
-	ts, err := s.st.TopicList(ctx, after, limit)
+	ts, err := s.ctl.ListTopics(ctx, p)
 	if err != nil {
 		return err
 	}
-	dtos := make([]TopicDTO, len(ts))
-	for i, t := range ts {
-		dtos[i] = topicDTO(t)
-	}
-	if err := s.fillTopicStats(ctx, dtos); err != nil {
+	dtos, err := s.topicViews(ctx, ts.Items)
+	if err != nil {
 		return err
 	}
-	page := topicsPage{Form: form, Errors: errs}
+	page := topicsPage{Form: form, Errors: errs, Next: ts.NextCursor}
 	for _, t := range dtos {
 		row := topicRowView{Name: t.Name, Queues: len(t.Queues), PublishedLastHour: t.PublishedLastHour, CreatedAt: t.CreatedAt}
 		var lo, hi int64
@@ -68,19 +68,43 @@ func (s *Server) renderTopics(c echo.Context, status int, form, errs map[string]
 		row.Offsets = fmt.Sprintf("%d–%d", lo, hi)
 		page.Items = append(page.Items, row)
 	}
-	if len(ts) > 0 {
-		page.Next = nextCursor(ts[len(ts)-1].ID, len(ts), limit)
-	}
 	return s.render(c, status, "topics", "topics", "Topics", page, "", errLine)
 }
 
-func (s *Server) consoleTopicCreate(c echo.Context) error {
-	form := map[string]string{"name": c.FormValue("name"), "queues": c.FormValue("queues")}
-	n, err := strconv.Atoi(strings.TrimSpace(form["queues"]))
+// topicViews shows topics with their queues' offsets and last hour's publishes.
+func (s *Console) topicViews(ctx context.Context, ts []*models.Topic) ([]topicView, error) {
+	st, err := s.ctl.TopicStats(ctx, ts)
 	if err != nil {
-		return s.renderTopics(c, http.StatusUnprocessableEntity, form, map[string]string{"/queues": "must be a whole number"}, "")
+		return nil, err
 	}
-	t, err := s.st.TopicCreate(c.Request().Context(), form["name"], n)
+	out := make([]topicView, 0, len(ts))
+	for _, t := range ts {
+		v := topicView{ID: t.ID, Name: t.Name, PublishedLastHour: st.PublishedLastHour[t.ID], CreatedAt: fmtTime(t.CreatedAt)}
+		for _, q := range t.Queues {
+			r := st.Offsets[q.ID]
+			v.Queues = append(v.Queues, queueView{ID: q.ID, Position: q.Position, State: string(q.State), Node: q.NodeID, MinOffset: r.Min, MaxOffset: r.Max})
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// queueCount reads the form's queue count; a non-number is a field error.
+func queueCount(c echo.Context) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(c.FormValue("queues")))
+	if err != nil {
+		return 0, &models.ValidationError{Errors: []models.FieldError{{Pointer: "/queues", Detail: "must be a whole number"}}}
+	}
+	return n, nil
+}
+
+func (s *Console) consoleTopicCreate(c echo.Context) error {
+	form := map[string]string{"name": c.FormValue("name"), "queues": c.FormValue("queues")}
+	n, err := queueCount(c)
+	var t *models.Topic
+	if err == nil {
+		t, err = s.ctl.CreateTopic(c.Request().Context(), actorOf(c), control.TopicSpec{Name: form["name"], Queues: &n})
+	}
 	if err != nil {
 		fields, line, ok := formErrors(err)
 		if !ok {
@@ -88,7 +112,6 @@ func (s *Server) consoleTopicCreate(c echo.Context) error {
 		}
 		return s.renderTopics(c, http.StatusUnprocessableEntity, form, fields, line)
 	}
-	s.audit(c, "topic.create", t.Name, nil, topicDTO(t))
 	return redirectWith(c, consolePath+"/topics/"+t.Name, "Topic "+t.Name+" created.")
 }
 
@@ -97,29 +120,29 @@ type messageFilterForm struct {
 }
 
 type topicPage struct {
-	Topic       TopicDTO
+	Topic       topicView
 	Subscribers []string
 	Chart       any
 	Filter      messageFilterForm
 	FilterError string
-	Messages    []MessageSummaryDTO
+	Messages    []messageSummaryView
 	NextURL     string
 	Errors      map[string]string
 }
 
-func (s *Server) consoleTopic(c echo.Context) error {
+func (s *Console) consoleTopic(c echo.Context) error {
 	return s.renderTopic(c, http.StatusOK, map[string]string{}, "")
 }
 
-func (s *Server) renderTopic(c echo.Context, status int, errs map[string]string, errLine string) error {
+func (s *Console) renderTopic(c echo.Context, status int, errs map[string]string, errLine string) error {
 	ctx := c.Request().Context()
 	name := c.Param("topic")
 	t, err := s.st.TopicGetByName(ctx, name)
 	if err != nil {
 		return err
 	}
-	dtos := []TopicDTO{topicDTO(t)}
-	if err := s.fillTopicStats(ctx, dtos); err != nil {
+	dtos, err := s.topicViews(ctx, []*models.Topic{t})
+	if err != nil {
 		return err
 	}
 	subs, err := s.st.TopicSubscribers(ctx, t.ID)
@@ -133,41 +156,29 @@ func (s *Server) renderTopic(c echo.Context, status int, errs map[string]string,
 	}
 	page := topicPage{Topic: dtos[0], Subscribers: subs, Chart: statsChart(points, true), Errors: errs,
 		Filter: messageFilterForm{Key: c.QueryParam("key"), Tag: c.QueryParam("tag"), From: c.QueryParam("from"), To: c.QueryParam("to")}}
-	q, err := parseMessageQuery(c)
+	q, err := control.ParseMessageQuery(control.MessageQueryParams{Key: c.QueryParam("key"), Tag: c.QueryParam("tag"),
+		From: c.QueryParam("from"), To: c.QueryParam("to"), Limit: c.QueryParam("limit"), Cursor: c.QueryParam("cursor")})
 	if err != nil {
 		page.FilterError = err.Error()
 	} else {
-		_, list, err := s.browseMessages(ctx, name, q)
+		list, err := s.ctl.BrowseMessages(ctx, name, q)
 		if err != nil {
 			return err
 		}
-		page.Messages = list.Items
-		if list.NextCursor != "" {
-			v := c.QueryParams()
-			v.Set("cursor", list.NextCursor)
-			page.NextURL = consolePath + "/topics/" + url.PathEscape(name) + "?" + v.Encode()
-		}
+		page.Messages = control.Map(list, messageSummaryViewOf).Items
+		page.NextURL = nextURL(c, consolePath+"/topics/"+url.PathEscape(name), list.NextCursor)
 	}
 	return s.render(c, status, "topic", "topics", "Topic "+name, page, "", errLine)
 }
 
-func (s *Server) consoleTopicQueues(c echo.Context) error {
-	ctx := c.Request().Context()
-	t, err := s.st.TopicGetByName(ctx, c.Param("topic"))
-	if err != nil {
-		return err
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(c.FormValue("queues")))
+func (s *Console) consoleTopicQueues(c echo.Context) error {
+	n, err := queueCount(c)
+	var t *models.Topic
 	if err == nil {
-		before := topicDTO(t)
-		err = s.st.TopicAddQueues(ctx, t, n)
-		if err == nil {
-			s.topics.Delete(t.Name)
-			s.audit(c, "topic.update", t.Name, before, topicDTO(t))
-			return redirectWith(c, consolePath+"/topics/"+t.Name, fmt.Sprintf("Topic %s now has %d queues.", t.Name, len(t.Queues)))
-		}
-	} else {
-		err = &models.ValidationError{Errors: []models.FieldError{{Pointer: "/queues", Detail: "must be a whole number"}}}
+		t, err = s.ctl.PatchTopic(c.Request().Context(), actorOf(c), c.Param("topic"), control.TopicPatch{Queues: &n})
+	}
+	if err == nil {
+		return redirectWith(c, consolePath+"/topics/"+t.Name, fmt.Sprintf("Topic %s now has %d queues.", t.Name, len(t.Queues)))
 	}
 	fields, line, ok := formErrors(err)
 	if !ok {
@@ -176,40 +187,41 @@ func (s *Server) consoleTopicQueues(c echo.Context) error {
 	return s.renderTopic(c, http.StatusUnprocessableEntity, fields, line)
 }
 
-func (s *Server) consoleTopicDelete(c echo.Context) error {
+func (s *Console) consoleTopicDelete(c echo.Context) error {
 	name := c.Param("topic")
-	if err := s.st.TopicDelete(c.Request().Context(), name); err != nil {
-		if _, line, ok := formErrors(err); ok && fromError(err).Status == http.StatusConflict {
+	if err := s.ctl.DeleteTopic(c.Request().Context(), actorOf(c), name); err != nil {
+		if status, _, _ := describe(err); status == http.StatusConflict {
+			_, line, _ := formErrors(err)
 			return s.renderTopic(c, http.StatusConflict, map[string]string{}, line)
 		}
 		return err
 	}
-	s.topics.Delete(name)
-	s.audit(c, "topic.delete", name, map[string]string{"name": name}, nil)
 	return redirectWith(c, consolePath+"/topics", "Topic "+name+" deleted.")
 }
 
 type messagePage struct {
-	M      *MessageDetailDTO
+	M      *messageView
 	Body   string
 	Base64 bool
 }
 
-func (s *Server) consoleMessage(c echo.Context) error {
-	d, err := s.messageDetail(c.Request().Context(), c.Param("id"))
+func (s *Console) consoleMessage(c echo.Context) error {
+	m, err := s.ctl.GetMessage(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	page := messagePage{M: d}
-	if d.Body != nil {
-		var buf bytes.Buffer
-		if json.Indent(&buf, d.Body, "", "  ") == nil {
-			page.Body = buf.String()
-		} else {
-			page.Body = string(d.Body)
-		}
-	} else if d.BodyBase64 != nil {
-		page.Body, page.Base64 = *d.BodyBase64, true
+	sum := messageSummaryViewOf(store.MessageSummary{QueueID: m.Message.QueueID, Offset: m.Message.Offset, Tag: m.Message.Tag,
+		Key: m.Message.Key, ContentType: m.Message.ContentType, BodyBytes: int64(len(m.Message.Body)), CreatedAt: m.Message.CreatedAt})
+	v := &messageView{messageSummaryView: sum, Topic: m.Topic, Headers: m.Message.Headers, TraceID: m.Message.TraceID,
+		DeliveryAttempts: attemptViews(m.Attempts, m.GroupNames)}
+	page := messagePage{M: v}
+	ct := strings.ToLower(m.Message.ContentType)
+	var buf bytes.Buffer
+	switch {
+	case (strings.HasPrefix(ct, "application/json") || strings.Contains(ct, "+json")) && json.Indent(&buf, m.Message.Body, "", "  ") == nil:
+		page.Body = buf.String()
+	default:
+		page.Body, page.Base64 = base64.StdEncoding.EncodeToString(m.Message.Body), true
 	}
-	return s.render(c, http.StatusOK, "message", "topics", "Message "+d.ID, page, "", "")
+	return s.render(c, http.StatusOK, "message", "topics", "Message "+v.ID, page, "", "")
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/heraldhq/herald/internal/secrets"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/models/store"
+	"github.com/heraldhq/herald/web"
 	"github.com/heraldhq/herald/worker"
 )
 
@@ -82,6 +83,7 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		a.Writer = groupcommit.New(st, n, log)
 		a.Writer.Lanes = cfg.PublishLanes
 		a.API = api.New(cfg, st, rdb, a.Writer, n, guard, log)
+		a.API.Mount(web.New(web.Config{Control: a.API.Control(), Log: log}).Routes)
 	}
 	if roles.Dispatcher {
 		a.Dispatcher = dispatcher.New(cfg.Dispatcher, cfg.Namespace, st, rdb, ropt, log, nil)
