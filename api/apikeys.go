@@ -52,15 +52,7 @@ func (s *Server) apiKeyCreate(c echo.Context) error {
 }
 
 func (s *Server) apiKeyList(c echo.Context) error {
-	p, err := listPage(c)
-	if err != nil {
-		return err
-	}
-	page, err := s.ctl.ListAPIKeys(c.Request().Context(), p)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, listOf(page, apiKeyDTO))
+	return respondList(c, s.ctl.ListAPIKeys, apiKeyDTO)
 }
 
 func (s *Server) apiKeyRevoke(c echo.Context) error {

@@ -13,26 +13,15 @@ import (
 // SubscriptionDTO is a group's binding to a topic; empty Tags means every tag.
 type SubscriptionDTO = control.SubscriptionSetting
 
-// GroupDTO is a consumer group as the admin API shows it. Units: *_ms in
-// milliseconds, rate_limit in messages/s (0 = unlimited), retry_schedule in seconds.
+// GroupDTO is a consumer group as the admin API shows it: its writable settings
+// (control.GroupSettings, with their units) between its name and its state.
 type GroupDTO struct {
-	ID            int64             `json:"id"`
-	Name          string            `json:"name"`
-	EndpointURL   string            `json:"endpoint_url"`
-	Subscriptions []SubscriptionDTO `json:"subscriptions"`
-	BatchSize     int               `json:"batch_size"`
-	BatchMaxBytes int               `json:"batch_max_bytes"`
-	BatchWindowMS int               `json:"batch_window_ms"`
-	MaxInFlight   int               `json:"max_in_flight"`
-	RateLimit     int               `json:"rate_limit"`
-	TimeoutMS     int               `json:"timeout_ms"`
-	MaxAttempts   int               `json:"max_attempts"`
-	RetrySchedule []int             `json:"retry_schedule"`
-	Ordered       bool              `json:"ordered"`
-	ConsumeFrom   string            `json:"consume_from"`
-	SigningSecret string            `json:"signing_secret"`
-	Status        string            `json:"status"`
-	PausedReason  string            `json:"paused_reason"`
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+	control.GroupSettings
+	SigningSecret string `json:"signing_secret"`
+	Status        string `json:"status"`
+	PausedReason  string `json:"paused_reason"`
 	// PreviousSecretExpiresAt ends the overlap window of the last secret rotation, during
 	// which the previous secret signs too (null when none is open).
 	PreviousSecretExpiresAt *string `json:"previous_secret_expires_at"`
@@ -44,11 +33,7 @@ type GroupDTO struct {
 // groupDTO shows g; withSecret false blanks the signing secret (lists, viewers,
 // actions other than create and rotate).
 func groupDTO(g *models.Group, withSecret bool) GroupDTO {
-	set := control.SettingsOf(g)
-	out := GroupDTO{ID: g.ID, Name: g.Name, EndpointURL: set.EndpointURL, Subscriptions: set.Subscriptions, BatchSize: set.BatchSize,
-		BatchMaxBytes: set.BatchMaxBytes, BatchWindowMS: set.BatchWindowMS, MaxInFlight: set.MaxInFlight, RateLimit: set.RateLimit,
-		TimeoutMS: set.TimeoutMS, MaxAttempts: set.MaxAttempts, RetrySchedule: set.RetrySchedule, Ordered: set.Ordered,
-		ConsumeFrom: set.ConsumeFrom, Status: string(g.Status), PausedReason: g.PausedReason, ConfigVersion: g.ConfigVersion,
+	out := GroupDTO{ID: g.ID, Name: g.Name, GroupSettings: control.SettingsOf(g), Status: string(g.Status), PausedReason: g.PausedReason, ConfigVersion: g.ConfigVersion,
 		CreatedAt: g.CreatedAt.UTC().Format(timeFormat), UpdatedAt: g.UpdatedAt.UTC().Format(timeFormat)}
 	if withSecret {
 		out.SigningSecret = g.SigningSecret
@@ -118,15 +103,7 @@ func (s *Server) groupGet(c echo.Context) error {
 }
 
 func (s *Server) groupList(c echo.Context) error {
-	p, err := listPage(c)
-	if err != nil {
-		return err
-	}
-	page, err := s.ctl.ListGroups(c.Request().Context(), p)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, listOf(page, func(g *models.Group) GroupDTO { return groupDTO(g, false) }))
+	return respondList(c, s.ctl.ListGroups, func(g *models.Group) GroupDTO { return groupDTO(g, false) })
 }
 
 func (s *Server) groupUpdate(c echo.Context) error {

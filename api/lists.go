@@ -1,6 +1,9 @@
 package api
 
 import (
+	"context"
+	"net/http"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/heraldhq/herald/control"
@@ -24,4 +27,18 @@ type listResponse[T any] struct {
 func listOf[T, U any](p control.Page[T], fn func(T) U) listResponse[U] {
 	m := control.Map(p, fn)
 	return listResponse[U]{Items: m.Items, NextCursor: m.NextCursor}
+}
+
+// respondList answers a list request: the page ?limit= and ?cursor= ask for, each
+// item shown with view.
+func respondList[T, U any](c echo.Context, fetch func(context.Context, control.PageRequest) (control.Page[T], error), view func(T) U) error {
+	p, err := listPage(c)
+	if err != nil {
+		return err
+	}
+	page, err := fetch(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, listOf(page, view))
 }

@@ -55,6 +55,15 @@ func (s *Server) topicDTOs(ctx context.Context, ts []*models.Topic) ([]TopicDTO,
 	return out, nil
 }
 
+// topicResponse answers with t and its stats.
+func (s *Server) topicResponse(c echo.Context, t *models.Topic) error {
+	out, err := s.topicDTOs(c.Request().Context(), []*models.Topic{t})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out[0])
+}
+
 type topicCreateRequest struct {
 	Name   string `json:"name"`
 	Queues *int   `json:"queues"`
@@ -77,11 +86,7 @@ func (s *Server) topicGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.topicDTOs(c.Request().Context(), []*models.Topic{t})
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, out[0])
+	return s.topicResponse(c, t)
 }
 
 func (s *Server) topicList(c echo.Context) error {
@@ -116,11 +121,7 @@ func (s *Server) topicUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.topicDTOs(c.Request().Context(), []*models.Topic{t})
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, out[0])
+	return s.topicResponse(c, t)
 }
 
 func (s *Server) topicDelete(c echo.Context) error {

@@ -36,15 +36,7 @@ type userUpdateRequest struct {
 }
 
 func (s *Server) userList(c echo.Context) error {
-	p, err := listPage(c)
-	if err != nil {
-		return err
-	}
-	page, err := s.ctl.ListUsers(c.Request().Context(), p)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, listOf(page, userDTO))
+	return respondList(c, s.ctl.ListUsers, userDTO)
 }
 
 func (s *Server) userCreate(c echo.Context) error {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -13,6 +14,15 @@ import (
 // listPage reads ?limit= and ?cursor= as every console list does.
 func listPage(c echo.Context) (control.PageRequest, error) {
 	return control.ParsePage(c.QueryParam("limit"), c.QueryParam("cursor"))
+}
+
+// fetchPage reads the page of a list that the request's ?limit= and ?cursor= ask for.
+func fetchPage[T any](c echo.Context, fetch func(context.Context, control.PageRequest) (control.Page[T], error)) (control.Page[T], error) {
+	p, err := listPage(c)
+	if err != nil {
+		return control.Page[T]{}, err
+	}
+	return fetch(c.Request().Context(), p)
 }
 
 // nextURL is the link to a list's next page: this page's query with cursor set
@@ -48,11 +58,7 @@ func (s *Console) consoleAPIKeys(c echo.Context) error {
 }
 
 func (s *Console) renderAPIKeys(c echo.Context, status int, page apiKeysPage, notice, errLine string) error {
-	p, err := listPage(c)
-	if err != nil {
-		return err
-	}
-	ks, err := s.ctl.ListAPIKeys(c.Request().Context(), p)
+	ks, err := fetchPage(c, s.ctl.ListAPIKeys)
 	if err != nil {
 		return err
 	}
@@ -113,11 +119,7 @@ func (s *Console) consoleUsers(c echo.Context) error {
 }
 
 func (s *Console) renderUsers(c echo.Context, status int, page usersPage, errLine string) error {
-	p, err := listPage(c)
-	if err != nil {
-		return err
-	}
-	us, err := s.ctl.ListUsers(c.Request().Context(), p)
+	us, err := fetchPage(c, s.ctl.ListUsers)
 	if err != nil {
 		return err
 	}

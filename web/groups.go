@@ -32,11 +32,7 @@ func (s *Console) consoleGroups(c echo.Context) error {
 
 func (s *Console) renderGroups(c echo.Context, status int, form, errs map[string]string, errLine string) error {
 	ctx := c.Request().Context()
-	p, err := listPage(c)
-	if err != nil {
-		return err
-	}
-	gs, err := s.ctl.ListGroups(ctx, p)
+	gs, err := fetchPage(c, s.ctl.ListGroups)
 	if err != nil {
 		return err
 	}

@@ -40,11 +40,7 @@ func (s *Console) consoleTopics(c echo.Context) error {
 
 func (s *Console) renderTopics(c echo.Context, status int, form, errs map[string]string, errLine string) error {
 	ctx := c.Request().Context()
-	p, err := listPage(c)
-	if err != nil {
-		return err
-	}
-	ts, err := s.ctl.ListTopics(ctx, p)
+	ts, err := fetchPage(c, s.ctl.ListTopics)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/internal/app"
-	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -82,17 +81,13 @@ func runUser(ctx context.Context, args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	st, err := openMigratedStore(ctx, vals)
-	if err != nil {
+	return withControl(ctx, vals, func(ctl *control.Control) error {
+		u, err := ctl.CreateUser(ctx, cliActor, control.UserSpec{Username: *name, Password: *pw, Role: models.Role(*role)})
+		if err == nil {
+			fmt.Printf("user %s created (id %d, role %s)\n", u.Username, u.ID, u.Role)
+		}
 		return err
-	}
-	defer st.Close()
-	u, err := control.New(control.Config{Store: st}).CreateUser(ctx, cliActor, control.UserSpec{Username: *name, Password: *pw, Role: models.Role(*role)})
-	if err != nil {
-		return cliError(err)
-	}
-	fmt.Printf("user %s created (id %d, role %s)\n", u.Username, u.ID, u.Role)
-	return nil
+	})
 }
 
 func runAPIKey(ctx context.Context, args []string) error {
@@ -105,22 +100,32 @@ func runAPIKey(ctx context.Context, args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
+	return withControl(ctx, vals, func(ctl *control.Control) error {
+		key, _, err := ctl.CreateAPIKey(ctx, cliActor, control.APIKeySpec{Name: *name, Topics: splitList(*topics)})
+		if err == nil {
+			fmt.Println(key)
+		}
+		return err
+	})
+}
+
+// withControl runs fn with the control actions on the configured database (schema
+// up to date) and spells a validation error it returns as flags.
+func withControl(ctx context.Context, vals map[string]*string, fn func(*control.Control) error) error {
 	st, err := openMigratedStore(ctx, vals)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	key, _, err := control.New(control.Config{Store: st}).CreateAPIKey(ctx, cliActor, control.APIKeySpec{Name: *name, Topics: splitList(*topics)})
-	if err != nil {
-		return cliError(err)
-	}
-	fmt.Println(key)
-	return nil
+	return cliError(fn(control.New(control.Config{Store: st})))
 }
 
 // cliError spells a validation error as flags: "--name: names are 1 to 120 bytes …".
 func cliError(err error) error {
 	var v *models.ValidationError
+	if err == nil {
+		return nil
+	}
 	if !errors.As(err, &v) {
 		return err
 	}
@@ -135,7 +140,8 @@ func cliError(err error) error {
 	return errors.New(strings.Join(msgs, "; "))
 }
 
-// bootstrapAdmin creates HERALD_ADMIN_USER when no user exists yet.
+// bootstrapAdmin creates HERALD_ADMIN_USER when no user exists yet (audited as the
+// system's user.create).
 func bootstrapAdmin(ctx context.Context, a *app.App) error {
 	if a.Cfg.AdminUser == "" || a.Cfg.AdminPassword == "" {
 		return nil
@@ -144,13 +150,14 @@ func bootstrapAdmin(ctx context.Context, a *app.App) error {
 	if err != nil || n > 0 {
 		return err
 	}
-	hash, err := auth.HashPassword(a.Cfg.AdminPassword)
-	if err != nil {
-		return fmt.Errorf("HERALD_ADMIN_PASSWORD: %w", err)
-	}
-	err = a.Store.UserCreate(ctx, &models.User{Username: a.Cfg.AdminUser, PasswordHash: hash, Role: models.RoleAdmin})
-	if errors.Is(err, models.ErrConflict) {
+	_, err = control.New(control.Config{Store: a.Store}).CreateUser(ctx, control.System,
+		control.UserSpec{Username: a.Cfg.AdminUser, Password: a.Cfg.AdminPassword, Role: models.RoleAdmin})
+	var v *models.ValidationError
+	switch {
+	case errors.Is(err, models.ErrConflict):
 		return nil
+	case errors.As(err, &v):
+		return fmt.Errorf("HERALD_ADMIN_USER / HERALD_ADMIN_PASSWORD: %w", err)
 	}
 	return err
 }
