@@ -172,7 +172,10 @@ type blockedEndpoint struct {
 	field *models.ValidationError
 }
 
-func (e *blockedEndpoint) Error() string   { return e.cause.Error() }
+// Error is the guard's reason, e.g. "127.0.0.1: address blocked".
+func (e *blockedEndpoint) Error() string { return e.cause.Error() }
+
+// Unwrap returns the guard's error (ssrf.ErrBlocked) and the field error.
 func (e *blockedEndpoint) Unwrap() []error { return []error{e.cause, e.field} }
 
 // checkEndpoint refuses endpoint URLs the SSRF guard blocks (DESIGN §8).

@@ -45,6 +45,27 @@ func actorOf(c echo.Context) control.Actor {
 	return a
 }
 
+// listForm is a list page with a create form: one page of Items (Next is the
+// cursor of the following page), the form's values and its field errors by JSON
+// pointer.
+type listForm[T any] struct {
+	Items  []T
+	Next   string
+	Form   map[string]string
+	Errors map[string]string
+}
+
+// newListForm fills a listForm; nil form values and errors become empty maps.
+func newListForm[T any](items []T, next string, form, errs map[string]string) listForm[T] {
+	if form == nil {
+		form = map[string]string{}
+	}
+	if errs == nil {
+		errs = map[string]string{}
+	}
+	return listForm[T]{Items: items, Next: next, Form: form, Errors: errs}
+}
+
 type apiKeysPage struct {
 	Items  []apiKeyView
 	Next   string

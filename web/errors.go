@@ -16,6 +16,7 @@ type pageError struct {
 	detail string
 }
 
+// Error is the line shown to the person.
 func (e *pageError) Error() string { return e.detail }
 
 // failure returns a pageError.

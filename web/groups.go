@@ -19,15 +19,8 @@ import (
 // page lists with their delivery state.
 const recentPerTopic = 15
 
-type groupsPage struct {
-	Items  []groupRow
-	Next   string
-	Form   map[string]string
-	Errors map[string]string
-}
-
 func (s *Console) consoleGroups(c echo.Context) error {
-	return s.renderGroups(c, http.StatusOK, map[string]string{}, map[string]string{}, "")
+	return s.renderGroups(c, http.StatusOK, nil, nil, "")
 }
 
 func (s *Console) renderGroups(c echo.Context, status int, form, errs map[string]string, errLine string) error {
@@ -40,7 +33,7 @@ func (s *Console) renderGroups(c echo.Context, status int, form, errs map[string
 	if err != nil {
 		return err
 	}
-	page := groupsPage{Items: groupRows(gs.Items, lags, totals), Next: gs.NextCursor, Form: form, Errors: errs}
+	page := newListForm(groupRows(gs.Items, lags, totals), gs.NextCursor, form, errs)
 	return s.render(c, status, "groups", "groups", "Consumer groups", page, "", errLine)
 }
 

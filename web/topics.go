@@ -27,15 +27,8 @@ type topicRowView struct {
 	CreatedAt         string
 }
 
-type topicsPage struct {
-	Items  []topicRowView
-	Next   string
-	Form   map[string]string
-	Errors map[string]string
-}
-
 func (s *Console) consoleTopics(c echo.Context) error {
-	return s.renderTopics(c, http.StatusOK, map[string]string{}, map[string]string{}, "")
+	return s.renderTopics(c, http.StatusOK, nil, nil, "")
 }
 
 func (s *Console) renderTopics(c echo.Context, status int, form, errs map[string]string, errLine string) error {
@@ -48,7 +41,7 @@ func (s *Console) renderTopics(c echo.Context, status int, form, errs map[string
 	if err != nil {
 		return err
 	}
-	page := topicsPage{Form: form, Errors: errs, Next: ts.NextCursor}
+	page := newListForm([]topicRowView{}, ts.NextCursor, form, errs)
 	for _, t := range dtos {
 		row := topicRowView{Name: t.Name, Queues: len(t.Queues), PublishedLastHour: t.PublishedLastHour, CreatedAt: t.CreatedAt}
 		var lo, hi int64
