@@ -58,7 +58,7 @@ type Server struct {
 // publishes to complete.
 func New(cfg config.Config, st *store.Store, rdb redis.UniversalClient, writer *groupcommit.Writer, n *notify.Notifier, guard ssrf.Guard, log *slog.Logger) *Server {
 	s := &Server{cfg: cfg, st: st, rdb: rdb, writer: writer, notifier: n, guard: guard, log: log}
-	s.ctl = control.New(control.Config{Store: st, Notifier: n, Guard: guard, Log: log, JWTSecret: cfg.JWTSecret})
+	s.ctl = control.New(control.Config{Store: st, Notifier: n, Guard: guard, Log: log, JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost})
 	s.ctl.OnTopicChange(func(name string) { s.topics.Delete(name) })
 	s.ctl.OnKeyRevoke(func(prefix string) { s.keys.Delete(prefix) })
 	e := echo.New()

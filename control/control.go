@@ -37,14 +37,16 @@ var System = Actor{Username: "system"}
 // Config wires a Control. Store is required. Notifier (nil: dispatchers and workers
 // learn of changes by polling) is told of every group and queue change. Guard checks
 // endpoint URLs (DESIGN §8). Log receives audit write failures (nil: slog.Default).
-// JWTSecret signs and checks the tokens of Login and Authenticate (may be empty for
-// the CLI, which issues none).
+// JWTSecret signs and checks the tokens of IssueToken and Authenticate (may be empty
+// for the CLI, which issues none). BcryptCost is the work factor of new password
+// hashes (0: auth.DefaultBcryptCost, 12).
 type Config struct {
-	Store     *store.Store
-	Notifier  *notify.Notifier
-	Guard     ssrf.Guard
-	Log       *slog.Logger
-	JWTSecret string
+	Store      *store.Store
+	Notifier   *notify.Notifier
+	Guard      ssrf.Guard
+	Log        *slog.Logger
+	JWTSecret  string
+	BcryptCost int
 }
 
 // Control performs the actions. Create it with New; it is safe for concurrent use.
@@ -54,6 +56,7 @@ type Control struct {
 	guard    ssrf.Guard
 	log      *slog.Logger
 	secret   []byte
+	cost     int
 
 	mu            sync.Mutex
 	onTopicChange []func(name string)
@@ -66,7 +69,7 @@ func New(cfg Config) *Control {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Control{st: cfg.Store, notifier: cfg.Notifier, guard: cfg.Guard, log: log, secret: []byte(cfg.JWTSecret)}
+	return &Control{st: cfg.Store, notifier: cfg.Notifier, guard: cfg.Guard, log: log, secret: []byte(cfg.JWTSecret), cost: cfg.BcryptCost}
 }
 
 // OnTopicChange registers fn to run after a topic's queues change or the topic is

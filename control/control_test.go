@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/heraldhq/herald/control"
-	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/internal/testinfra"
 	"github.com/heraldhq/herald/models"
@@ -18,7 +18,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	auth.BcryptCost = 4 // bcrypt.MinCost: these tests check rules, not the work factor
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/go-sql-driver/mysql.(*mysqlConn).startWatcher.func1"))
 }
 
@@ -34,7 +33,7 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	_, st := testinfra.Database(t)
 	return &bundle{ctx: context.Background(), st: st, actor: control.Actor{Username: "alice", SourceIP: "192.0.2.7"},
-		ctl: control.New(control.Config{Store: st, Guard: ssrf.Guard{}})}
+		ctl: control.New(control.Config{Store: st, Guard: ssrf.Guard{}, BcryptCost: bcrypt.MinCost})}
 }
 
 // audited returns the actions alice has in the audit log, oldest first.
@@ -384,7 +383,7 @@ func TestParseID(t *testing.T) {
 func TestSessions(t *testing.T) {
 	t.Parallel()
 	_, st := testinfra.Database(t)
-	ctl := control.New(control.Config{Store: st, JWTSecret: "0123456789abcdef0123456789abcdef"})
+	ctl := control.New(control.Config{Store: st, JWTSecret: "0123456789abcdef0123456789abcdef", BcryptCost: bcrypt.MinCost})
 	ctx := context.Background()
 	u, err := ctl.CreateUser(ctx, control.System, control.UserSpec{Username: "carol", Password: "correct horse"})
 	require.NoError(t, err)

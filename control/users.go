@@ -55,7 +55,7 @@ func (c *Control) CreateUser(ctx context.Context, a Actor, spec UserSpec) (*mode
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	hash, err := auth.HashPassword(spec.Password)
+	hash, err := auth.HashPassword(spec.Password, c.cost)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (c *Control) PatchUser(ctx context.Context, a Actor, id int64, p UserPatch)
 		v.Add("/role", "must be admin, operator or viewer")
 	}
 	if p.Password != nil {
-		h, err := auth.HashPassword(*p.Password)
+		h, err := auth.HashPassword(*p.Password, c.cost)
 		if err != nil {
 			v.Add("/password", "passwords are 8 to 72 bytes")
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -21,8 +22,8 @@ func openStore(ctx context.Context, vals map[string]*string) (*store.Store, erro
 }
 
 // openMigratedStore is openStore for commands that need the schema up to date.
-func openMigratedStore(ctx context.Context, vals map[string]*string) (*store.Store, error) {
-	st, err := openStore(ctx, vals)
+func openMigratedStore(ctx context.Context, cfg config.Config) (*store.Store, error) {
+	st, err := store.Open(ctx, cfg.MySQLDSN)
 	if err != nil {
 		return nil, err
 	}
@@ -112,12 +113,16 @@ func runAPIKey(ctx context.Context, args []string) error {
 // withControl runs fn with the control actions on the configured database (schema
 // up to date) and spells a validation error it returns as flags.
 func withControl(ctx context.Context, vals map[string]*string, fn func(*control.Control) error) error {
-	st, err := openMigratedStore(ctx, vals)
+	cfg, err := loadConfig(vals)
+	if err != nil {
+		return err
+	}
+	st, err := openMigratedStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	return cliError(fn(control.New(control.Config{Store: st})))
+	return cliError(fn(control.New(control.Config{Store: st, BcryptCost: cfg.BcryptCost})))
 }
 
 // cliError spells a validation error as flags: "--name: names are 1 to 120 bytes …".
@@ -150,7 +155,7 @@ func bootstrapAdmin(ctx context.Context, a *app.App) error {
 	if err != nil || n > 0 {
 		return err
 	}
-	_, err = control.New(control.Config{Store: a.Store}).CreateUser(ctx, control.System,
+	_, err = control.New(control.Config{Store: a.Store, BcryptCost: a.Cfg.BcryptCost}).CreateUser(ctx, control.System,
 		control.UserSpec{Username: a.Cfg.AdminUser, Password: a.Cfg.AdminPassword, Role: models.RoleAdmin})
 	var v *models.ValidationError
 	switch {

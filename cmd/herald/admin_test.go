@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/testinfra"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -16,7 +15,7 @@ import (
 // validate like the API (a 121-byte key name is refused, naming the flag) and write
 // the audit log as actor cli. Not parallel: the commands set HERALD_* variables.
 func TestCLICreatesThroughControl(t *testing.T) {
-	auth.BcryptCost = 4
+	t.Setenv("HERALD_BCRYPT_COST", "4")
 	dsn, st := testinfra.Database(t)
 	ctx := context.Background()
 	for _, tc := range []struct {

@@ -34,6 +34,9 @@ type Config struct {
 	// AdminUser and AdminPassword create the first admin when no user exists.
 	AdminUser     string `env:"ADMIN_USER"`
 	AdminPassword string `env:"ADMIN_PASSWORD"`
+	// BcryptCost is the bcrypt work factor of new password hashes (4 to 31). Default
+	// 12 (auth.DefaultBcryptCost); tests lower it.
+	BcryptCost int `env:"BCRYPT_COST" envDefault:"12"`
 	// AllowPrivateEndpoints permits loopback and private endpoint addresses. Default false.
 	AllowPrivateEndpoints bool `env:"ALLOW_PRIVATE_ENDPOINTS" envDefault:"false"`
 	// EncryptionKey seals signing secrets at rest with AES-256-GCM: 32 bytes as 64 hex

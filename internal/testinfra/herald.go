@@ -10,12 +10,12 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/auth"
@@ -37,8 +37,6 @@ type Herald struct {
 	stops   []func()
 }
 
-var lowerBcrypt sync.Once
-
 // AdminUser and AdminPassword log into every test Herald.
 const (
 	AdminUser     = "admin"
@@ -52,6 +50,7 @@ func TestConfig(dsn, ns string) config.Config {
 	cfg, _ := config.Load()
 	cfg.MySQLDSN, cfg.RedisAddr, cfg.Namespace = dsn, RedisAddr(), ns
 	cfg.MetricsAddr = ""
+	cfg.BcryptCost = bcrypt.MinCost // tests check logic, not the work factor
 	cfg.AllowPrivateEndpoints = true
 	cfg.EncryptionKey = "6865726c642d746573742d6b65792d3332627974657321212121212121212121"
 	cfg.Dispatcher.JobDeadlineBase = 2 * time.Second
@@ -81,8 +80,7 @@ func StartHeraldRoles(t testing.TB, roles app.Roles, mutate func(*config.Config)
 	}
 	h := &Herald{t: t, DSN: dsn, Store: st, Redis: rdb, Cfg: cfg}
 	h.Start(roles)
-	lowerBcrypt.Do(func() { auth.BcryptCost = 4 }) // bcrypt.MinCost: tests check logic, not the work factor
-	hash, err := auth.HashPassword(AdminPassword)
+	hash, err := auth.HashPassword(AdminPassword, cfg.BcryptCost)
 	require.NoError(t, err)
 	require.NoError(t, st.UserCreate(context.Background(), &models.User{Username: AdminUser, PasswordHash: hash, Role: models.RoleAdmin}))
 	return h
