@@ -103,14 +103,12 @@ func (s *Console) consoleAPIKeyCreate(c echo.Context) error {
 	}
 	key, _, err := s.ctl.CreateAPIKey(c.Request().Context(), actorOf(c), control.APIKeySpec{Name: form["name"], Topics: topics})
 	if err != nil {
-		fields, line, ok := formErrors(err)
-		if !ok {
-			return err
-		}
-		if len(fields) > 0 {
-			line = ""
-		}
-		return s.renderAPIKeys(c, http.StatusUnprocessableEntity, apiKeysPage{Form: form, Errors: fields}, "", line)
+		return rerender(err, func(fields map[string]string, line string) error {
+			if len(fields) > 0 {
+				line = ""
+			}
+			return s.renderAPIKeys(c, http.StatusUnprocessableEntity, apiKeysPage{Form: form, Errors: fields}, "", line)
+		})
 	}
 	return s.renderAPIKeys(c, http.StatusCreated, apiKeysPage{NewKey: key}, "", "")
 }
@@ -157,12 +155,10 @@ func (s *Console) renderUsers(c echo.Context, status int, page usersPage, errLin
 
 // userActionError re-renders the users page for a user's mistake, or fails.
 func (s *Console) userActionError(c echo.Context, err error, form map[string]string) error {
-	fields, line, ok := formErrors(err)
-	if !ok {
-		return err
-	}
-	status, _, _ := describe(err)
-	return s.renderUsers(c, status, usersPage{Form: form, Errors: fields}, line)
+	return rerender(err, func(fields map[string]string, line string) error {
+		status, _, _ := describe(err)
+		return s.renderUsers(c, status, usersPage{Form: form, Errors: fields}, line)
+	})
 }
 
 // userParam reads the user id of the path (a non-number is not found).

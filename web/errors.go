@@ -72,6 +72,16 @@ func formErrors(err error) (fields map[string]string, line string, ok bool) {
 	return fields, detail, true
 }
 
+// rerender answers an action's error: a mistake of the person shows the form again
+// through page, with the field errors and the page-level line; anything else fails.
+func rerender(err error, page func(fields map[string]string, line string) error) error {
+	fields, line, ok := formErrors(err)
+	if !ok {
+		return err
+	}
+	return page(fields, line)
+}
+
 // firstSegment maps "/subscriptions/0/topic" to "/subscriptions", the form field.
 func firstSegment(pointer string) string {
 	if i := strings.Index(pointer[min(1, len(pointer)):], "/"); i >= 0 {

@@ -72,11 +72,9 @@ func (s *Console) consoleGroupCreate(c echo.Context) error {
 	g, err := s.ctl.CreateGroup(c.Request().Context(), actorOf(c), control.GroupSpec{Name: form["name"], EndpointURL: form["endpoint_url"],
 		ConsumeFrom: form["consume_from"], Subscriptions: parseSubscriptions(form["subscriptions"])})
 	if err != nil {
-		fields, line, ok := formErrors(err)
-		if !ok {
-			return err
-		}
-		return s.renderGroups(c, http.StatusUnprocessableEntity, form, fields, line)
+		return rerender(err, func(fields map[string]string, line string) error {
+			return s.renderGroups(c, http.StatusUnprocessableEntity, form, fields, line)
+		})
 	}
 	return redirectWith(c, consolePath+"/groups/"+g.Name, "Group "+g.Name+" created. Reveal its signing secret below to configure the receiver.")
 }
@@ -260,11 +258,9 @@ func (s *Console) consoleGroupSettings(c echo.Context) error {
 	}
 	g, err = s.ctl.PatchGroup(c.Request().Context(), actorOf(c), g.Name, spec)
 	if err != nil {
-		fields, _, ok := formErrors(err)
-		if !ok {
-			return err
-		}
-		return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Form: form, Errors: fields}, "", "Some settings are not valid; nothing was changed.")
+		return rerender(err, func(fields map[string]string, _ string) error {
+			return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Form: form, Errors: fields}, "", "Some settings are not valid; nothing was changed.")
+		})
 	}
 	return redirectWith(c, consolePath+"/groups/"+g.Name, fmt.Sprintf("Settings saved (config version %d); dispatchers and workers apply them within 2 s.", g.ConfigVersion))
 }
@@ -300,11 +296,9 @@ func (s *Console) consoleGroupReset(c echo.Context) error {
 	}
 	ps, err := s.ctl.ResetOffsets(c.Request().Context(), actorOf(c), c.Param("group"), req)
 	if err != nil {
-		fields, line, ok := formErrors(err)
-		if !ok {
-			return err
-		}
-		return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Errors: fields}, "", line)
+		return rerender(err, func(fields map[string]string, line string) error {
+			return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Errors: fields}, "", line)
+		})
 	}
 	return redirectWith(c, consolePath+"/groups/"+c.Param("group"), fmt.Sprintf("Offsets of %d queues reset to %s.", len(ps), req.To))
 }

@@ -95,11 +95,9 @@ func (s *Console) consoleTopicCreate(c echo.Context) error {
 		t, err = s.ctl.CreateTopic(c.Request().Context(), actorOf(c), control.TopicSpec{Name: form["name"], Queues: &n})
 	}
 	if err != nil {
-		fields, line, ok := formErrors(err)
-		if !ok {
-			return err
-		}
-		return s.renderTopics(c, http.StatusUnprocessableEntity, form, fields, line)
+		return rerender(err, func(fields map[string]string, line string) error {
+			return s.renderTopics(c, http.StatusUnprocessableEntity, form, fields, line)
+		})
 	}
 	return redirectWith(c, consolePath+"/topics/"+t.Name, "Topic "+t.Name+" created.")
 }
@@ -169,11 +167,9 @@ func (s *Console) consoleTopicQueues(c echo.Context) error {
 	if err == nil {
 		return redirectWith(c, consolePath+"/topics/"+t.Name, fmt.Sprintf("Topic %s now has %d queues.", t.Name, len(t.Queues)))
 	}
-	fields, line, ok := formErrors(err)
-	if !ok {
-		return err
-	}
-	return s.renderTopic(c, http.StatusUnprocessableEntity, fields, line)
+	return rerender(err, func(fields map[string]string, line string) error {
+		return s.renderTopic(c, http.StatusUnprocessableEntity, fields, line)
+	})
 }
 
 func (s *Console) consoleTopicDelete(c echo.Context) error {
