@@ -58,7 +58,7 @@ func (c *Control) RevokeAPIKey(ctx context.Context, a Actor, id int64) (*models.
 	if err != nil {
 		return nil, err
 	}
-	c.keyRevoked(k.Prefix)
+	c.onKeyRevoke.run(k.Prefix)
 	c.Record(ctx, a, "apikey.revoke", k.Prefix, map[string]any{"name": k.Name}, map[string]any{"revoked_at": k.RevokedAt})
 	return k, nil
 }

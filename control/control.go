@@ -58,9 +58,29 @@ type Control struct {
 	secret   []byte
 	cost     int
 
-	mu            sync.Mutex
-	onTopicChange []func(name string)
-	onKeyRevoke   []func(prefix string)
+	onTopicChange hooks // names of changed or deleted topics
+	onKeyRevoke   hooks // prefixes of revoked API keys
+}
+
+// hooks are callbacks of one kind, safe to add while others run.
+type hooks struct {
+	mu  sync.Mutex
+	fns []func(string)
+}
+
+func (h *hooks) add(fn func(string)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fns = append(h.fns, fn)
+}
+
+func (h *hooks) run(arg string) {
+	h.mu.Lock()
+	fns := h.fns
+	h.mu.Unlock()
+	for _, fn := range fns {
+		fn(arg)
+	}
 }
 
 // New returns a Control for cfg.
@@ -74,37 +94,11 @@ func New(cfg Config) *Control {
 
 // OnTopicChange registers fn to run after a topic's queues change or the topic is
 // deleted, e.g. to drop an api instance's topic cache entry.
-func (c *Control) OnTopicChange(fn func(name string)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.onTopicChange = append(c.onTopicChange, fn)
-}
+func (c *Control) OnTopicChange(fn func(name string)) { c.onTopicChange.add(fn) }
 
 // OnKeyRevoke registers fn to run after an API key is revoked, e.g. to drop an api
 // instance's key cache entry so the revocation is immediate there.
-func (c *Control) OnKeyRevoke(fn func(prefix string)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.onKeyRevoke = append(c.onKeyRevoke, fn)
-}
-
-func (c *Control) topicChanged(name string) {
-	c.mu.Lock()
-	fns := c.onTopicChange
-	c.mu.Unlock()
-	for _, fn := range fns {
-		fn(name)
-	}
-}
-
-func (c *Control) keyRevoked(prefix string) {
-	c.mu.Lock()
-	fns := c.onKeyRevoke
-	c.mu.Unlock()
-	for _, fn := range fns {
-		fn(prefix)
-	}
-}
+func (c *Control) OnKeyRevoke(fn func(prefix string)) { c.onKeyRevoke.add(fn) }
 
 // Store returns the store the actions use, for transports' reads.
 func (c *Control) Store() *store.Store { return c.st }

@@ -74,32 +74,32 @@ func (c *Control) GetDeadLetter(ctx context.Context, name string, id int64) (*De
 // its retry schedule, wakes the dispatchers and audits it (dead_letters.redrive).
 // It returns how many were redriven. Errors: models.ErrNotFound.
 func (c *Control) RedriveDeadLetters(ctx context.Context, a Actor, name string, sel DeadLetterSelection) (int64, error) {
-	g, err := c.st.GroupGetByName(ctx, name)
-	if err != nil {
-		return 0, err
-	}
-	n, err := c.st.DeadLetterRedrive(ctx, sel.filter(g.ID))
-	if err != nil {
-		return 0, err
-	}
-	c.notifyGroup(ctx, g.ID)
-	c.Record(ctx, a, "dead_letters.redrive", g.Name, nil, selectionRecord(n, sel, a))
-	return n, nil
+	return c.deadLetterAction(ctx, a, name, sel, "dead_letters.redrive", c.st.DeadLetterRedrive, true)
 }
 
 // PurgeDeadLetters marks the selected pending dead letters of group name purged
 // (never delivered) and audits it (dead_letters.purge). It returns how many were
 // purged. Errors: models.ErrNotFound.
 func (c *Control) PurgeDeadLetters(ctx context.Context, a Actor, name string, sel DeadLetterSelection) (int64, error) {
+	return c.deadLetterAction(ctx, a, name, sel, "dead_letters.purge", c.st.DeadLetterPurge, false)
+}
+
+// deadLetterAction applies op to the selection of group name, wakes the dispatchers
+// when wake is set and audits the count as action.
+func (c *Control) deadLetterAction(ctx context.Context, a Actor, name string, sel DeadLetterSelection, action string,
+	op func(context.Context, store.DeadLetterFilter) (int64, error), wake bool) (int64, error) {
 	g, err := c.st.GroupGetByName(ctx, name)
 	if err != nil {
 		return 0, err
 	}
-	n, err := c.st.DeadLetterPurge(ctx, sel.filter(g.ID))
+	n, err := op(ctx, sel.filter(g.ID))
 	if err != nil {
 		return 0, err
 	}
-	c.Record(ctx, a, "dead_letters.purge", g.Name, nil, selectionRecord(n, sel, a))
+	if wake {
+		c.notifyGroup(ctx, g.ID)
+	}
+	c.Record(ctx, a, action, g.Name, nil, selectionRecord(n, sel, a))
 	return n, nil
 }
 

@@ -84,7 +84,7 @@ func (c *Control) PatchTopic(ctx context.Context, a Actor, name string, p TopicP
 			return nil, err
 		}
 	}
-	c.topicChanged(t.Name)
+	c.onTopicChange.run(t.Name)
 	qids := make([]int64, len(t.Queues))
 	for i, q := range t.Queues {
 		qids[i] = q.ID
@@ -100,7 +100,7 @@ func (c *Control) DeleteTopic(ctx context.Context, a Actor, name string) error {
 	if err := c.st.TopicDelete(ctx, name); err != nil {
 		return err
 	}
-	c.topicChanged(name)
+	c.onTopicChange.run(name)
 	c.Record(ctx, a, "topic.delete", name, map[string]string{"name": name}, nil)
 	return nil
 }
