@@ -2,70 +2,67 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models"
 )
+
+// APIKeyDTO is an API key; Key is present only in the response that created it.
+type APIKeyDTO struct {
+	ID         int64    `json:"id"`
+	Name       string   `json:"name"`
+	Key        string   `json:"key,omitempty"`
+	Prefix     string   `json:"prefix"`
+	Topics     []string `json:"topics"`
+	CreatedAt  string   `json:"created_at"`
+	LastUsedAt *string  `json:"last_used_at"`
+	RevokedAt  *string  `json:"revoked_at"`
+}
 
 // apiKeyDTO shows a stored key: never the key itself, only its prefix, scopes, last
 // use (updated at most once per cache period, 5 s) and revocation time.
 func apiKeyDTO(k *models.APIKey) APIKeyDTO {
-	d := APIKeyDTO{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Topics: k.Topics, CreatedAt: k.CreatedAt.UTC().Format(timeFormat)}
+	d := APIKeyDTO{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Topics: k.Topics, CreatedAt: k.CreatedAt.UTC().Format(timeFormat),
+		LastUsedAt: fmtTime(k.LastUsedAt), RevokedAt: fmtTime(k.RevokedAt)}
 	if d.Topics == nil {
 		d.Topics = []string{}
-	}
-	if k.LastUsedAt != nil {
-		s := k.LastUsedAt.UTC().Format(timeFormat)
-		d.LastUsedAt = &s
-	}
-	if k.RevokedAt != nil {
-		s := k.RevokedAt.UTC().Format(timeFormat)
-		d.RevokedAt = &s
 	}
 	return d
 }
 
-func (s *Server) apiKeyList(c echo.Context) error {
-	after, limit, err := listPage(c)
-	if err != nil {
-		return err
-	}
-	ks, err := s.st.APIKeyList(c.Request().Context(), after, limit)
-	if err != nil {
-		return err
-	}
-	out := listResponse[APIKeyDTO]{Items: []APIKeyDTO{}}
-	for _, k := range ks {
-		out.Items = append(out.Items, apiKeyDTO(k))
-	}
-	if len(ks) > 0 {
-		out.NextCursor = nextCursor(ks[len(ks)-1].ID, len(ks), limit)
-	}
-	return c.JSON(http.StatusOK, out)
+type apiKeyCreateRequest struct {
+	Name   string   `json:"name"`
+	Topics []string `json:"topics"`
 }
 
-func (s *Server) apiKeyRevokeHandler(c echo.Context) error {
-	k, err := s.revokeAPIKey(c, c.Param("id"))
+func (s *Server) apiKeyCreate(c echo.Context) error {
+	var req apiKeyCreateRequest
+	if err := bodyOf(c, 64<<10, &req); err != nil {
+		return err
+	}
+	key, k, err := s.ctl.CreateAPIKey(c.Request().Context(), actor(c), control.APIKeySpec{Name: req.Name, Topics: req.Topics})
+	if err != nil {
+		return err
+	}
+	d := apiKeyDTO(k)
+	d.Key = key
+	return c.JSON(http.StatusCreated, d)
+}
+
+func (s *Server) apiKeyList(c echo.Context) error {
+	return respondList(c, s.ctl.ListAPIKeys, apiKeyDTO)
+}
+
+func (s *Server) apiKeyRevoke(c echo.Context) error {
+	id, err := control.ParseID(c.Param("id"), "API key")
+	if err != nil {
+		return err
+	}
+	k, err := s.ctl.RevokeAPIKey(c.Request().Context(), actor(c), id)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, apiKeyDTO(k))
-}
-
-// revokeAPIKey revokes a key by id: at once on this instance, within the 5 s key
-// cache on every other one (DESIGN §8). Audited. Shared by the API and the console.
-func (s *Server) revokeAPIKey(c echo.Context, rawID string) (*models.APIKey, error) {
-	id, err := strconv.ParseInt(rawID, 10, 64)
-	if err != nil || id <= 0 {
-		return nil, problem("not-found", "no API key "+rawID)
-	}
-	k, err := s.st.APIKeyRevoke(c.Request().Context(), id)
-	if err != nil {
-		return nil, err
-	}
-	s.keys.Delete(k.Prefix)
-	s.audit(c, "apikey.revoke", k.Prefix, map[string]any{"name": k.Name}, map[string]any{"revoked_at": k.RevokedAt})
-	return k, nil
 }

@@ -1,13 +1,12 @@
 package api
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models/store"
 )
 
@@ -25,9 +24,8 @@ type AuditEntryDTO struct {
 }
 
 func auditDTO(e store.AuditEntry) AuditEntryDTO {
-	d := AuditEntryDTO{ID: e.ID, Actor: e.Actor, Action: e.Action, Subject: e.Subject, SourceIP: e.SourceIP,
+	return AuditEntryDTO{ID: e.ID, Actor: e.Actor, Action: e.Action, Subject: e.Subject, SourceIP: e.SourceIP,
 		Before: rawOrNull(e.Before), After: rawOrNull(e.After), CreatedAt: e.CreatedAt.UTC().Format(timeFormat)}
-	return d
 }
 
 func rawOrNull(b []byte) json.RawMessage {
@@ -37,42 +35,16 @@ func rawOrNull(b []byte) json.RawMessage {
 	return b
 }
 
-// auditPage reads ?actor=, ?action= (a trailing "." matches a prefix), ?limit= and
-// ?cursor= (newest first).
-func auditPage(c echo.Context) (store.AuditFilter, int64, int, error) {
-	f := store.AuditFilter{Actor: c.QueryParam("actor"), Action: c.QueryParam("action")}
-	_, limit, err := listPage(c)
-	if err != nil {
-		return f, 0, 0, err
-	}
-	var before int64
-	if s := c.QueryParam("cursor"); s != "" {
-		b, err := base64.RawURLEncoding.DecodeString(s)
-		if err == nil {
-			before, err = strconv.ParseInt(string(b), 10, 64)
-		}
-		if err != nil {
-			return f, 0, 0, problem("validation", "cursor is not one this API returned")
-		}
-	}
-	return f, before, limit, nil
-}
-
+// auditList reads ?actor=, ?action= (a trailing "." matches a prefix), ?limit= and
+// ?cursor=, newest first.
 func (s *Server) auditList(c echo.Context) error {
-	f, before, limit, err := auditPage(c)
+	q, err := control.ParseAuditQuery(c.QueryParam("actor"), c.QueryParam("action"), c.QueryParam("limit"), c.QueryParam("cursor"))
 	if err != nil {
 		return err
 	}
-	es, err := s.st.AuditList(c.Request().Context(), f, before, limit)
+	page, err := s.ctl.ListAudit(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
-	out := listResponse[AuditEntryDTO]{Items: []AuditEntryDTO{}}
-	for _, e := range es {
-		out.Items = append(out.Items, auditDTO(e))
-	}
-	if len(es) > 0 {
-		out.NextCursor = nextCursor(es[len(es)-1].ID, len(es), limit)
-	}
-	return c.JSON(http.StatusOK, out)
+	return c.JSON(http.StatusOK, listOf(page, auditDTO))
 }

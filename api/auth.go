@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 
@@ -21,7 +19,7 @@ import (
 const keyCacheTTL = 5 * time.Second
 
 // TokenTTL is the lifetime of console and admin JWTs (DESIGN §8: at most 1 h).
-const TokenTTL = time.Hour
+const TokenTTL = auth.TokenTTL
 
 type cachedKey struct {
 	k  *models.APIKey
@@ -45,16 +43,16 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 		raw := bearer(c)
 		prefix, ok := auth.ParseAPIKey(raw)
 		if !ok {
-			return problem("unauthorized", "send Authorization: Bearer hk_…")
+			return problem(ProblemUnauthorized, "send Authorization: Bearer hk_…")
 		}
 		k, err := s.apiKey(c.Request().Context(), prefix)
 		if errors.Is(err, models.ErrNotFound) {
-			return problem("unauthorized", "unknown API key")
+			return problem(ProblemUnauthorized, "unknown API key")
 		} else if err != nil {
 			return err
 		}
 		if !auth.APIKeyMatches(raw, k.Hash) || k.RevokedAt != nil {
-			return problem("unauthorized", "invalid or revoked API key")
+			return problem(ProblemUnauthorized, "invalid or revoked API key")
 		}
 		c.Set("apikey", k)
 		return next(c)
@@ -75,14 +73,6 @@ func (s *Server) apiKey(ctx context.Context, prefix string) (*models.APIKey, err
 	s.keys.Store(prefix, &cachedKey{k: k, at: time.Now()})
 	go func() { _ = s.st.APIKeyTouch(context.WithoutCancel(ctx), k.ID) }()
 	return k, nil
-}
-
-// claims are Herald's JWT claims: the user id as subject plus the token version that
-// revokes all of a user's tokens when bumped.
-type claims struct {
-	Role         string `json:"role"`
-	TokenVersion int64  `json:"tv"`
-	jwt.RegisteredClaims
 }
 
 type loginRequest struct {
@@ -108,11 +98,11 @@ func (s *Server) login(c echo.Context) error {
 	}
 	lim, _ := s.logins.LoadOrStore(req.Username+"\x00"+c.RealIP(), rate.NewLimiter(rate.Every(12*time.Second), 5))
 	if !lim.(*rate.Limiter).Allow() {
-		return problem("rate-limited", "too many login attempts; wait a minute")
+		return problem(ProblemRateLimited, "too many login attempts; wait a minute")
 	}
 	u, err := s.st.UserGetByUsername(c.Request().Context(), req.Username)
 	if err != nil || !auth.CheckPassword(u.PasswordHash, req.Password) {
-		return problem("unauthorized", "wrong username or password")
+		return problem(ProblemUnauthorized, "wrong username or password")
 	}
 	tok, exp, err := s.issueToken(u)
 	if err != nil {
@@ -121,15 +111,7 @@ func (s *Server) login(c echo.Context) error {
 	return c.JSON(http.StatusOK, loginResponse{Token: tok, ExpiresAt: exp.UTC().Format(timeFormat)})
 }
 
-func (s *Server) issueToken(u *models.User) (string, time.Time, error) {
-	now := time.Now()
-	exp := now.Add(TokenTTL)
-	cl := claims{Role: string(u.Role), TokenVersion: u.TokenVersion, RegisteredClaims: jwt.RegisteredClaims{
-		Subject: strconv.FormatInt(u.ID, 10), Issuer: "herald", IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(exp),
-	}}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, cl).SignedString([]byte(s.opts.JWTSecret))
-	return tok, exp, err
-}
+func (s *Server) issueToken(u *models.User) (string, time.Time, error) { return s.ctl.IssueToken(u) }
 
 // requireJWT authenticates operators: HS256 only, expiry required, issuer herald,
 // and the user's current token_version.
@@ -137,7 +119,7 @@ func (s *Server) requireJWT(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		raw := bearer(c)
 		if raw == "" {
-			return problem("unauthorized", "send Authorization: Bearer <JWT from /api/v1/auth/login>")
+			return problem(ProblemUnauthorized, "send Authorization: Bearer <JWT from /api/v1/auth/login>")
 		}
 		u, err := s.userFromJWT(c.Request().Context(), raw)
 		if err != nil {
@@ -152,16 +134,9 @@ func (s *Server) requireJWT(next echo.HandlerFunc) echo.HandlerFunc {
 // its user if the token version is still current; otherwise an unauthorized problem.
 // The API reads the token from Authorization, the console from its session cookie.
 func (s *Server) userFromJWT(ctx context.Context, raw string) (*models.User, error) {
-	var cl claims
-	_, err := jwt.ParseWithClaims(raw, &cl, func(*jwt.Token) (any, error) { return []byte(s.opts.JWTSecret), nil },
-		jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired(), jwt.WithIssuer("herald"))
+	u, err := s.ctl.Authenticate(ctx, raw)
 	if err != nil {
-		return nil, problem("unauthorized", "invalid token: "+err.Error())
-	}
-	id, _ := strconv.ParseInt(cl.Subject, 10, 64)
-	u, err := s.st.UserGetByID(ctx, id)
-	if err != nil || u.TokenVersion != cl.TokenVersion {
-		return nil, problem("unauthorized", "token revoked")
+		return nil, problem(ProblemUnauthorized, strings.TrimPrefix(err.Error(), "unauthorized: "))
 	}
 	return u, nil
 }
@@ -175,7 +150,7 @@ func requireRole(r models.Role) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if roleRank[userFrom(c).Role] < roleRank[r] {
-				return problem("forbidden", fmt.Sprintf("needs role %s", r))
+				return problem(ProblemForbidden, fmt.Sprintf("needs role %s", r))
 			}
 			return next(c)
 		}

@@ -42,7 +42,8 @@ func (s *Server) batchDetail(ctx context.Context, id string) (*BatchDetailDTO, e
 	}
 	members := map[[2]int64]bool{}
 	var keys [][2]int64
-	for i, a := range AttemptDTOs(as) {
+	for i, at := range as {
+		a := attemptDTO(at)
 		k := [2]int64{as[i].QueueID, as[i].Offset}
 		if !members[k] {
 			members[k] = true

@@ -7,11 +7,98 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/models"
 )
 
 // ProblemBase prefixes every problem type URI; the suffix is the stable kind.
 const ProblemBase = "https://herald.dev/problems/"
+
+// ProblemKind is the stable suffix of a problem's type URI. Kinds are part of the API
+// contract: clients branch on them, so a kind is never renamed. Every kind has a
+// status and title in problemKinds (TestProblemKindsComplete holds that).
+type ProblemKind string
+
+// The problem kinds Herald answers with.
+const (
+	// ProblemMalformedRequest (400): the body is not valid JSON of the expected shape.
+	ProblemMalformedRequest ProblemKind = "malformed-request"
+	// ProblemUnauthorized (401): missing or invalid credentials.
+	ProblemUnauthorized ProblemKind = "unauthorized"
+	// ProblemForbidden (403): the credentials do not allow this action.
+	ProblemForbidden ProblemKind = "forbidden"
+	// ProblemNotFound (404): no such resource or route.
+	ProblemNotFound ProblemKind = "not-found"
+	// ProblemTopicNotFound (404): a publish names a topic that does not exist.
+	ProblemTopicNotFound ProblemKind = "topic-not-found"
+	// ProblemMethodNotAllowed (405): the path exists with other methods.
+	ProblemMethodNotAllowed ProblemKind = "method-not-allowed"
+	// ProblemConflict (409): the name is already taken.
+	ProblemConflict ProblemKind = "conflict"
+	// ProblemInUse (409): the resource is still referenced, e.g. a subscribed topic.
+	ProblemInUse ProblemKind = "in-use"
+	// ProblemLastAdmin (409): the change would leave no admin.
+	ProblemLastAdmin ProblemKind = "last-admin"
+	// ProblemReadOnlyField (422): a PATCH changes a field that has its own action.
+	ProblemReadOnlyField ProblemKind = "read-only-field"
+	// ProblemPayloadTooLarge (413): the request or a message is too large.
+	ProblemPayloadTooLarge ProblemKind = "payload-too-large"
+	// ProblemUnsupportedMediaType (415): unsupported Content-Type or Content-Encoding.
+	ProblemUnsupportedMediaType ProblemKind = "unsupported-media-type"
+	// ProblemValidation (422): invalid fields, listed by JSON pointer in errors.
+	ProblemValidation ProblemKind = "validation"
+	// ProblemUnknownField (422): a field this endpoint does not know.
+	ProblemUnknownField ProblemKind = "unknown-field"
+	// ProblemIdempotencyMismatch (422): an Idempotency-Key reused with another body.
+	ProblemIdempotencyMismatch ProblemKind = "idempotency-mismatch"
+	// ProblemBlockedEndpoint (422): the endpoint address is private, loopback,
+	// link-local or metadata (DESIGN §8).
+	ProblemBlockedEndpoint ProblemKind = "blocked-endpoint"
+	// ProblemRateLimited (429): too many requests, e.g. login attempts.
+	ProblemRateLimited ProblemKind = "rate-limited"
+	// ProblemQueueUnavailable (503): the key's queue cannot take writes right now.
+	ProblemQueueUnavailable ProblemKind = "queue-unavailable"
+	// ProblemUnavailable (503): MySQL or Redis cannot be reached.
+	ProblemUnavailable ProblemKind = "unavailable"
+	// ProblemInternal (500): anything else; the detail is logged, not shown.
+	ProblemInternal ProblemKind = "internal"
+)
+
+// problemKinds gives each kind its status and title.
+var problemKinds = map[ProblemKind]struct {
+	status int
+	title  string
+}{
+	ProblemMalformedRequest:     {http.StatusBadRequest, "The request body is not valid JSON of the expected shape"},
+	ProblemUnauthorized:         {http.StatusUnauthorized, "Missing or invalid credentials"},
+	ProblemForbidden:            {http.StatusForbidden, "The credentials do not allow this action"},
+	ProblemNotFound:             {http.StatusNotFound, "No such resource"},
+	ProblemTopicNotFound:        {http.StatusNotFound, "No such topic"},
+	ProblemMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed"},
+	ProblemConflict:             {http.StatusConflict, "The name is already taken"},
+	ProblemInUse:                {http.StatusConflict, "The resource is still in use"},
+	ProblemLastAdmin:            {http.StatusConflict, "At least one admin must remain"},
+	ProblemReadOnlyField:        {http.StatusUnprocessableEntity, "The request changes a field that cannot be changed"},
+	ProblemPayloadTooLarge:      {http.StatusRequestEntityTooLarge, "The request or a message is too large"},
+	ProblemUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported Content-Type or Content-Encoding"},
+	ProblemValidation:           {http.StatusUnprocessableEntity, "The request has invalid fields"},
+	ProblemUnknownField:         {http.StatusUnprocessableEntity, "The request has a field this endpoint does not know"},
+	ProblemIdempotencyMismatch:  {http.StatusUnprocessableEntity, "Idempotency-Key reused with a different request body"},
+	ProblemBlockedEndpoint:      {http.StatusUnprocessableEntity, "The endpoint address is not allowed"},
+	ProblemRateLimited:          {http.StatusTooManyRequests, "Too many requests"},
+	ProblemQueueUnavailable:     {http.StatusServiceUnavailable, "The key's queue cannot take writes right now"},
+	ProblemUnavailable:          {http.StatusServiceUnavailable, "Herald cannot store messages right now"},
+	ProblemInternal:             {http.StatusInternalServerError, "Internal error"},
+}
+
+// ProblemKinds lists every kind, for tests and documentation.
+func ProblemKinds() []ProblemKind {
+	out := make([]ProblemKind, 0, len(problemKinds))
+	for k := range problemKinds {
+		out = append(out, k)
+	}
+	return out
+}
 
 // Problem is an RFC 9457 problem detail, served as application/problem+json.
 // Type is ProblemBase + a stable kind (e.g. "validation"); Errors lists invalid
@@ -27,46 +114,28 @@ type Problem struct {
 // Error lets a *Problem travel as an error through Echo handlers.
 func (p *Problem) Error() string { return p.Title + ": " + p.Detail }
 
-// Problem kinds with their status and title. Kinds are part of the API contract.
-var problemKinds = map[string]struct {
-	status int
-	title  string
-}{
-	"malformed-request":      {http.StatusBadRequest, "The request body is not valid JSON of the expected shape"},
-	"unauthorized":           {http.StatusUnauthorized, "Missing or invalid credentials"},
-	"forbidden":              {http.StatusForbidden, "The credentials do not allow this action"},
-	"not-found":              {http.StatusNotFound, "No such resource"},
-	"topic-not-found":        {http.StatusNotFound, "No such topic"},
-	"method-not-allowed":     {http.StatusMethodNotAllowed, "Method not allowed"},
-	"conflict":               {http.StatusConflict, "The name is already taken"},
-	"in-use":                 {http.StatusConflict, "The resource is still in use"},
-	"last-admin":             {http.StatusConflict, "At least one admin must remain"},
-	"read-only-field":        {http.StatusUnprocessableEntity, "The request changes a field that cannot be changed"},
-	"payload-too-large":      {http.StatusRequestEntityTooLarge, "The request or a message is too large"},
-	"unsupported-media-type": {http.StatusUnsupportedMediaType, "Unsupported Content-Type or Content-Encoding"},
-	"validation":             {http.StatusUnprocessableEntity, "The request has invalid fields"},
-	"unknown-field":          {http.StatusUnprocessableEntity, "The request has a field this endpoint does not know"},
-	"idempotency-mismatch":   {http.StatusUnprocessableEntity, "Idempotency-Key reused with a different request body"},
-	"blocked-endpoint":       {http.StatusUnprocessableEntity, "The endpoint address is not allowed"},
-	"rate-limited":           {http.StatusTooManyRequests, "Too many requests"},
-	"queue-unavailable":      {http.StatusServiceUnavailable, "The key's queue cannot take writes right now"},
-	"unavailable":            {http.StatusServiceUnavailable, "Herald cannot store messages right now"},
-	"internal":               {http.StatusInternalServerError, "Internal error"},
-}
-
-// problem builds a Problem of a known kind.
-func problem(kind, detail string) *Problem {
+// problem builds a Problem of kind.
+func problem(kind ProblemKind, detail string) *Problem {
 	k, ok := problemKinds[kind]
 	if !ok {
-		k = problemKinds["internal"]
+		kind, k = ProblemInternal, problemKinds[ProblemInternal]
 	}
-	return &Problem{Type: ProblemBase + kind, Title: k.title, Status: k.status, Detail: detail}
+	return &Problem{Type: ProblemBase + string(kind), Title: k.title, Status: k.status, Detail: detail}
 }
 
-func validationProblem(v *models.ValidationError) *Problem {
-	p := problem("validation", v.Error())
-	p.Errors = v.Errors
-	return p
+// sentinelKinds maps models sentinels to their kind, in the order they are tested.
+var sentinelKinds = []struct {
+	err  error
+	kind ProblemKind
+}{
+	{models.ErrNotFound, ProblemNotFound},
+	{models.ErrConflict, ProblemConflict},
+	{models.ErrInUse, ProblemInUse},
+	{models.ErrLastAdmin, ProblemLastAdmin},
+	{models.ErrUnauthorized, ProblemUnauthorized},
+	{models.ErrForbidden, ProblemForbidden},
+	{models.ErrIdempotencyMismatch, ProblemIdempotencyMismatch},
+	{models.ErrQueueUnavailable, ProblemQueueUnavailable},
 }
 
 // fromError translates models errors into problems.
@@ -77,40 +146,37 @@ func fromError(err error) *Problem {
 	switch {
 	case errors.As(err, &p):
 		return p
+	case errors.Is(err, ssrf.ErrBlocked) && errors.As(err, &v):
+		p := problem(ProblemBlockedEndpoint, err.Error())
+		p.Errors = v.Errors
+		return p
 	case errors.As(err, &v):
-		return validationProblem(v)
-	case errors.Is(err, models.ErrNotFound):
-		return problem("not-found", err.Error())
-	case errors.Is(err, models.ErrConflict):
-		return problem("conflict", err.Error())
-	case errors.Is(err, models.ErrInUse):
-		return problem("in-use", err.Error())
-	case errors.Is(err, models.ErrLastAdmin):
-		return problem("last-admin", err.Error())
-	case errors.Is(err, models.ErrUnauthorized):
-		return problem("unauthorized", err.Error())
-	case errors.Is(err, models.ErrForbidden):
-		return problem("forbidden", err.Error())
-	case errors.Is(err, models.ErrIdempotencyMismatch):
-		return problem("idempotency-mismatch", err.Error())
-	case errors.Is(err, models.ErrQueueUnavailable):
-		return problem("queue-unavailable", err.Error())
+		p := problem(ProblemValidation, v.Error())
+		p.Errors = v.Errors
+		return p
+	}
+	for _, s := range sentinelKinds {
+		if errors.Is(err, s.err) {
+			return problem(s.kind, err.Error())
+		}
+	}
+	switch {
 	case errors.Is(err, models.ErrInvalid):
-		return problem("validation", err.Error())
+		return problem(ProblemValidation, err.Error())
 	case errors.As(err, &he):
 		switch he.Code {
 		case http.StatusNotFound:
-			return problem("not-found", "no route for this path")
+			return problem(ProblemNotFound, "no route for this path")
 		case http.StatusMethodNotAllowed:
-			return problem("method-not-allowed", "")
+			return problem(ProblemMethodNotAllowed, "")
 		case http.StatusRequestEntityTooLarge:
-			return problem("payload-too-large", "")
+			return problem(ProblemPayloadTooLarge, "")
 		case http.StatusUnauthorized:
-			return problem("unauthorized", "")
+			return problem(ProblemUnauthorized, "")
 		}
 		return &Problem{Type: ProblemBase + "http", Title: http.StatusText(he.Code), Status: he.Code}
 	}
-	return problem("internal", "")
+	return problem(ProblemInternal, "")
 }
 
 // writeProblem is Echo's HTTPErrorHandler: every error leaves as problem+json.

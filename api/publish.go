@@ -67,7 +67,7 @@ func readBody(c echo.Context, limit int64) ([]byte, error) {
 	ct := req.Header.Get(echo.HeaderContentType)
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || (mt != "application/json" && (mt != "application/merge-patch+json" || req.Method != http.MethodPatch)) {
-		return nil, problem("unsupported-media-type", "Content-Type must be application/json (or application/merge-patch+json for PATCH)")
+		return nil, problem(ProblemUnsupportedMediaType, "Content-Type must be application/json (or application/merge-patch+json for PATCH)")
 	}
 	r := io.Reader(http.MaxBytesReader(c.Response(), req.Body, limit))
 	switch strings.ToLower(req.Header.Get("Content-Encoding")) {
@@ -75,20 +75,20 @@ func readBody(c echo.Context, limit int64) ([]byte, error) {
 	case "gzip":
 		zr, err := gzip.NewReader(r)
 		if err != nil {
-			return nil, problem("malformed-request", "gzip: "+err.Error())
+			return nil, problem(ProblemMalformedRequest, "gzip: "+err.Error())
 		}
 		defer zr.Close()
 		r = io.LimitReader(zr, limit+1) // a gzip bomb stops at the limit
 	default:
-		return nil, problem("unsupported-media-type", "Content-Encoding must be gzip or identity")
+		return nil, problem(ProblemUnsupportedMediaType, "Content-Encoding must be gzip or identity")
 	}
 	body, err := io.ReadAll(r)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) || int64(len(body)) > limit {
-		return nil, problem("payload-too-large", fmt.Sprintf("requests are limited to %d bytes", limit))
+		return nil, problem(ProblemPayloadTooLarge, fmt.Sprintf("requests are limited to %d bytes", limit))
 	}
 	if err != nil {
-		return nil, problem("malformed-request", "read body: "+err.Error())
+		return nil, problem(ProblemMalformedRequest, "read body: "+err.Error())
 	}
 	return body, nil
 }
@@ -99,18 +99,18 @@ func decodeStrict(body []byte, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		if strings.HasPrefix(err.Error(), "json: unknown field") {
-			return problem("unknown-field", strings.TrimPrefix(err.Error(), "json: "))
+			return problem(ProblemUnknownField, strings.TrimPrefix(err.Error(), "json: "))
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			p := problem("validation", fmt.Sprintf("%s must be %s", te.Field, te.Type))
+			p := problem(ProblemValidation, fmt.Sprintf("%s must be %s", te.Field, te.Type))
 			p.Errors = []models.FieldError{{Pointer: "/" + strings.ReplaceAll(te.Field, ".", "/"), Detail: "must be " + te.Type.String()}}
 			return p
 		}
-		return problem("malformed-request", err.Error())
+		return problem(ProblemMalformedRequest, err.Error())
 	}
 	if dec.More() {
-		return problem("malformed-request", "trailing data after the JSON value")
+		return problem(ProblemMalformedRequest, "trailing data after the JSON value")
 	}
 	return nil
 }
@@ -122,16 +122,16 @@ func (s *Server) publish(c echo.Context) error {
 	key := apiKeyFrom(c)
 	if !models.ValidName(name) || models.ReservedName(name) {
 		if models.ReservedName(name) {
-			return problem("forbidden", "dead-letter topics are written by Herald only")
+			return problem(ProblemForbidden, "dead-letter topics are written by Herald only")
 		}
-		return problem("topic-not-found", "no topic named "+strconv.Quote(name))
+		return problem(ProblemTopicNotFound, "no topic named "+strconv.Quote(name))
 	}
 	if !key.Allows(name) {
-		return problem("forbidden", "this API key may not publish to "+name)
+		return problem(ProblemForbidden, "this API key may not publish to "+name)
 	}
 	topic, err := s.topic(ctx, name)
 	if errors.Is(err, models.ErrNotFound) {
-		return problem("topic-not-found", "no topic named "+name)
+		return problem(ProblemTopicNotFound, "no topic named "+name)
 	} else if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (s *Server) publish(c echo.Context) error {
 	var reqHash []byte
 	if idemKey != "" {
 		if !models.ValidLabel(idemKey) {
-			return problem("validation", "Idempotency-Key must be 1 to 255 bytes of UTF-8 without control characters")
+			return problem(ProblemValidation, "Idempotency-Key must be 1 to 255 bytes of UTF-8 without control characters")
 		}
 		sum := sha256.Sum256(body)
 		reqHash = sum[:]
@@ -173,7 +173,7 @@ func (s *Server) publish(c echo.Context) error {
 			}
 		}
 		s.log.Error("publish failed", "topic", name, "err", err)
-		return problem("unavailable", "the messages were not stored; retry the request")
+		return problem(ProblemUnavailable, "the messages were not stored; retry the request")
 	}
 	metrics.Published.WithLabelValues(name).Add(float64(len(msgs)))
 	s.stats.addPublished(topic.ID, len(msgs))
@@ -192,7 +192,7 @@ func respond(msgs []models.Message) (int, []byte) {
 
 func replay(c echo.Context, rec *store.IdempotencyRecord, reqHash []byte) error {
 	if !bytes.Equal(rec.RequestHash, reqHash) {
-		return problem("idempotency-mismatch", "this Idempotency-Key was used with a different body in the last 24 h")
+		return problem(ProblemIdempotencyMismatch, "this Idempotency-Key was used with a different body in the last 24 h")
 	}
 	c.Response().Header().Set("Idempotent-Replayed", "true")
 	return c.JSONBlob(rec.Status, rec.Response)
@@ -208,7 +208,7 @@ func (s *Server) buildMessages(c echo.Context, topic *models.Topic, in []publish
 		return nil, v.Err()
 	}
 	if len(in) > MaxMessagesPerReq {
-		return nil, problem("payload-too-large", fmt.Sprintf("at most %d messages per request", MaxMessagesPerReq))
+		return nil, problem(ProblemPayloadTooLarge, fmt.Sprintf("at most %d messages per request", MaxMessagesPerReq))
 	}
 	keyless := s.nextQueue(topic)
 	now := time.Now().UnixMilli()
@@ -239,7 +239,7 @@ func (s *Server) buildMessages(c echo.Context, topic *models.Topic, in []publish
 			v.Add(p+"/body", "body or body_base64 is required")
 		}
 		if len(msg.Body) > MaxMessageBytes {
-			return nil, problem("payload-too-large", fmt.Sprintf("%s is %d bytes; messages are limited to %d", p, len(msg.Body), MaxMessageBytes))
+			return nil, problem(ProblemPayloadTooLarge, fmt.Sprintf("%s is %d bytes; messages are limited to %d", p, len(msg.Body), MaxMessageBytes))
 		}
 		if !models.ValidLabel(m.Tag) {
 			v.Add(p+"/tag", "tags are at most 255 bytes of UTF-8 without control characters")

@@ -1,7 +1,10 @@
-// Package api is Herald's HTTP transport (Echo): the /v1 data plane where publishers
+// Package api is Herald's REST transport (Echo): the /v1 data plane where publishers
 // post messages with API keys, the /api/v1 control plane for operators with JWTs,
-// health probes and the OpenAPI document. Errors leave as application/problem+json.
-// It holds no SQL (models/store does) and never imports dispatcher or worker.
+// health probes and the OpenAPI document, all listed in one route table
+// (routes.go). Control-plane changes are control's actions; this package decodes
+// requests, shapes responses (DTOs) and turns errors into application/problem+json
+// with a stable type. It holds no SQL (models/store does) and never imports the
+// console (web), dispatcher or worker; the console is mounted beside it (Mount).
 package api
 
 import (
@@ -17,13 +20,13 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/groupcommit"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
-	"github.com/heraldhq/herald/web"
 )
 
 //go:embed openapi.yaml
@@ -50,6 +53,7 @@ type Options struct {
 type Server struct {
 	opts     Options
 	st       *store.Store
+	ctl      *control.Control
 	rdb      redis.UniversalClient
 	writer   *groupcommit.Writer
 	notifier *notify.Notifier
@@ -68,37 +72,27 @@ type Server struct {
 // publishes to complete.
 func New(opts Options, st *store.Store, rdb redis.UniversalClient, writer *groupcommit.Writer, n *notify.Notifier, guard ssrf.Guard, log *slog.Logger) *Server {
 	s := &Server{opts: opts, st: st, rdb: rdb, writer: writer, notifier: n, guard: guard, log: log}
+	s.ctl = control.New(control.Config{Store: st, Redis: rdb, Keys: opts.Keys, Notifier: n, Guard: guard, Log: log, JWTSecret: opts.JWTSecret, BcryptCost: opts.BcryptCost})
+	s.ctl.OnTopicChange(func(name string) { s.topics.Delete(name) })
+	s.ctl.OnKeyRevoke(func(prefix string) { s.keys.Delete(prefix) })
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.writeProblem
 	e.IPExtractor = echo.ExtractIPDirect()
 	s.e = e
 
-	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
-	e.GET("/readyz", s.ready)
-	e.GET("/openapi.yaml", func(c echo.Context) error { return c.Blob(http.StatusOK, "application/yaml", openapiYAML) })
-	e.GET("/", func(c echo.Context) error { return c.HTMLBlob(http.StatusOK, web.Index()) })
-
-	v1 := e.Group("/v1", s.requireAPIKey)
-	v1.POST("/topics/:topic/messages", s.publish)
-
-	e.POST("/api/v1/auth/login", s.login)
-	admin := e.Group("/api/v1", s.requireJWT)
-	admin.GET("/topics", s.topicList)
-	admin.GET("/topics/:topic", s.topicGet)
-	admin.POST("/topics", s.topicCreate, requireRole(models.RoleOperator))
-	admin.GET("/groups", s.groupList)
-	admin.GET("/groups/:group", s.groupGet)
-	admin.POST("/groups", s.groupCreate, requireRole(models.RoleOperator))
-	admin.POST("/groups/:group/pause", s.groupPause, requireRole(models.RoleOperator))
-	admin.POST("/groups/:group/resume", s.groupResume, requireRole(models.RoleOperator))
-	admin.POST("/api-keys", s.apiKeyCreate, requireRole(models.RoleOperator))
-	s.controlRoutes(admin)
-	s.failureRoutes(admin)
-	s.consoleRoutes(e)
-	e.RouteNotFound("/*", func(c echo.Context) error { return problem("not-found", "no route for "+c.Request().URL.Path) })
+	s.register(e)
+	e.RouteNotFound("/*", func(c echo.Context) error { return problem(ProblemNotFound, "no route for "+c.Request().URL.Path) })
 	return s
 }
+
+// Control returns the actions the REST API uses, for transports mounted beside it
+// (the console), so that their changes drop this server's caches too.
+func (s *Server) Control() *control.Control { return s.ctl }
+
+// Mount lets another transport (the console) add its routes to this server, e.g.
+// under /console. The REST API's own paths stay as they are.
+func (s *Server) Mount(register func(e *echo.Echo)) { register(s.e) }
 
 // Handler returns the HTTP handler, for tests and benchmarks.
 func (s *Server) Handler() http.Handler { return s.e }
@@ -125,14 +119,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) openapi(c echo.Context) error {
+	return c.Blob(http.StatusOK, "application/yaml", openapiYAML)
+}
+
 func (s *Server) ready(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
 	if err := s.st.Ping(ctx); err != nil {
-		return problem("unavailable", "mysql: "+err.Error())
+		return problem(ProblemUnavailable, "mysql: "+err.Error())
 	}
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
-		return problem("unavailable", "redis: "+err.Error())
+		return problem(ProblemUnavailable, "redis: "+err.Error())
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }

@@ -22,6 +22,11 @@ var (
 	ErrUnauthorized = errors.New("unauthorized")
 	// ErrForbidden means the credentials are valid but do not grant the action.
 	ErrForbidden = errors.New("forbidden")
+	// ErrInUse means the resource is still referenced and cannot be removed, e.g. a
+	// topic some group subscribes to.
+	ErrInUse = errors.New("still in use")
+	// ErrLastAdmin means the change would leave no admin user.
+	ErrLastAdmin = errors.New("at least one admin must remain")
 )
 
 // FieldError names one invalid field by its JSON pointer (RFC 6901), e.g.

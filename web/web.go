@@ -1,7 +1,9 @@
 // Package web is Herald's console (DESIGN §7): server-rendered html/template pages
-// and static files embedded in the binary, with no CDN and no build step. The api
-// package serves them under /console with its handlers; this package holds only the
-// templates, static files and the helpers they call (charts, formatting).
+// and static files embedded in the binary, with no CDN and no build step, their
+// handlers, session and routes (Console.Routes, mounted beside the REST API under
+// /console). Every change a form makes is a control action, so the console
+// validates and audits exactly as the REST API and the CLI do; it never imports the
+// api package.
 package web
 
 import (

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/internal/app"
-	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
@@ -67,6 +68,9 @@ func runMigrate(ctx context.Context, args []string) error {
 	return nil
 }
 
+// cliActor is who the audit log names for changes made with the herald CLI.
+var cliActor = control.Actor{Username: "cli", Via: "cli"}
+
 func runUser(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "create" {
 		return errors.New("usage: herald user create --username U --password P [--role admin|operator|viewer]")
@@ -78,28 +82,13 @@ func runUser(ctx context.Context, args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if *name == "" || !models.ValidRole(models.Role(*role)) {
-		return errors.New("give --username and a --role of admin, operator or viewer")
-	}
-	cfg, err := loadConfig(vals)
-	if err != nil {
+	return withControl(ctx, vals, func(ctl *control.Control) error {
+		u, err := ctl.CreateUser(ctx, cliActor, control.UserSpec{Username: *name, Password: *pw, Role: models.Role(*role)})
+		if err == nil {
+			fmt.Printf("user %s created (id %d, role %s)\n", u.Username, u.ID, u.Role)
+		}
 		return err
-	}
-	st, err := openMigratedStore(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	hash, err := auth.HashPassword(*pw, cfg.BcryptCost)
-	if err != nil {
-		return err
-	}
-	u := &models.User{Username: *name, PasswordHash: hash, Role: models.Role(*role)}
-	if err := st.UserCreate(ctx, u); err != nil {
-		return err
-	}
-	fmt.Printf("user %s created (id %d, role %s)\n", u.Username, u.ID, u.Role)
-	return nil
+	})
 }
 
 func runAPIKey(ctx context.Context, args []string) error {
@@ -112,15 +101,18 @@ func runAPIKey(ctx context.Context, args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	pats := splitList(*topics)
-	if *name == "" || len(pats) == 0 {
-		return errors.New("give --name and --topics")
-	}
-	for _, p := range pats {
-		if !models.ValidTopicPattern(p) {
-			return fmt.Errorf("topic pattern %q is not valid", p)
+	return withControl(ctx, vals, func(ctl *control.Control) error {
+		key, _, err := ctl.CreateAPIKey(ctx, cliActor, control.APIKeySpec{Name: *name, Topics: splitList(*topics)})
+		if err == nil {
+			fmt.Println(key)
 		}
-	}
+		return err
+	})
+}
+
+// withControl runs fn with the control actions on the configured database (schema
+// up to date) and spells a validation error it returns as flags.
+func withControl(ctx context.Context, vals map[string]*string, fn func(*control.Control) error) error {
 	cfg, err := loadConfig(vals)
 	if err != nil {
 		return err
@@ -130,15 +122,31 @@ func runAPIKey(ctx context.Context, args []string) error {
 		return err
 	}
 	defer st.Close()
-	key, prefix, hash := auth.NewAPIKey()
-	if err := st.APIKeyCreate(ctx, &models.APIKey{Name: *name, Prefix: prefix, Hash: hash, Topics: pats}); err != nil {
-		return err
-	}
-	fmt.Println(key)
-	return nil
+	return cliError(fn(control.New(control.Config{Store: st, BcryptCost: cfg.BcryptCost})))
 }
 
-// bootstrapAdmin creates HERALD_ADMIN_USER when no user exists yet.
+// cliError spells a validation error as flags: "--name: names are 1 to 120 bytes …".
+func cliError(err error) error {
+	var v *models.ValidationError
+	if err == nil {
+		return nil
+	}
+	if !errors.As(err, &v) {
+		return err
+	}
+	msgs := make([]string, 0, len(v.Errors))
+	for _, fe := range v.Errors {
+		flag := strings.TrimPrefix(fe.Pointer, "/")
+		if i := strings.IndexByte(flag, '/'); i >= 0 {
+			flag = flag[:i]
+		}
+		msgs = append(msgs, "--"+flag+": "+fe.Detail)
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// bootstrapAdmin creates HERALD_ADMIN_USER when no user exists yet (audited as the
+// system's user.create).
 func bootstrapAdmin(ctx context.Context, a *app.App) error {
 	if a.Cfg.AdminUser == "" || a.Cfg.AdminPassword == "" {
 		return nil
@@ -147,13 +155,14 @@ func bootstrapAdmin(ctx context.Context, a *app.App) error {
 	if err != nil || n > 0 {
 		return err
 	}
-	hash, err := auth.HashPassword(a.Cfg.AdminPassword, a.Cfg.BcryptCost)
-	if err != nil {
-		return fmt.Errorf("HERALD_ADMIN_PASSWORD: %w", err)
-	}
-	err = a.Store.UserCreate(ctx, &models.User{Username: a.Cfg.AdminUser, PasswordHash: hash, Role: models.RoleAdmin})
-	if errors.Is(err, models.ErrConflict) {
+	_, err = control.New(control.Config{Store: a.Store, BcryptCost: a.Cfg.BcryptCost}).CreateUser(ctx, control.System,
+		control.UserSpec{Username: a.Cfg.AdminUser, Password: a.Cfg.AdminPassword, Role: models.RoleAdmin})
+	var v *models.ValidationError
+	switch {
+	case errors.Is(err, models.ErrConflict):
 		return nil
+	case errors.As(err, &v):
+		return fmt.Errorf("HERALD_ADMIN_USER / HERALD_ADMIN_PASSWORD: %w", err)
 	}
 	return err
 }

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/demo"
@@ -136,8 +137,8 @@ func runDemo(ctx context.Context, log *slog.Logger, a *app.App) error {
 	env := readDemoEnv()
 	key := env["HERALD_DEMO_API_KEY"]
 	if prefix, ok := auth.ParseAPIKey(key); !ok || func() bool { _, err := a.Store.APIKeyGetByPrefix(ctx, prefix); return err != nil }() {
-		k, prefix, hash := auth.NewAPIKey()
-		if err := a.Store.APIKeyCreate(ctx, &models.APIKey{Name: "demo", Prefix: prefix, Hash: hash, Topics: []string{"github.*"}}); err != nil {
+		k, _, err := control.New(control.Config{Store: a.Store}).CreateAPIKey(ctx, cliActor, control.APIKeySpec{Name: "demo", Topics: []string{"github.*"}})
+		if err != nil {
 			return err
 		}
 		key = k

@@ -24,6 +24,7 @@ import (
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/maintenance"
 	"github.com/heraldhq/herald/models/store"
+	"github.com/heraldhq/herald/web"
 	"github.com/heraldhq/herald/worker"
 )
 
@@ -88,6 +89,7 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		a.Writer = groupcommit.New(st, n, log)
 		a.Writer.Lanes = cfg.PublishLanes
 		a.API = api.New(api.Options{JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost, Keys: keys}, st, rdb, a.Writer, n, guard, log)
+		a.API.Mount(web.New(web.Config{Control: a.API.Control(), Log: log}).Routes)
 	}
 	if roles.Dispatcher {
 		a.Dispatcher = dispatcher.New(cfg.Dispatcher, keys, st, rdb, ropt, log, nil)

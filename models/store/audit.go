@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -71,4 +72,18 @@ func escapeLike(s string) string {
 		out = append(out, s[i])
 	}
 	return string(out)
+}
+
+// AuditRecord appends one entry to the append-only audit log.
+func (s *Store) AuditRecord(ctx context.Context, actor, action, subject, sourceIP string, before, after any) error {
+	var b, a []byte
+	if before != nil {
+		b, _ = json.Marshal(before)
+	}
+	if after != nil {
+		a, _ = json.Marshal(after)
+	}
+	_, err := s.sql.ExecContext(ctx, "INSERT INTO audit_log (actor, action, subject, source_ip, before_json, after_json, created_at) VALUES (?,?,?,?,?,?,NOW(3))",
+		actor, action, subject, sourceIP, b, a)
+	return err
 }

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/models"
@@ -195,4 +197,179 @@ func (s *Store) QueueSetState(ctx context.Context, queueID int64, st models.Queu
 		return fmt.Errorf("set queue %d state: %w", queueID, err)
 	}
 	return nil
+}
+
+// QueueOffsets is the id range a queue holds now: Min and Max offset (both 0 when
+// the queue is empty). Max minus Min plus one bounds its row count (ids have holes).
+type QueueOffsets struct {
+	Min, Max int64
+}
+
+// QueueOffsetRanges returns MIN(id) and MAX(id) of each listed queue in one
+// statement per 200 queues (primary-key reads, cheap at any size).
+func (s *Store) QueueOffsetRanges(ctx context.Context, queueIDs []int64) (map[int64]QueueOffsets, error) {
+	out := make(map[int64]QueueOffsets, len(queueIDs))
+	for start := 0; start < len(queueIDs); start += 200 {
+		end := min(start+200, len(queueIDs))
+		parts := make([]string, 0, end-start)
+		for _, q := range queueIDs[start:end] {
+			parts = append(parts, fmt.Sprintf("SELECT %d, COALESCE(MIN(id), 0), COALESCE(MAX(id), 0) FROM %s", q, models.QueueTableName(q)))
+		}
+		rows, err := s.sql.QueryContext(ctx, strings.Join(parts, " UNION ALL "))
+		if err != nil {
+			return nil, fmt.Errorf("read queue offsets: %w", err)
+		}
+		for rows.Next() {
+			var q int64
+			var o QueueOffsets
+			if err := rows.Scan(&q, &o.Min, &o.Max); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[q] = o
+		}
+		rows.Close()
+	}
+	return out, nil
+}
+
+// TopicSubscribers returns the names of the groups subscribed to topic id, by name.
+func (s *Store) TopicSubscribers(ctx context.Context, topicID int64) ([]string, error) {
+	var names []string
+	err := s.db.WithContext(ctx).Raw("SELECT g.name FROM subscriptions s JOIN consumer_groups g ON g.id = s.group_id WHERE s.topic_id = ? ORDER BY g.name", topicID).Scan(&names).Error
+	if err != nil {
+		return nil, fmt.Errorf("read subscribers of topic %d: %w", topicID, err)
+	}
+	return names, nil
+}
+
+// TopicDelete removes a topic, its queues and their tables. It refuses with an error
+// wrapping models.ErrInUse while any group subscribes to it, and ErrNotFound for an
+// unknown name. Dropping the tables deletes the messages: it cannot be undone.
+func (s *Store) TopicDelete(ctx context.Context, name string) error {
+	t, err := s.TopicGetByName(ctx, name)
+	if err != nil {
+		return err
+	}
+	err = s.WithTx(ctx, func(tx *Store) error {
+		var n int64
+		if err := tx.db.Raw("SELECT COUNT(*) FROM subscriptions WHERE topic_id = ? FOR UPDATE", t.ID).Scan(&n).Error; err != nil {
+			return fmt.Errorf("count subscribers: %w", err)
+		}
+		if n > 0 {
+			subs, _ := tx.TopicSubscribers(ctx, t.ID)
+			return fmt.Errorf("topic %s has subscribers (%s): %w", name, strings.Join(subs, ", "), models.ErrInUse)
+		}
+		if err := tx.db.Exec("DELETE FROM queues WHERE topic_id = ?", t.ID).Error; err != nil {
+			return fmt.Errorf("delete queues: %w", err)
+		}
+		if err := tx.db.Exec("DELETE FROM topics WHERE id = ?", t.ID).Error; err != nil {
+			return fmt.Errorf("delete topic: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, q := range t.Queues {
+		if _, err := s.sql.ExecContext(ctx, "DROP TABLE IF EXISTS "+models.QueueTableName(q.ID)); err != nil {
+			return fmt.Errorf("drop queue table %d: %w", q.ID, err)
+		}
+	}
+	_, _ = s.sql.ExecContext(ctx, "DELETE FROM stats_minutely WHERE group_id = 0 AND topic_id = ?", t.ID)
+	return nil
+}
+
+// TopicAddQueues grows topic t to n queues: new queue rows and tables, and a cursor at
+// offset 0 on each new queue for every subscribed group (DESIGN §3: whatever their
+// consume_from). Keyed messages map slot % queue count, so growing a topic moves
+// keys to other queues: order per key holds only within each era. It returns a
+// *ValidationError when n is below the current count or above MaxQueuesPerTopic.
+func (s *Store) TopicAddQueues(ctx context.Context, t *models.Topic, n int) error {
+	if n < len(t.Queues) || n > models.MaxQueuesPerTopic {
+		return &models.ValidationError{Errors: []models.FieldError{{Pointer: "/queues",
+			Detail: fmt.Sprintf("must be between the current %d and %d (queues are never removed)", len(t.Queues), models.MaxQueuesPerTopic)}}}
+	}
+	if n == len(t.Queues) {
+		return nil
+	}
+	// DDL commits implicitly, so the steps are separate: queue rows first (read-only,
+	// so no publish picks them yet), then their tables and cursors, then writable.
+	now := time.Now().UTC()
+	var added []queueRow
+	for i := len(t.Queues); i < n; i++ {
+		added = append(added, queueRow{TopicID: t.ID, NodeID: t.NodeID, Position: i, State: string(models.QueueReadOnly), CreatedAt: now})
+	}
+	if err := s.db.WithContext(ctx).Create(&added).Error; err != nil {
+		return fmt.Errorf("insert queues: %w", err)
+	}
+	for _, q := range added {
+		if _, err := s.sql.ExecContext(ctx, fmt.Sprintf(queueDDL, models.QueueTableName(q.ID))); err != nil {
+			return fmt.Errorf("create queue table %d: %w", q.ID, err)
+		}
+	}
+	err := s.WithTx(ctx, func(tx *Store) error {
+		for _, q := range added {
+			err := tx.db.Exec(`INSERT INTO cursors (group_id, queue_id, committed_offset, holes, version, owner, updated_at)
+				SELECT group_id, ?, 0, '[]', 1, '', NOW(3) FROM subscriptions WHERE topic_id = ?`, q.ID, t.ID).Error
+			if err != nil {
+				return fmt.Errorf("insert cursors of queue %d: %w", q.ID, err)
+			}
+			if err := tx.db.Model(&queueRow{}).Where("id = ?", q.ID).Update("state", string(models.QueueReadWrite)).Error; err != nil {
+				return fmt.Errorf("open queue %d: %w", q.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, q := range added {
+		t.Queues = append(t.Queues, models.Queue{ID: q.ID, TopicID: t.ID, NodeID: q.NodeID, Position: q.Position, State: models.QueueReadWrite})
+	}
+	return nil
+}
+
+// QueuesSetReadOnly makes exactly the listed queues of topic t read-only and the rest
+// read-write (a read-only queue takes no publishes and drains, PMQ). It returns a
+// *ValidationError naming a queue that is not t's, or when no queue would stay writable.
+func (s *Store) QueuesSetReadOnly(ctx context.Context, t *models.Topic, readOnly []int64) error {
+	var v models.ValidationError
+	for i, id := range readOnly {
+		if !slices.ContainsFunc(t.Queues, func(q models.Queue) bool { return q.ID == id }) {
+			v.Add(fmt.Sprintf("/read_only_queues/%d", i), fmt.Sprintf("queue %d is not one of this topic's", id))
+		}
+	}
+	if len(v.Errors) == 0 && len(t.Queues) > 0 && countDistinct(readOnly) >= len(t.Queues) {
+		v.Add("/read_only_queues", "at least one queue must stay writable")
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	for i, q := range t.Queues {
+		st := models.QueueReadWrite
+		if slices.Contains(readOnly, q.ID) {
+			st = models.QueueReadOnly
+		}
+		if err := s.db.WithContext(ctx).Model(&queueRow{}).Where("id = ?", q.ID).Update("state", string(st)).Error; err != nil {
+			return fmt.Errorf("set queue %d state: %w", q.ID, err)
+		}
+		t.Queues[i].State = st
+	}
+	return nil
+}
+
+func countDistinct(ids []int64) int {
+	c := slices.Clone(ids)
+	slices.Sort(c)
+	return len(slices.Compact(c))
+}
+
+// TopicCount returns how many topics exist, dead-letter topics included.
+func (s *Store) TopicCount(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.db.WithContext(ctx).Model(&topicRow{}).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count topics: %w", err)
+	}
+	return n, nil
 }

@@ -1,8 +1,7 @@
-package api
+package web
 
 import (
 	"bytes"
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,11 +13,10 @@ import (
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/web"
 )
 
 // Console cookies: the session holds the same JWT as the API (HttpOnly,
-// SameSite=Strict, path /console, TokenTTL); the flash carries one notice to the
+// SameSite=Strict, path /console, auth.TokenTTL); the flash carries one notice to the
 // next page after a redirect.
 const (
 	sessionCookie = "herald_session"
@@ -26,7 +24,7 @@ const (
 	consolePath   = "/console"
 )
 
-var consolePages = sync.OnceValues(web.ParsePages)
+var consolePages = sync.OnceValues(ParsePages)
 
 // pageData is what every console template gets: the signed-in user, the CSRF token
 // for forms, a notice or error line and the page's own data in Page.
@@ -50,7 +48,7 @@ func consoleUser(c echo.Context) *models.User {
 
 // render writes a console page with security headers: a strict CSP (no inline
 // script or style), no framing, no caching.
-func (s *Server) render(c echo.Context, status int, page, nav, title string, data any, notice, errLine string) error {
+func (s *Console) render(c echo.Context, status int, page, nav, title string, data any, notice, errLine string) error {
 	u := consoleUser(c)
 	csrf, _ := c.Get("csrf").(string)
 	pd := pageData{Title: title, Nav: nav, User: u, CSRF: csrf, Notice: notice, Error: errLine, Page: data}
@@ -80,34 +78,33 @@ func (s *Server) render(c echo.Context, status int, page, nav, title string, dat
 
 // consolePage wraps a console handler so its errors render as HTML pages instead of
 // problem+json: 401 goes to the login page, others show the problem's title.
-func (s *Server) consolePage(h echo.HandlerFunc) echo.HandlerFunc {
+func (s *Console) consolePage(h echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		err := h(c)
 		if err == nil || c.Response().Committed {
 			return err
 		}
-		p := fromError(err)
-		if p.Status == http.StatusUnauthorized {
+		status, title, detail := describe(err)
+		if status == http.StatusUnauthorized {
 			return c.Redirect(http.StatusSeeOther, consolePath+"/login")
 		}
-		if p.Status >= 500 {
+		if status >= 500 {
 			s.log.Error("console request failed", "path", c.Path(), "err", err)
 		}
-		detail := p.Detail
-		if detail == "" || p.Status >= 500 {
-			detail = p.Title
+		if detail == "" || status >= 500 {
+			detail = title
 		}
-		return s.render(c, p.Status, "error", "", p.Title, map[string]string{"Detail": detail}, "", "")
+		return s.render(c, status, "error", "", title, map[string]string{"Detail": detail}, "", "")
 	}
 }
 
 // requireSession authenticates console requests from the session cookie; without a
 // valid one the browser is sent to the login page.
-func (s *Server) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
+func (s *Console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ck, err := c.Cookie(sessionCookie)
 		if err == nil && ck.Value != "" {
-			if u, err := s.userFromJWT(c.Request().Context(), ck.Value); err == nil {
+			if u, err := s.ctl.Authenticate(c.Request().Context(), ck.Value); err == nil {
 				c.Set("user", u)
 				return next(c)
 			}
@@ -125,7 +122,7 @@ func requireConsoleRole(r models.Role) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if u := consoleUser(c); u == nil || roleRank[u.Role] < roleRank[r] {
-				return problem("forbidden", "this needs role "+string(r))
+				return failure(http.StatusForbidden, "this needs role "+string(r))
 			}
 			return next(c)
 		}
@@ -137,13 +134,13 @@ type loginPage struct {
 	Username string
 }
 
-func (s *Server) consoleLoginForm(c echo.Context) error {
+func (s *Console) consoleLoginForm(c echo.Context) error {
 	return s.render(c, http.StatusOK, "login", "", "Sign in", loginPage{Next: safeNext(c.QueryParam("next"))}, "", "")
 }
 
 // consoleLogin checks the password like the API's login (bcrypt, 5 tries a minute
 // per username and client IP) and sets the session cookie.
-func (s *Server) consoleLogin(c echo.Context) error {
+func (s *Console) consoleLogin(c echo.Context) error {
 	name, pw := c.FormValue("username"), c.FormValue("password")
 	page := loginPage{Next: safeNext(c.FormValue("next")), Username: name}
 	lim, _ := s.logins.LoadOrStore(name+"\x00"+c.RealIP(), rate.NewLimiter(rate.Every(12*time.Second), 5))
@@ -154,14 +151,14 @@ func (s *Server) consoleLogin(c echo.Context) error {
 	if err != nil || !auth.CheckPassword(u.PasswordHash, pw) {
 		return s.render(c, http.StatusUnauthorized, "login", "", "Sign in", page, "", "Wrong username or password.")
 	}
-	tok, exp, err := s.issueToken(u)
+	tok, exp, err := s.ctl.IssueToken(u)
 	if err != nil {
 		return err
 	}
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: tok, Path: consolePath, Expires: exp, HttpOnly: true,
 		Secure: c.IsTLS(), SameSite: http.SameSiteStrictMode})
 	c.Set("user", u)
-	s.audit(c, "user.login", u.Username, nil, map[string]string{"via": "console"})
+	s.ctl.Record(c.Request().Context(), actorOf(c), "user.login", u.Username, nil, map[string]string{"via": "console"})
 	next := page.Next
 	if next == "" {
 		next = consolePath + "/"
@@ -169,7 +166,7 @@ func (s *Server) consoleLogin(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
-func (s *Server) consoleLogout(c echo.Context) error {
+func (s *Console) consoleLogout(c echo.Context) error {
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: consolePath, MaxAge: -1, HttpOnly: true, Secure: c.IsTLS(), SameSite: http.SameSiteStrictMode})
 	return c.Redirect(http.StatusSeeOther, consolePath+"/login")
 }
@@ -197,32 +194,4 @@ func takeFlash(c echo.Context) string {
 	c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: consolePath, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	v, _ := url.QueryUnescape(ck.Value)
 	return v
-}
-
-// formErrors splits an action's error into field errors (JSON pointer → detail) for
-// the form and a page-level line; ok is false for errors that are not the user's.
-func formErrors(err error) (fields map[string]string, line string, ok bool) {
-	fields = map[string]string{}
-	p := fromError(err)
-	if p.Status >= 500 {
-		return nil, "", false
-	}
-	var v *models.ValidationError
-	if errors.As(err, &v) {
-		for _, fe := range v.Errors {
-			fields[firstSegment(fe.Pointer)] = fe.Detail
-		}
-	}
-	for _, fe := range p.Errors {
-		fields[firstSegment(fe.Pointer)] = fe.Detail
-	}
-	return fields, p.Detail, true
-}
-
-// firstSegment maps "/subscriptions/0/topic" to "/subscriptions", the form field.
-func firstSegment(pointer string) string {
-	if i := strings.Index(pointer[min(1, len(pointer)):], "/"); i >= 0 {
-		return pointer[:i+1]
-	}
-	return pointer
 }

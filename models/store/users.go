@@ -2,14 +2,63 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/heraldhq/herald/models"
 )
+
+type userRow struct {
+	ID           int64 `gorm:"primaryKey"`
+	Username     string
+	PasswordHash string
+	Role         string
+	TokenVersion int64
+	CreatedAt    time.Time
+}
+
+func (userRow) TableName() string { return "users" }
+
+// UserCreate stores u (PasswordHash already bcrypt) and fills its ID. ErrConflict for a taken username.
+func (s *Store) UserCreate(ctx context.Context, u *models.User) error {
+	r := userRow{Username: u.Username, PasswordHash: u.PasswordHash, Role: string(u.Role), TokenVersion: 1, CreatedAt: time.Now().UTC()}
+	if err := s.db.WithContext(ctx).Create(&r).Error; err != nil {
+		if isDuplicate(err) {
+			return fmt.Errorf("user %q: %w", u.Username, models.ErrConflict)
+		}
+		return fmt.Errorf("insert user: %w", err)
+	}
+	u.ID, u.TokenVersion, u.CreatedAt = r.ID, 1, r.CreatedAt
+	return nil
+}
+
+// UserGetByUsername returns the user or ErrNotFound.
+func (s *Store) UserGetByUsername(ctx context.Context, name string) (*models.User, error) {
+	return s.userGet(ctx, "username = ?", name)
+}
+
+// UserGetByID returns the user or ErrNotFound.
+func (s *Store) UserGetByID(ctx context.Context, id int64) (*models.User, error) {
+	return s.userGet(ctx, "id = ?", id)
+}
+
+func (s *Store) userGet(ctx context.Context, where string, arg any) (*models.User, error) {
+	var r userRow
+	if err := s.db.WithContext(ctx).Where(where, arg).Take(&r).Error; err != nil {
+		return nil, notFound(err, "user")
+	}
+	return &models.User{ID: r.ID, Username: r.Username, PasswordHash: r.PasswordHash, Role: models.Role(r.Role), TokenVersion: r.TokenVersion, CreatedAt: r.CreatedAt}, nil
+}
+
+// UserCount returns how many users exist (0 triggers the bootstrap admin).
+func (s *Store) UserCount(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&userRow{}).Count(&n).Error
+	return n, err
+}
 
 // UserList returns up to limit users with id > after, ordered by id. Password hashes
 // are included; callers never show them.
@@ -97,36 +146,4 @@ func (s *Store) lockAdmins(id int64, staysAdmin bool) error {
 		return fmt.Errorf("user %d: %w", id, models.ErrLastAdmin)
 	}
 	return nil
-}
-
-// APIKeyList returns up to limit API keys with id > after, ordered by id, revoked
-// ones included (RevokedAt set).
-func (s *Store) APIKeyList(ctx context.Context, after int64, limit int) ([]*models.APIKey, error) {
-	var rows []apiKeyRow
-	if err := s.db.WithContext(ctx).Where("id > ?", after).Order("id").Limit(limit).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("list api keys: %w", err)
-	}
-	out := make([]*models.APIKey, len(rows))
-	for i, r := range rows {
-		k := &models.APIKey{ID: r.ID, Name: r.Name, Prefix: r.Prefix, CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
-		_ = json.Unmarshal(r.Topics, &k.Topics)
-		out[i] = k
-	}
-	return out, nil
-}
-
-// APIKeyRevoke marks key id revoked now and returns it. Revoking twice keeps the first
-// time. Every api instance refuses the key once its ≤5 s cache expires (DESIGN §8).
-// ErrNotFound for an unknown id.
-func (s *Store) APIKeyRevoke(ctx context.Context, id int64) (*models.APIKey, error) {
-	if _, err := s.sql.ExecContext(ctx, "UPDATE api_keys SET revoked_at = NOW(3) WHERE id = ? AND revoked_at IS NULL", id); err != nil {
-		return nil, fmt.Errorf("revoke api key %d: %w", id, err)
-	}
-	var r apiKeyRow
-	if err := s.db.WithContext(ctx).Where("id = ?", id).Take(&r).Error; err != nil {
-		return nil, notFound(err, fmt.Sprintf("api key %d", id))
-	}
-	k := &models.APIKey{ID: r.ID, Name: r.Name, Prefix: r.Prefix, CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
-	_ = json.Unmarshal(r.Topics, &k.Topics)
-	return k, nil
 }

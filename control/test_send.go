@@ -1,4 +1,4 @@
-package api
+package control
 
 import (
 	"context"
@@ -16,8 +16,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/heraldhq/herald/internal/signing"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/models"
@@ -26,11 +24,11 @@ import (
 // testExcerptBytes caps the response body a test send returns.
 const testExcerptBytes = 4 << 10
 
-// TestSendDTO is the outcome of one test POST: the status code (0 when no response
+// TestSendResult is the outcome of one test POST: the status code (0 when no response
 // came), latency in ms, and for failures the error class as in delivery attempts
 // (dns, connect, tls, timeout, reset, redirect, blocked_destination, http_status)
 // with a detail. ResponseExcerpt is at most 4 KiB of the response body, as text.
-type TestSendDTO struct {
+type TestSendResult struct {
 	OK              bool   `json:"ok"`
 	WebhookID       string `json:"webhook_id"`
 	StatusCode      int    `json:"status_code"`
@@ -40,30 +38,14 @@ type TestSendDTO struct {
 	ResponseExcerpt string `json:"response_excerpt"`
 }
 
-// testSendRequest optionally replaces the sample body with any JSON value.
-type testSendRequest struct {
-	Body json.RawMessage `json:"body"`
-}
-
-func (s *Server) groupTestSend(c echo.Context) error {
-	var req testSendRequest
-	if err := optionalBody(c, 256<<10, &req); err != nil {
-		return err
-	}
-	out, err := s.testSend(c, c.Param("group"), req.Body)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, out)
-}
-
-// testSend POSTs a signed sample (or body) to the group's endpoint exactly as a
-// delivery at batch size 1 would go — Standard Webhooks headers signed with every
-// valid secret, no redirects, the group's timeout, dialled through the SSRF guard —
-// and reports what happened. It never touches cursors or counters. Audited.
-func (s *Server) testSend(c echo.Context, name string, body json.RawMessage) (*TestSendDTO, error) {
-	ctx := c.Request().Context()
-	g, err := s.st.GroupGetByName(ctx, name)
+// TestSend POSTs a signed sample (or body, any JSON value) to group name's endpoint
+// exactly as a delivery at batch size 1 would go — Standard Webhooks headers signed
+// with every valid secret, no redirects, the group's timeout, dialled through the
+// SSRF guard — and reports what happened. It never touches cursors or counters.
+// Audited as group.test. Errors: models.ErrNotFound; a failed POST is a result, not
+// an error.
+func (c *Control) TestSend(ctx context.Context, a Actor, name string, body json.RawMessage) (*TestSendResult, error) {
+	g, err := c.st.GroupGetByName(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -71,15 +53,15 @@ func (s *Server) testSend(c echo.Context, name string, body json.RawMessage) (*T
 	_, _ = rand.Read(idb)
 	id := "msg_test_" + hex.EncodeToString(idb)
 	if len(body) == 0 {
-		body, _ = json.Marshal(map[string]any{"type": "herald.test", "group": g.Name, "webhook_id": id, "sent_at": time.Now().UTC().Format(timeFormat)})
+		body, _ = json.Marshal(map[string]any{"type": "herald.test", "group": g.Name, "webhook_id": id, "sent_at": time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")})
 	}
-	out := &TestSendDTO{WebhookID: id}
-	if err := s.guard.CheckURL(ctx, g.EndpointURL); err != nil {
+	out := &TestSendResult{WebhookID: id}
+	if err := c.guard.CheckURL(ctx, g.EndpointURL); err != nil {
 		out.ErrorClass, out.Error = "blocked_destination", err.Error()
 		if !errors.Is(err, ssrf.ErrBlocked) {
 			out.ErrorClass = "dns"
 		}
-		s.audit(c, "group.test", g.Name, nil, out)
+		c.Record(ctx, a, "group.test", g.Name, nil, out)
 		return out, nil
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.EndpointURL, strings.NewReader(string(body)))
@@ -101,7 +83,7 @@ func (s *Server) testSend(c echo.Context, name string, body json.RawMessage) (*T
 	req.Header.Set("webhook-signature", strings.Join(sigs, " "))
 	req.Header.Set("herald-group", g.Name)
 	req.Header.Set("herald-test", "true")
-	client := s.testClient(time.Duration(g.TimeoutMS) * time.Millisecond)
+	client := c.testClient(time.Duration(g.TimeoutMS) * time.Millisecond)
 	start := time.Now()
 	resp, err := client.Do(req)
 	out.LatencyMS = time.Since(start).Milliseconds()
@@ -124,14 +106,14 @@ func (s *Server) testSend(c echo.Context, name string, body json.RawMessage) (*T
 	if !utf8.ValidString(out.Error) {
 		out.Error = strings.ToValidUTF8(out.Error, "\uFFFD")
 	}
-	s.audit(c, "group.test", g.Name, nil, map[string]any{"ok": out.OK, "status_code": out.StatusCode, "latency_ms": out.LatencyMS, "error_class": out.ErrorClass})
+	c.Record(ctx, a, "group.test", g.Name, nil, map[string]any{"ok": out.OK, "status_code": out.StatusCode, "latency_ms": out.LatencyMS, "error_class": out.ErrorClass})
 	return out, nil
 }
 
 // testClient is a one-off HTTP client like the worker's: no proxy, no redirects,
 // the dialler refusing blocked addresses.
-func (s *Server) testClient(timeout time.Duration) *http.Client {
-	d := &net.Dialer{Timeout: 5 * time.Second, Control: s.guard.Control}
+func (c *Control) testClient(timeout time.Duration) *http.Client {
+	d := &net.Dialer{Timeout: 5 * time.Second, Control: c.guard.Control}
 	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{Proxy: nil, DialContext: d.DialContext, TLSHandshakeTimeout: 5 * time.Second,

@@ -1,4 +1,4 @@
-package api
+package web
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
-	"github.com/heraldhq/herald/web"
 )
 
 // overviewHours is how far back the overview chart reaches.
@@ -75,14 +74,14 @@ func statsChart(points []store.StatsPoint, published bool) any {
 		del = append(del, float64(p.Delivered))
 		fail = append(fail, float64(p.Failed))
 	}
-	series := []web.Series{{Label: "delivered", Colour: "green", Values: del}, {Label: "failed", Colour: "red", Values: fail}}
+	series := []Series{{Label: "delivered", Colour: "green", Values: del}, {Label: "failed", Colour: "red", Values: fail}}
 	if published {
-		series = append([]web.Series{{Label: "published", Colour: "blue", Values: pub}}, series...)
+		series = append([]Series{{Label: "published", Colour: "blue", Values: pub}}, series...)
 	}
-	return web.Chart(times, series, 600, 180)
+	return Chart(times, series, 600, 180)
 }
 
-func (s *Server) consoleOverview(c echo.Context) error {
+func (s *Console) consoleOverview(c echo.Context) error {
 	ctx := c.Request().Context()
 	now := time.Now()
 	points, err := s.st.StatsSeries(ctx, store.StatsScope{}, now.Add(-overviewHours*time.Hour), now.Add(time.Minute))
@@ -118,7 +117,7 @@ func (s *Server) consoleOverview(c echo.Context) error {
 }
 
 // lagsAndTotals reads every group's lag and the last hour's rollup totals.
-func (s *Server) lagsAndTotals(ctx context.Context) (map[int64]int64, store.StatsTotals, error) {
+func (s *Console) lagsAndTotals(ctx context.Context) (map[int64]int64, store.StatsTotals, error) {
 	lags, err := s.st.GroupLags(ctx)
 	if err != nil {
 		return nil, store.StatsTotals{}, err

@@ -1,4 +1,4 @@
-package api
+package web
 
 import (
 	"net/http"
@@ -7,17 +7,17 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/web"
 )
 
-// consoleRoutes mounts the web console (DESIGN §7) under /console: server-rendered
-// pages signed in with an HttpOnly SameSite=Strict session cookie holding the JWT,
-// every form protected against CSRF (Sec-Fetch-Site, else a token in the form), and
-// embedded static files. Viewers read; operators change; admins manage users and
-// read the audit log.
-func (s *Server) consoleRoutes(e *echo.Echo) {
+// Routes mounts the web console (DESIGN §7) under /console, and the landing page at
+// /: server-rendered pages signed in with an HttpOnly SameSite=Strict session cookie
+// holding the JWT, every form protected against CSRF (Sec-Fetch-Site, else a token
+// in the form), and embedded static files. Viewers read; operators change; admins
+// manage users and read the audit log.
+func (s *Console) Routes(e *echo.Echo) {
+	e.GET("/", func(c echo.Context) error { return c.HTMLBlob(http.StatusOK, Index()) })
 	e.GET(consolePath, func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, consolePath+"/") })
-	static := http.StripPrefix(consolePath+"/static/", http.FileServerFS(web.Static()))
+	static := http.StripPrefix(consolePath+"/static/", http.FileServerFS(Static()))
 	e.GET(consolePath+"/static/*", echo.WrapHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, max-age=300")
 		static.ServeHTTP(w, r)
@@ -27,7 +27,9 @@ func (s *Server) consoleRoutes(e *echo.Echo) {
 		TokenLookup: "form:_csrf", CookieName: "herald_csrf", CookiePath: consolePath, CookieHTTPOnly: true,
 		CookieSameSite: http.SameSiteStrictMode, ContextKey: "csrf",
 		ErrorHandler: func(err error, c echo.Context) error {
-			return problem("forbidden", "the form expired or came from another site; reload the page and try again")
+			return s.consolePage(func(echo.Context) error {
+				return failure(http.StatusForbidden, "the form expired or came from another site; reload the page and try again")
+			})(c)
 		},
 	})
 	pub := e.Group(consolePath, csrf)

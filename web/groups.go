@@ -1,7 +1,6 @@
-package api
+package web
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -11,33 +10,22 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
-	"github.com/heraldhq/herald/web"
 )
 
 // recentPerTopic is how many of each subscribed topic's newest messages a group's
 // page lists with their delivery state.
 const recentPerTopic = 15
 
-type groupsPage struct {
-	Items  []groupRow
-	Next   string
-	Form   map[string]string
-	Errors map[string]string
+func (s *Console) consoleGroups(c echo.Context) error {
+	return s.renderGroups(c, http.StatusOK, nil, nil, "")
 }
 
-func (s *Server) consoleGroups(c echo.Context) error {
-	return s.renderGroups(c, http.StatusOK, map[string]string{}, map[string]string{}, "")
-}
-
-func (s *Server) renderGroups(c echo.Context, status int, form, errs map[string]string, errLine string) error {
+func (s *Console) renderGroups(c echo.Context, status int, form, errs map[string]string, errLine string) error {
 	ctx := c.Request().Context()
-	after, limit, err := listPage(c)
-	if err != nil {
-		return err
-	}
-	gs, err := s.st.GroupList(ctx, after, limit)
+	gs, err := fetchPage(c, s.ctl.ListGroups)
 	if err != nil {
 		return err
 	}
@@ -45,32 +33,29 @@ func (s *Server) renderGroups(c echo.Context, status int, form, errs map[string]
 	if err != nil {
 		return err
 	}
-	page := groupsPage{Items: groupRows(gs, lags, totals), Form: form, Errors: errs}
-	if len(gs) > 0 {
-		page.Next = nextCursor(gs[len(gs)-1].ID, len(gs), limit)
-	}
+	page := newListForm(groupRows(gs.Items, lags, totals), gs.NextCursor, form, errs)
 	return s.render(c, status, "groups", "groups", "Consumer groups", page, "", errLine)
 }
 
 // parseSubscriptions reads the console's subscription text: a topic name alone on a
 // line, then one tag per line starting with "- " (tags may hold any character but
 // control characters, so lines are the only safe separator).
-func parseSubscriptions(text string) []SubscriptionDTO {
-	var out []SubscriptionDTO
+func parseSubscriptions(text string) []models.Subscription {
+	var out []models.Subscription
 	for _, line := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
 		if tag, ok := strings.CutPrefix(line, "- "); ok && len(out) > 0 {
 			out[len(out)-1].Tags = append(out[len(out)-1].Tags, tag)
 			continue
 		}
 		if t := strings.TrimSpace(line); t != "" {
-			out = append(out, SubscriptionDTO{Topic: t, Tags: []string{}})
+			out = append(out, models.Subscription{Topic: t, Tags: []string{}})
 		}
 	}
 	return out
 }
 
 // formatSubscriptions writes subscriptions in the format parseSubscriptions reads.
-func formatSubscriptions(subs []SubscriptionDTO) string {
+func formatSubscriptions(subs []control.SubscriptionSetting) string {
 	var b strings.Builder
 	for _, sub := range subs {
 		b.WriteString(sub.Topic + "\n")
@@ -81,17 +66,15 @@ func formatSubscriptions(subs []SubscriptionDTO) string {
 	return b.String()
 }
 
-func (s *Server) consoleGroupCreate(c echo.Context) error {
+func (s *Console) consoleGroupCreate(c echo.Context) error {
 	form := map[string]string{"name": c.FormValue("name"), "endpoint_url": c.FormValue("endpoint_url"),
 		"consume_from": c.FormValue("consume_from"), "subscriptions": c.FormValue("subscriptions")}
-	g, err := s.createGroup(c, groupCreateRequest{Name: form["name"], EndpointURL: form["endpoint_url"],
+	g, err := s.ctl.CreateGroup(c.Request().Context(), actorOf(c), control.GroupSpec{Name: form["name"], EndpointURL: form["endpoint_url"],
 		ConsumeFrom: form["consume_from"], Subscriptions: parseSubscriptions(form["subscriptions"])})
 	if err != nil {
-		fields, line, ok := formErrors(err)
-		if !ok {
-			return err
-		}
-		return s.renderGroups(c, http.StatusUnprocessableEntity, form, fields, line)
+		return rerender(err, func(fields map[string]string, line string) error {
+			return s.renderGroups(c, http.StatusUnprocessableEntity, form, fields, line)
+		})
 	}
 	return redirectWith(c, consolePath+"/groups/"+g.Name, "Group "+g.Name+" created. Reveal its signing secret below to configure the receiver.")
 }
@@ -104,23 +87,23 @@ type recentMessage struct {
 }
 
 type groupPage struct {
-	G                         GroupDTO
+	G                         groupView
 	Secret                    string
-	Cursors                   []CursorDTO
+	Cursors                   []cursorView
 	Lag                       int64
 	LagSeconds                float64
 	Delivered, Failed         int64
 	ThroughputChart, LagChart any
 	Recent                    []recentMessage
 	Form, Errors              map[string]string
-	Test                      *TestSendDTO
-	Attempts                  []DeliveryAttemptDTO
+	Test                      *control.TestSendResult
+	Attempts                  []attemptView
 	Health                    store.GroupHealth
 }
 
 // groupForm holds the settings form's values for g.
 func groupForm(g *models.Group) map[string]string {
-	d := groupDTO(g)
+	d := control.SettingsOf(g)
 	sched := make([]string, len(d.RetrySchedule))
 	for i, v := range d.RetrySchedule {
 		sched[i] = strconv.Itoa(v)
@@ -131,21 +114,20 @@ func groupForm(g *models.Group) map[string]string {
 		"retry_schedule": strings.Join(sched, ", "), "ordered": strconv.FormatBool(d.Ordered), "subscriptions": formatSubscriptions(d.Subscriptions)}
 }
 
-func (s *Server) consoleGroup(c echo.Context) error {
+func (s *Console) consoleGroup(c echo.Context) error {
 	return s.renderGroup(c, http.StatusOK, groupPage{}, "", "")
 }
 
 // renderGroup fills the group page around extra (form values, errors, a test result
 // or a revealed secret) and renders it.
-func (s *Server) renderGroup(c echo.Context, status int, extra groupPage, notice, errLine string) error {
+func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notice, errLine string) error {
 	ctx := c.Request().Context()
 	g, err := s.st.GroupGetByName(ctx, c.Param("group"))
 	if err != nil {
 		return err
 	}
 	page := extra
-	page.G = groupDTO(g)
-	page.G.SigningSecret = ""
+	page.G = groupViewOf(g)
 	if page.Form == nil {
 		page.Form = groupForm(g)
 	}
@@ -157,7 +139,7 @@ func (s *Server) renderGroup(c echo.Context, status int, extra groupPage, notice
 	if err != nil {
 		return err
 	}
-	page.Cursors = cursorDTOs(ps, now)
+	page.Cursors = cursorViews(ps, now)
 	for _, cur := range page.Cursors {
 		page.Lag += cur.Lag
 		page.LagSeconds = max(page.LagSeconds, cur.LagSeconds)
@@ -176,7 +158,7 @@ func (s *Server) renderGroup(c echo.Context, status int, extra groupPage, notice
 		}
 	}
 	page.ThroughputChart = statsChart(points, false)
-	page.LagChart = web.Chart(times, []web.Series{{Label: "lag", Colour: "orange", Values: lag}}, 600, 180)
+	page.LagChart = Chart(times, []Series{{Label: "lag", Colour: "orange", Values: lag}}, 600, 180)
 	if page.Recent, err = s.recentMessages(c, g, ps); err != nil {
 		return err
 	}
@@ -187,13 +169,13 @@ func (s *Server) renderGroup(c echo.Context, status int, extra groupPage, notice
 	if err != nil {
 		return err
 	}
-	page.Attempts = AttemptDTOs(as)
+	page.Attempts = attemptViews(as, nil)
 	return s.render(c, status, "group", "groups", "Group "+g.Name, page, notice, errLine)
 }
 
 // recentMessages lists the newest messages of each subscribed topic, newest first,
 // with their delivery state for g.
-func (s *Server) recentMessages(c echo.Context, g *models.Group, ps []store.CursorPosition) ([]recentMessage, error) {
+func (s *Console) recentMessages(c echo.Context, g *models.Group, ps []store.CursorPosition) ([]recentMessage, error) {
 	committed := map[int64]int64{}
 	for _, p := range ps {
 		committed[p.QueueID] = p.Offset
@@ -232,26 +214,34 @@ func (s *Server) recentMessages(c echo.Context, g *models.Group, ps []store.Curs
 	return out, nil
 }
 
-// consoleGroupSettings turns the settings form into a merge patch and applies it as
-// PATCH /api/v1/groups/{g} would; invalid fields come back next to their inputs.
-func (s *Server) consoleGroupSettings(c echo.Context) error {
+// consoleGroupSettings reads the settings form into the group's full settings and
+// applies them as PATCH /api/v1/groups/{g} would; invalid fields come back next to
+// their inputs.
+func (s *Console) consoleGroupSettings(c echo.Context) error {
 	form := map[string]string{}
 	for _, k := range []string{"endpoint_url", "batch_size", "batch_window_ms", "max_in_flight", "rate_limit", "timeout_ms", "max_attempts", "retry_schedule", "subscriptions"} {
 		form[k] = c.FormValue(k)
 	}
 	form["ordered"] = strconv.FormatBool(c.FormValue("ordered") == "true")
 	errs := map[string]string{}
-	patch := map[string]any{"endpoint_url": strings.TrimSpace(form["endpoint_url"]), "ordered": form["ordered"] == "true",
-		"subscriptions": parseSubscriptions(form["subscriptions"])}
-	for _, k := range []string{"batch_size", "batch_window_ms", "max_in_flight", "rate_limit", "timeout_ms", "max_attempts"} {
-		n, err := strconv.Atoi(strings.TrimSpace(form[k]))
+	g, err := s.st.GroupGetByName(c.Request().Context(), c.Param("group"))
+	if err != nil {
+		return err
+	}
+	spec := control.GroupSpec{EndpointURL: strings.TrimSpace(form["endpoint_url"]), Ordered: form["ordered"] == "true",
+		Subscriptions: parseSubscriptions(form["subscriptions"]), ConsumeFrom: g.ConsumeFrom, BatchMaxBytes: &g.BatchMaxBytes}
+	for _, f := range []struct {
+		name string
+		dst  **int
+	}{{"batch_size", &spec.BatchSize}, {"batch_window_ms", &spec.BatchWindowMS}, {"max_in_flight", &spec.MaxInFlight},
+		{"rate_limit", &spec.RateLimit}, {"timeout_ms", &spec.TimeoutMS}, {"max_attempts", &spec.MaxAttempts}} {
+		n, err := strconv.Atoi(strings.TrimSpace(form[f.name]))
 		if err != nil {
-			errs["/"+k] = "must be a whole number"
+			errs["/"+f.name] = "must be a whole number"
 			continue
 		}
-		patch[k] = n
+		*f.dst = &n
 	}
-	var sched []int
 	for _, f := range strings.Split(form["retry_schedule"], ",") {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
@@ -261,46 +251,36 @@ func (s *Server) consoleGroupSettings(c echo.Context) error {
 			errs["/retry_schedule"] = "whole numbers of seconds, comma-separated"
 			break
 		}
-		sched = append(sched, n)
+		spec.RetrySchedule = append(spec.RetrySchedule, n)
 	}
-	patch["retry_schedule"] = sched
 	if len(errs) > 0 {
 		return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Form: form, Errors: errs}, "", "Some settings are not valid; nothing was changed.")
 	}
-	body, _ := json.Marshal(patch)
-	g, err := s.applyGroupPatch(c, c.Param("group"), body)
+	g, err = s.ctl.PatchGroup(c.Request().Context(), actorOf(c), g.Name, spec)
 	if err != nil {
-		fields, _, ok := formErrors(err)
-		if !ok {
-			return err
-		}
-		return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Form: form, Errors: fields}, "", "Some settings are not valid; nothing was changed.")
+		return rerender(err, func(fields map[string]string, _ string) error {
+			return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Form: form, Errors: fields}, "", "Some settings are not valid; nothing was changed.")
+		})
 	}
 	return redirectWith(c, consolePath+"/groups/"+g.Name, fmt.Sprintf("Settings saved (config version %d); dispatchers and workers apply them within 2 s.", g.ConfigVersion))
 }
 
-func (s *Server) consoleGroupStatus(st models.GroupStatus) echo.HandlerFunc {
+func (s *Console) consoleGroupStatus(st models.GroupStatus) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		ctx := c.Request().Context()
-		g, err := s.st.GroupGetByName(ctx, c.Param("group"))
+		action := s.ctl.ResumeGroup
+		if st == models.GroupPaused {
+			action = s.ctl.PauseGroup
+		}
+		g, err := action(c.Request().Context(), actorOf(c), c.Param("group"))
 		if err != nil {
 			return err
 		}
-		reason := ""
-		if st == models.GroupPaused {
-			reason = "paused by " + consoleUser(c).Username
-		}
-		if err := s.st.GroupSetStatus(ctx, g.ID, st, reason); err != nil {
-			return err
-		}
-		_ = s.notifier.Group(ctx, g.ID)
-		s.audit(c, "group."+string(st), g.Name, map[string]string{"status": string(g.Status)}, map[string]string{"status": string(st)})
 		return redirectWith(c, consolePath+"/groups/"+g.Name, "Group "+g.Name+" is now "+string(st)+".")
 	}
 }
 
-func (s *Server) consoleGroupReset(c echo.Context) error {
-	req := offsetResetRequest{To: c.FormValue("to")}
+func (s *Console) consoleGroupReset(c echo.Context) error {
+	req := control.OffsetReset{To: c.FormValue("to")}
 	if req.To == "timestamp" {
 		req.Timestamp = strings.TrimSpace(c.FormValue("timestamp"))
 	}
@@ -314,40 +294,37 @@ func (s *Server) consoleGroupReset(c echo.Context) error {
 		}
 		req.Queues = append(req.Queues, q)
 	}
-	ps, err := s.resetOffsets(c, c.Param("group"), req)
+	ps, err := s.ctl.ResetOffsets(c.Request().Context(), actorOf(c), c.Param("group"), req)
 	if err != nil {
-		fields, line, ok := formErrors(err)
-		if !ok {
-			return err
-		}
-		return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Errors: fields}, "", line)
+		return rerender(err, func(fields map[string]string, line string) error {
+			return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Errors: fields}, "", line)
+		})
 	}
 	return redirectWith(c, consolePath+"/groups/"+c.Param("group"), fmt.Sprintf("Offsets of %d queues reset to %s.", len(ps), req.To))
 }
 
-func (s *Server) consoleGroupRotate(c echo.Context) error {
+func (s *Console) consoleGroupRotate(c echo.Context) error {
 	overlap, err := strconv.Atoi(c.FormValue("overlap_seconds"))
 	if err != nil {
-		overlap = DefaultSecretOverlapSeconds
+		overlap = control.DefaultSecretOverlapSeconds
 	}
-	g, err := s.rotateSecret(c, c.Param("group"), overlap)
+	g, err := s.ctl.RotateSecret(c.Request().Context(), actorOf(c), c.Param("group"), overlap)
 	if err != nil {
 		return err
 	}
 	return s.renderGroup(c, http.StatusOK, groupPage{Secret: g.SigningSecret}, "Signing secret rotated; the new secret is shown once below.", "")
 }
 
-func (s *Server) consoleGroupSecret(c echo.Context) error {
-	g, err := s.st.GroupGetByName(c.Request().Context(), c.Param("group"))
+func (s *Console) consoleGroupSecret(c echo.Context) error {
+	g, err := s.ctl.RevealSecret(c.Request().Context(), actorOf(c), c.Param("group"))
 	if err != nil {
 		return err
 	}
-	s.audit(c, "group.secret.read", g.Name, nil, map[string]string{"via": "console"})
 	return s.renderGroup(c, http.StatusOK, groupPage{Secret: g.SigningSecret}, "", "")
 }
 
-func (s *Server) consoleGroupTest(c echo.Context) error {
-	res, err := s.testSend(c, c.Param("group"), nil)
+func (s *Console) consoleGroupTest(c echo.Context) error {
+	res, err := s.ctl.TestSend(c.Request().Context(), actorOf(c), c.Param("group"), nil)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,191 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/heraldhq/herald/control"
+	"github.com/heraldhq/herald/models"
+)
+
+// SubscriptionDTO is a group's binding to a topic; empty Tags means every tag.
+type SubscriptionDTO = control.SubscriptionSetting
+
+// GroupDTO is a consumer group as the admin API shows it: its writable settings
+// (control.GroupSettings, with their units) between its name and its state.
+type GroupDTO struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+	control.GroupSettings
+	SigningSecret string `json:"signing_secret"`
+	Status        string `json:"status"`
+	PausedReason  string `json:"paused_reason"`
+	// PreviousSecretExpiresAt ends the overlap window of the last secret rotation, during
+	// which the previous secret signs too (null when none is open).
+	PreviousSecretExpiresAt *string `json:"previous_secret_expires_at"`
+	ConfigVersion           int64   `json:"config_version"`
+	CreatedAt               string  `json:"created_at"`
+	UpdatedAt               string  `json:"updated_at"`
+}
+
+// groupDTO shows g; withSecret false blanks the signing secret (lists, viewers,
+// actions other than create and rotate).
+func groupDTO(g *models.Group, withSecret bool) GroupDTO {
+	out := GroupDTO{ID: g.ID, Name: g.Name, GroupSettings: control.SettingsOf(g), Status: string(g.Status), PausedReason: g.PausedReason, ConfigVersion: g.ConfigVersion,
+		CreatedAt: g.CreatedAt.UTC().Format(timeFormat), UpdatedAt: g.UpdatedAt.UTC().Format(timeFormat)}
+	if withSecret {
+		out.SigningSecret = g.SigningSecret
+	}
+	if exp := g.PreviousSecretExpiresAt; exp != nil && g.PreviousSigningSecret != "" && time.Now().Before(*exp) {
+		s := exp.UTC().Format(timeFormat)
+		out.PreviousSecretExpiresAt = &s
+	}
+	return out
+}
+
+// groupCreateRequest is a new group; absent numbers take their defaults. A PATCH
+// resolves to the same shape (merge_patch.go).
+type groupCreateRequest struct {
+	Name          string            `json:"name"`
+	EndpointURL   string            `json:"endpoint_url"`
+	Subscriptions []SubscriptionDTO `json:"subscriptions"`
+	BatchSize     *int              `json:"batch_size"`
+	BatchMaxBytes *int              `json:"batch_max_bytes"`
+	BatchWindowMS *int              `json:"batch_window_ms"`
+	MaxInFlight   *int              `json:"max_in_flight"`
+	RateLimit     *int              `json:"rate_limit"`
+	TimeoutMS     *int              `json:"timeout_ms"`
+	MaxAttempts   *int              `json:"max_attempts"`
+	RetrySchedule []int             `json:"retry_schedule"`
+	Ordered       bool              `json:"ordered"`
+	ConsumeFrom   string            `json:"consume_from"`
+}
+
+func (r groupCreateRequest) spec() control.GroupSpec {
+	s := control.GroupSpec{Name: r.Name, EndpointURL: r.EndpointURL, BatchSize: r.BatchSize, BatchMaxBytes: r.BatchMaxBytes,
+		BatchWindowMS: r.BatchWindowMS, MaxInFlight: r.MaxInFlight, RateLimit: r.RateLimit, TimeoutMS: r.TimeoutMS,
+		MaxAttempts: r.MaxAttempts, RetrySchedule: r.RetrySchedule, Ordered: r.Ordered, ConsumeFrom: r.ConsumeFrom}
+	for _, sub := range r.Subscriptions {
+		s.Subscriptions = append(s.Subscriptions, models.Subscription{Topic: sub.Topic, Tags: sub.Tags})
+	}
+	return s
+}
+
+func (s *Server) groupCreate(c echo.Context) error {
+	var req groupCreateRequest
+	if err := bodyOf(c, 256<<10, &req); err != nil {
+		return err
+	}
+	g, err := s.ctl.CreateGroup(c.Request().Context(), actor(c), req.spec())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, groupDTO(g, true))
+}
+
+// groupGet shows the signing secret to operators and admins (audited as a secret
+// read) and blanks it for viewers.
+func (s *Server) groupGet(c echo.Context) error {
+	if userFrom(c).Role == models.RoleViewer {
+		g, err := s.st.GroupGetByName(c.Request().Context(), c.Param("group"))
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, groupDTO(g, false))
+	}
+	g, err := s.ctl.RevealSecret(c.Request().Context(), actor(c), c.Param("group"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, groupDTO(g, true))
+}
+
+func (s *Server) groupList(c echo.Context) error {
+	return respondList(c, s.ctl.ListGroups, func(g *models.Group) GroupDTO { return groupDTO(g, false) })
+}
+
+func (s *Server) groupUpdate(c echo.Context) error {
+	body, err := readBody(c, 256<<10)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	g, err := s.st.GroupGetByName(ctx, c.Param("group"))
+	if err != nil {
+		return err
+	}
+	req, err := applyGroupPatch(g, body)
+	if err != nil {
+		return err
+	}
+	g, err = s.ctl.PatchGroup(ctx, actor(c), g.Name, req.spec())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, groupDTO(g, false))
+}
+
+// GroupStatsDTO is a group's delivery health (DESIGN §5): lag in messages and
+// seconds, in-flight POSTs, effective rate (messages/s; 0 = the configured rate),
+// failure counters, breaker state, and retry and dead-letter sizes.
+type GroupStatsDTO struct {
+	Group               string  `json:"group"`
+	Status              string  `json:"status"`
+	PausedReason        string  `json:"paused_reason"`
+	LagMessages         int64   `json:"lag_messages"`
+	LagSeconds          float64 `json:"lag_seconds"`
+	RateLimit           int     `json:"rate_limit"`
+	EffectiveRate       float64 `json:"effective_rate"`
+	ConsecutiveFailures int     `json:"consecutive_failures"`
+	SuccessesMinute     int     `json:"successes_last_minute"`
+	FailuresMinute      int     `json:"failures_last_minute"`
+	LastStatus          int     `json:"last_status"`
+	LastError           string  `json:"last_error"`
+	LastSuccessAt       *string `json:"last_success_at"`
+	FailingSince        *string `json:"failing_since"`
+	ThrottledUntil      *string `json:"throttled_until"`
+	Breaker             string  `json:"breaker"`
+	BreakerOpenUntil    *string `json:"breaker_open_until"`
+	RetryMessages       int64   `json:"retry_messages"`
+	DeadLetters         int64   `json:"dead_letters_pending"`
+}
+
+func fmtTime(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := t.UTC().Format(timeFormat)
+	return &s
+}
+
+func (s *Server) groupStats(c echo.Context) error {
+	ctx := c.Request().Context()
+	g, err := s.st.GroupGetByName(ctx, c.Param("group"))
+	if err != nil {
+		return err
+	}
+	h, err := s.st.GroupHealthGet(ctx, g.ID)
+	if err != nil {
+		return err
+	}
+	retries, err := s.st.RetryCount(ctx, g.ID)
+	if err != nil {
+		return err
+	}
+	dead, err := s.st.DeadLetterCount(ctx, g.ID)
+	if err != nil {
+		return err
+	}
+	lagMsgs, lagSecs, err := s.st.GroupLag(ctx, g.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, GroupStatsDTO{Group: g.Name, Status: string(g.Status), PausedReason: g.PausedReason,
+		LagMessages: lagMsgs, LagSeconds: lagSecs, RateLimit: g.RateLimit, EffectiveRate: h.EffectiveRate,
+		ConsecutiveFailures: h.ConsecutiveFailures, SuccessesMinute: h.SuccessesMinute, FailuresMinute: h.FailuresMinute,
+		LastStatus: h.LastStatus, LastError: h.LastError, LastSuccessAt: fmtTime(h.LastSuccessAt), FailingSince: fmtTime(h.FailingSince),
+		ThrottledUntil: fmtTime(h.ThrottledUntil), Breaker: h.BreakerState, BreakerOpenUntil: fmtTime(h.BreakerOpenUntil),
+		RetryMessages: retries, DeadLetters: dead})
+}

@@ -1,0 +1,137 @@
+// Package control holds Herald's control-plane actions: creating and changing
+// topics, consumer groups, API keys and users, moving offsets, rotating secrets,
+// redriving and purging dead letters. Every transport (the REST API in api, the
+// console in web, the herald CLI) calls the same action with a plain context and an
+// Actor, so each validation rule and each audit write exists once.
+//
+// Actions return models errors: sentinels (models.ErrNotFound, ErrConflict, ErrInUse,
+// ErrLastAdmin …) wrapped with context, or a *models.ValidationError naming each bad
+// field by JSON pointer (as the REST body spells it). A refused endpoint address also
+// matches ssrf.ErrBlocked. Each transport translates them: api into problem+json, web
+// into form messages, the CLI into an exit message. The package imports models,
+// models/store and leaf internals only, never a transport.
+package control
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/notify"
+	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/models/store"
+)
+
+// Actor is who performs an action, as the audit log records it: Username (a user,
+// or "system" / "cli" for actions without one), SourceIP (empty when none) and Via,
+// the transport ("console", "cli"; empty for the REST API), which some entries note.
+type Actor struct {
+	Username string
+	SourceIP string
+	Via      string
+}
+
+// System is the actor of actions no user asked for.
+var System = Actor{Username: "system"}
+
+// Config wires a Control. Store is required. Notifier (nil: dispatchers and workers
+// learn of changes by polling) is told of every group and queue change. Guard checks
+// endpoint URLs (DESIGN §8). Log receives audit write failures (nil: slog.Default).
+// JWTSecret signs and checks the tokens of IssueToken and Authenticate (may be empty
+// for the CLI, which issues none). BcryptCost is the work factor of new password
+// hashes (0: auth.DefaultBcryptCost, 12). Redis and Keys, when Redis is set, let an
+// offset reset raise the workers' cursor fences (internal/fence) before it answers;
+// without Redis (the CLI) a reset is stored and jobs cut before it may still be sent.
+type Config struct {
+	Store      *store.Store
+	Redis      redis.Scripter
+	Keys       delivery.Keys
+	Notifier   *notify.Notifier
+	Guard      ssrf.Guard
+	Log        *slog.Logger
+	JWTSecret  string
+	BcryptCost int
+}
+
+// Control performs the actions. Create it with New; it is safe for concurrent use.
+type Control struct {
+	st       *store.Store
+	rdb      redis.Scripter
+	keys     delivery.Keys
+	notifier *notify.Notifier
+	guard    ssrf.Guard
+	log      *slog.Logger
+	secret   []byte
+	cost     int
+
+	onTopicChange hooks // names of changed or deleted topics
+	onKeyRevoke   hooks // prefixes of revoked API keys
+}
+
+// hooks are callbacks of one kind, safe to add while others run.
+type hooks struct {
+	mu  sync.Mutex
+	fns []func(string)
+}
+
+func (h *hooks) add(fn func(string)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fns = append(h.fns, fn)
+}
+
+func (h *hooks) run(arg string) {
+	h.mu.Lock()
+	fns := h.fns
+	h.mu.Unlock()
+	for _, fn := range fns {
+		fn(arg)
+	}
+}
+
+// New returns a Control for cfg.
+func New(cfg Config) *Control {
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Control{st: cfg.Store, rdb: cfg.Redis, keys: cfg.Keys, notifier: cfg.Notifier, guard: cfg.Guard, log: log, secret: []byte(cfg.JWTSecret), cost: cfg.BcryptCost}
+}
+
+// OnTopicChange registers fn to run after a topic's queues change or the topic is
+// deleted, e.g. to drop an api instance's topic cache entry.
+func (c *Control) OnTopicChange(fn func(name string)) { c.onTopicChange.add(fn) }
+
+// OnKeyRevoke registers fn to run after an API key is revoked, e.g. to drop an api
+// instance's key cache entry so the revocation is immediate there.
+func (c *Control) OnKeyRevoke(fn func(prefix string)) { c.onKeyRevoke.add(fn) }
+
+// Store returns the store the actions use, for transports' reads.
+func (c *Control) Store() *store.Store { return c.st }
+
+func (c *Control) notifyGroup(ctx context.Context, id int64) {
+	if c.notifier != nil {
+		_ = c.notifier.Group(context.WithoutCancel(ctx), id)
+	}
+}
+
+func (c *Control) notifyQueues(ctx context.Context, ids []int64) {
+	if c.notifier != nil {
+		_ = c.notifier.Queues(context.WithoutCancel(ctx), ids)
+	}
+}
+
+// Record appends one entry to the audit log for an event a transport observes
+// itself (a sign-in, a secret shown). A failed write is logged, not returned: the
+// action it records has already happened.
+func (c *Control) Record(ctx context.Context, a Actor, action, subject string, before, after any) {
+	if a.Username == "" {
+		a.Username = System.Username
+	}
+	if err := c.st.AuditRecord(context.WithoutCancel(ctx), a.Username, action, subject, a.SourceIP, before, after); err != nil {
+		c.log.Warn("audit log write failed", "action", action, "err", err)
+	}
+}

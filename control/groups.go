@@ -1,0 +1,270 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/heraldhq/herald/internal/signing"
+	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/models"
+)
+
+// GroupSpec is a consumer group's writable settings, as a create or a settings
+// change gives them. Nil or empty fields take the defaults of models (batch size 1,
+// 1 MiB, window 0 ms, 16 in flight, no rate limit, 15 s timeout, 10 attempts, the
+// default retry schedule in seconds, consume_from latest). Name is used by create
+// only: a group keeps its name.
+type GroupSpec struct {
+	Name          string
+	EndpointURL   string
+	Subscriptions []models.Subscription
+	BatchSize     *int
+	BatchMaxBytes *int
+	BatchWindowMS *int
+	MaxInFlight   *int
+	RateLimit     *int
+	TimeoutMS     *int
+	MaxAttempts   *int
+	RetrySchedule []int
+	Ordered       bool
+	ConsumeFrom   string
+}
+
+func orDefault(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// apply writes spec's settings, defaults filled, into g.
+func (spec GroupSpec) apply(g *models.Group) {
+	g.EndpointURL = spec.EndpointURL
+	g.BatchSize = orDefault(spec.BatchSize, models.DefaultBatchSize)
+	g.BatchMaxBytes = orDefault(spec.BatchMaxBytes, models.DefaultBatchMaxBytes)
+	g.BatchWindowMS = orDefault(spec.BatchWindowMS, 0)
+	g.MaxInFlight = orDefault(spec.MaxInFlight, models.DefaultMaxInFlight)
+	g.RateLimit = orDefault(spec.RateLimit, 0)
+	g.TimeoutMS = orDefault(spec.TimeoutMS, models.DefaultTimeoutMS)
+	g.MaxAttempts = orDefault(spec.MaxAttempts, models.DefaultMaxAttempts)
+	g.RetrySchedule = spec.RetrySchedule
+	if g.RetrySchedule == nil {
+		g.RetrySchedule = models.DefaultRetrySchedule
+	}
+	g.Ordered = spec.Ordered
+	g.ConsumeFrom = spec.ConsumeFrom
+	if g.ConsumeFrom == "" {
+		g.ConsumeFrom = models.ConsumeLatest
+	}
+	g.Subscriptions = nil
+	for _, sub := range spec.Subscriptions {
+		g.Subscriptions = append(g.Subscriptions, models.Subscription{Topic: sub.Topic, Tags: sub.Tags})
+	}
+}
+
+// GroupSettings is the writable part of a group in its JSON shape (the document a
+// REST merge patch applies to, and what the audit log records). Units: *_ms in
+// milliseconds, rate_limit in messages/s (0 = unlimited), retry_schedule in seconds.
+type GroupSettings struct {
+	EndpointURL   string                `json:"endpoint_url"`
+	Subscriptions []SubscriptionSetting `json:"subscriptions"`
+	BatchSize     int                   `json:"batch_size"`
+	BatchMaxBytes int                   `json:"batch_max_bytes"`
+	BatchWindowMS int                   `json:"batch_window_ms"`
+	MaxInFlight   int                   `json:"max_in_flight"`
+	RateLimit     int                   `json:"rate_limit"`
+	TimeoutMS     int                   `json:"timeout_ms"`
+	MaxAttempts   int                   `json:"max_attempts"`
+	RetrySchedule []int                 `json:"retry_schedule"`
+	Ordered       bool                  `json:"ordered"`
+	ConsumeFrom   string                `json:"consume_from"`
+}
+
+// SubscriptionSetting is a subscription in JSON; empty Tags means every tag.
+type SubscriptionSetting struct {
+	Topic string   `json:"topic"`
+	Tags  []string `json:"tags"`
+}
+
+// SettingsOf returns g's writable settings (nil tags as an empty list).
+func SettingsOf(g *models.Group) GroupSettings {
+	s := GroupSettings{EndpointURL: g.EndpointURL, BatchSize: g.BatchSize, BatchMaxBytes: g.BatchMaxBytes,
+		BatchWindowMS: g.BatchWindowMS, MaxInFlight: g.MaxInFlight, RateLimit: g.RateLimit, TimeoutMS: g.TimeoutMS,
+		MaxAttempts: g.MaxAttempts, RetrySchedule: g.RetrySchedule, Ordered: g.Ordered, ConsumeFrom: g.ConsumeFrom,
+		Subscriptions: []SubscriptionSetting{}}
+	for _, sub := range g.Subscriptions {
+		tags := sub.Tags
+		if tags == nil {
+			tags = []string{}
+		}
+		s.Subscriptions = append(s.Subscriptions, SubscriptionSetting{Topic: sub.Topic, Tags: tags})
+	}
+	return s
+}
+
+// groupRecord is a new group as the audit log records it (never its secret).
+type groupRecord struct {
+	ID     int64  `json:"id"`
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	GroupSettings
+}
+
+// CreateGroup validates spec (models.Group.Validate, then the endpoint address
+// against the SSRF guard), stores the group running with a fresh signing secret,
+// tells the dispatchers and audits it (group.create). Errors: a
+// *models.ValidationError, one also matching ssrf.ErrBlocked for a refused address,
+// models.ErrConflict for a taken name, or a ValidationError naming an unknown topic.
+func (c *Control) CreateGroup(ctx context.Context, a Actor, spec GroupSpec) (*models.Group, error) {
+	g := &models.Group{Name: spec.Name, SigningSecret: signing.NewSecret(), Status: models.GroupRunning}
+	spec.apply(g)
+	if err := g.Validate(); err != nil {
+		return nil, err
+	}
+	if err := c.checkEndpoint(ctx, g.EndpointURL); err != nil {
+		return nil, err
+	}
+	if err := c.st.GroupCreate(ctx, g); err != nil {
+		return nil, err
+	}
+	c.notifyGroup(ctx, g.ID)
+	c.Record(ctx, a, "group.create", g.Name, nil, groupRecord{ID: g.ID, Name: g.Name, Status: string(g.Status), GroupSettings: SettingsOf(g)})
+	return g, nil
+}
+
+// PatchGroup replaces the settings of group name with spec (nil fields take their
+// defaults, as at create; spec.Name is ignored), validates the result like a create,
+// checks a changed endpoint against the SSRF guard, stores it (config_version + 1),
+// tells the dispatchers and audits before and after (group.update). Errors as
+// CreateGroup, and models.ErrNotFound.
+func (c *Control) PatchGroup(ctx context.Context, a Actor, name string, spec GroupSpec) (*models.Group, error) {
+	g, err := c.st.GroupGetByName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	ng := *g
+	spec.apply(&ng)
+	if err := ng.Validate(); err != nil {
+		return nil, err
+	}
+	if ng.EndpointURL != g.EndpointURL {
+		if err := c.checkEndpoint(ctx, ng.EndpointURL); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.st.GroupUpdate(ctx, &ng); err != nil {
+		return nil, err
+	}
+	c.notifyGroup(ctx, g.ID)
+	out, err := c.st.GroupGetByID(ctx, g.ID)
+	if err != nil {
+		return nil, err
+	}
+	c.Record(ctx, a, "group.update", g.Name, SettingsOf(g), SettingsOf(out))
+	return out, nil
+}
+
+// blockedEndpoint is a refused endpoint address: it matches ssrf.ErrBlocked and a
+// *models.ValidationError on /endpoint_url.
+type blockedEndpoint struct {
+	cause error
+	field *models.ValidationError
+}
+
+// Error is the guard's reason, e.g. "127.0.0.1: address blocked".
+func (e *blockedEndpoint) Error() string { return e.cause.Error() }
+
+// Unwrap returns the guard's error (ssrf.ErrBlocked) and the field error.
+func (e *blockedEndpoint) Unwrap() []error { return []error{e.cause, e.field} }
+
+// checkEndpoint refuses endpoint URLs the SSRF guard blocks (DESIGN §8).
+func (c *Control) checkEndpoint(ctx context.Context, raw string) error {
+	err := c.guard.CheckURL(ctx, raw)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ssrf.ErrBlocked):
+		return &blockedEndpoint{cause: err, field: &models.ValidationError{Errors: []models.FieldError{
+			{Pointer: "/endpoint_url", Detail: "private, loopback, link-local and metadata addresses are refused"}}}}
+	}
+	return &models.ValidationError{Errors: []models.FieldError{{Pointer: "/endpoint_url", Detail: err.Error()}}}
+}
+
+// PauseGroup stops deliveries to group name (reason "paused by <actor>"), tells the
+// dispatchers and audits it (group.paused). Errors: models.ErrNotFound.
+func (c *Control) PauseGroup(ctx context.Context, a Actor, name string) (*models.Group, error) {
+	return c.setStatus(ctx, a, name, models.GroupPaused, "paused by "+a.Username)
+}
+
+// ResumeGroup restarts deliveries to group name and audits it (group.running).
+// Errors: models.ErrNotFound.
+func (c *Control) ResumeGroup(ctx context.Context, a Actor, name string) (*models.Group, error) {
+	return c.setStatus(ctx, a, name, models.GroupRunning, "")
+}
+
+func (c *Control) setStatus(ctx context.Context, a Actor, name string, st models.GroupStatus, reason string) (*models.Group, error) {
+	g, err := c.st.GroupGetByName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.st.GroupSetStatus(ctx, g.ID, st, reason); err != nil {
+		return nil, err
+	}
+	c.notifyGroup(ctx, g.ID)
+	c.Record(ctx, a, "group."+string(st), g.Name, map[string]string{"status": string(g.Status)}, map[string]string{"status": string(st)})
+	return c.st.GroupGetByID(ctx, g.ID)
+}
+
+// RevealSecret returns group name with its signing secret and audits the read
+// (group.secret.read, noting the actor's transport when it has one).
+func (c *Control) RevealSecret(ctx context.Context, a Actor, name string) (*models.Group, error) {
+	g, err := c.st.GroupGetByName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var after any
+	if a.Via != "" {
+		after = map[string]string{"via": a.Via}
+	}
+	c.Record(ctx, a, "group.secret.read", g.Name, nil, after)
+	return g, nil
+}
+
+// ListGroups returns one page of groups in id order, secrets included: transports
+// blank them for lists.
+func (c *Control) ListGroups(ctx context.Context, p PageRequest) (Page[*models.Group], error) {
+	gs, err := c.st.GroupList(ctx, p.After, p.Limit)
+	if err != nil {
+		return Page[*models.Group]{}, err
+	}
+	return pageOf(gs, p.Limit, func(g *models.Group) int64 { return g.ID }), nil
+}
+
+// Secret rotation overlap bounds, in seconds: by default the previous secret keeps
+// signing for 24 h (as Svix), at most 7 days; 0 retires it at once.
+const (
+	DefaultSecretOverlapSeconds = 86400
+	MaxSecretOverlapSeconds     = 7 * 86400
+)
+
+// RotateSecret gives group name a new signing secret; the old one keeps signing for
+// overlap seconds (0 to MaxSecretOverlapSeconds). Workers pick it up within a second
+// (config_version bump). Audited as group.secret.rotate. Errors: a
+// *models.ValidationError on /overlap_seconds, models.ErrNotFound.
+func (c *Control) RotateSecret(ctx context.Context, a Actor, name string, overlap int) (*models.Group, error) {
+	if overlap < 0 || overlap > MaxSecretOverlapSeconds {
+		return nil, &models.ValidationError{Errors: []models.FieldError{{Pointer: "/overlap_seconds", Detail: "must be between 0 and 604800 seconds"}}}
+	}
+	g, err := c.st.GroupGetByName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	expires := time.Now().Add(time.Duration(overlap) * time.Second)
+	if err := c.st.GroupRotateSecret(ctx, g.ID, signing.NewSecret(), expires); err != nil {
+		return nil, err
+	}
+	c.notifyGroup(ctx, g.ID)
+	c.Record(ctx, a, "group.secret.rotate", g.Name, nil, map[string]any{"overlap_seconds": overlap, "previous_secret_expires_at": expires.UTC()})
+	return c.st.GroupGetByID(ctx, g.ID)
+}

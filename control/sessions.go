@@ -1,0 +1,30 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/models"
+)
+
+// IssueToken signs a JWT for u, valid for auth.TokenTTL; the admin API returns it
+// from a login, the console keeps it in its session cookie.
+func (c *Control) IssueToken(u *models.User) (string, time.Time, error) {
+	return auth.IssueToken(c.secret, u, time.Now())
+}
+
+// Authenticate returns the user a token names if it verifies (auth.ParseToken) and
+// its token version is still the user's. Errors wrap models.ErrUnauthorized.
+func (c *Control) Authenticate(ctx context.Context, raw string) (*models.User, error) {
+	tok, err := auth.ParseToken(c.secret, raw)
+	if err != nil {
+		return nil, err
+	}
+	u, err := c.st.UserGetByID(ctx, tok.UserID)
+	if err != nil || u.TokenVersion != tok.TokenVersion {
+		return nil, fmt.Errorf("%w: token revoked", models.ErrUnauthorized)
+	}
+	return u, nil
+}

@@ -1,0 +1,150 @@
+package control
+
+import (
+	"context"
+	"time"
+
+	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/models/store"
+)
+
+// DefaultQueues is how many queues a topic gets when its spec names none.
+const DefaultQueues = 4
+
+// TopicSpec creates a topic: Name (models.ValidName, no .dlq suffix) and Queues (1 to
+// models.MaxQueuesPerTopic; nil: DefaultQueues).
+type TopicSpec struct {
+	Name   string
+	Queues *int
+}
+
+// TopicPatch changes a topic: Queues grows it to that many queues (never shrinks);
+// ReadOnlyQueues lists the queue ids that take no publishes (replaced whole). Nil
+// fields stay as they are.
+type TopicPatch struct {
+	Queues         *int
+	ReadOnlyQueues *[]int64
+}
+
+// topicRecord is a topic as the audit log records it.
+type topicRecord struct {
+	ID        int64         `json:"id"`
+	Name      string        `json:"name"`
+	Queues    []queueRecord `json:"queues"`
+	CreatedAt time.Time     `json:"created_at"`
+}
+
+type queueRecord struct {
+	ID       int64  `json:"id"`
+	Position int    `json:"position"`
+	State    string `json:"state"`
+	Node     int64  `json:"node"`
+}
+
+func recordOfTopic(t *models.Topic) topicRecord {
+	r := topicRecord{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt.UTC(), Queues: []queueRecord{}}
+	for _, q := range t.Queues {
+		r.Queues = append(r.Queues, queueRecord{ID: q.ID, Position: q.Position, State: string(q.State), Node: q.NodeID})
+	}
+	return r
+}
+
+// CreateTopic creates a topic with its queues and audits it (topic.create). Errors:
+// models.ErrConflict for a taken name, a *models.ValidationError for a bad name or
+// queue count.
+func (c *Control) CreateTopic(ctx context.Context, a Actor, spec TopicSpec) (*models.Topic, error) {
+	n := DefaultQueues
+	if spec.Queues != nil {
+		n = *spec.Queues
+	}
+	t, err := c.st.TopicCreate(ctx, spec.Name, n)
+	if err != nil {
+		return nil, err
+	}
+	c.Record(ctx, a, "topic.create", t.Name, nil, recordOfTopic(t))
+	return t, nil
+}
+
+// PatchTopic applies p to topic name, wakes the dispatchers of its queues, drops
+// cached copies (OnTopicChange) and audits it (topic.update). Errors: ErrNotFound, or
+// a *models.ValidationError for a shrinking queue count or a foreign queue id.
+func (c *Control) PatchTopic(ctx context.Context, a Actor, name string, p TopicPatch) (*models.Topic, error) {
+	t, err := c.st.TopicGetByName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	before := recordOfTopic(t)
+	if p.Queues != nil {
+		if err := c.st.TopicAddQueues(ctx, t, *p.Queues); err != nil {
+			return nil, err
+		}
+	}
+	if p.ReadOnlyQueues != nil {
+		if err := c.st.QueuesSetReadOnly(ctx, t, *p.ReadOnlyQueues); err != nil {
+			return nil, err
+		}
+	}
+	c.onTopicChange.run(t.Name)
+	qids := make([]int64, len(t.Queues))
+	for i, q := range t.Queues {
+		qids[i] = q.ID
+	}
+	c.notifyQueues(ctx, qids)
+	c.Record(ctx, a, "topic.update", t.Name, before, recordOfTopic(t))
+	return t, nil
+}
+
+// DeleteTopic removes a topic and its messages and audits it (topic.delete). Errors:
+// ErrNotFound, or ErrInUse while a group subscribes to it.
+func (c *Control) DeleteTopic(ctx context.Context, a Actor, name string) error {
+	if err := c.st.TopicDelete(ctx, name); err != nil {
+		return err
+	}
+	c.onTopicChange.run(name)
+	c.Record(ctx, a, "topic.delete", name, map[string]string{"name": name}, nil)
+	return nil
+}
+
+// ListTopics returns one page of topics in id order.
+func (c *Control) ListTopics(ctx context.Context, p PageRequest) (Page[*models.Topic], error) {
+	ts, err := c.st.TopicList(ctx, p.After, p.Limit)
+	if err != nil {
+		return Page[*models.Topic]{}, err
+	}
+	return pageOf(ts, p.Limit, func(t *models.Topic) int64 { return t.ID }), nil
+}
+
+// TopicStats is what the admin views add to topics: each queue's lowest and highest
+// offset (by queue id) and each topic's messages published in the last hour (by
+// topic id, from the per-minute rollups).
+type TopicStats struct {
+	Offsets           map[int64]store.QueueOffsets
+	PublishedLastHour map[int64]int64
+}
+
+// TopicStats reads the stats of topics in two statements whatever their number.
+func (c *Control) TopicStats(ctx context.Context, topics []*models.Topic) (TopicStats, error) {
+	out := TopicStats{Offsets: map[int64]store.QueueOffsets{}, PublishedLastHour: map[int64]int64{}}
+	var qids []int64
+	for _, t := range topics {
+		for _, q := range t.Queues {
+			qids = append(qids, q.ID)
+		}
+	}
+	if len(qids) == 0 {
+		return out, nil
+	}
+	ranges, err := c.st.QueueOffsetRanges(ctx, qids)
+	if err != nil {
+		return out, err
+	}
+	totals, err := c.st.StatsTotalsSince(ctx, time.Now().Add(-time.Hour))
+	if err != nil {
+		return out, err
+	}
+	out.Offsets = ranges
+	for _, t := range topics {
+		out.PublishedLastHour[t.ID] = totals.TopicPublished[t.ID]
+	}
+	return out, nil
+}

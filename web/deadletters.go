@@ -1,0 +1,133 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/heraldhq/herald/control"
+	"github.com/heraldhq/herald/models"
+)
+
+type deadLettersPage struct {
+	Group    string
+	State    string
+	Groups   []string
+	Items    []deadLetterView
+	Detail   *deadLetterView
+	NextURL  string
+	Pending  int64
+	Selected bool
+}
+
+// consoleDeadLetters shows one group's dead letters (?group=, ?state=, default
+// pending) with checkboxes to redrive or purge, and one dead letter's attempts
+// (?id=). Group names are offered from the first 500 groups.
+func (s *Console) consoleDeadLetters(c echo.Context) error {
+	ctx := c.Request().Context()
+	page := deadLettersPage{Group: c.QueryParam("group"), State: c.QueryParam("state")}
+	if page.State == "" {
+		page.State = string(models.DeadLetterPending)
+	}
+	gs, err := s.st.GroupList(ctx, 0, 500)
+	if err != nil {
+		return err
+	}
+	for _, g := range gs {
+		page.Groups = append(page.Groups, g.Name)
+	}
+	if page.Group == "" {
+		return s.render(c, http.StatusOK, "deadletters", "dead-letters", "Dead letters", page, "", "")
+	}
+	p, err := listPage(c)
+	if err != nil {
+		return err
+	}
+	g, ds, err := s.ctl.ListDeadLetters(ctx, page.Group, models.DeadLetterState(page.State), p)
+	if err != nil {
+		return err
+	}
+	page.Selected = true
+	if page.Pending, err = s.st.DeadLetterCount(ctx, g.ID); err != nil {
+		return err
+	}
+	page.Items = control.Map(ds, deadLetterViewOf).Items
+	page.NextURL = nextURL(c, consolePath+"/dead-letters", ds.NextCursor)
+	if raw := c.QueryParam("id"); raw != "" {
+		id, _ := strconv.ParseInt(raw, 10, 64)
+		d, err := s.ctl.GetDeadLetter(ctx, g.Name, id)
+		if err != nil {
+			return err
+		}
+		v := deadLetterViewOf(*d.Letter)
+		v.Delivery = attemptViews(d.Attempts, nil)
+		page.Detail = &v
+	}
+	return s.render(c, http.StatusOK, "deadletters", "dead-letters", "Dead letters of "+g.Name, page, "", "")
+}
+
+// deadLetterFormSelection reads the selected ids, or a from/to range (RFC 3339), from
+// the dead-letter form; it refuses an empty selection so a click never acts on all.
+func deadLetterFormSelection(c echo.Context) (control.DeadLetterSelection, error) {
+	var sel control.DeadLetterSelection
+	form, err := c.FormParams()
+	if err != nil {
+		return sel, failure(http.StatusBadRequest, err.Error())
+	}
+	for _, raw := range form["id"] {
+		id, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil {
+			return sel, failure(http.StatusUnprocessableEntity, "dead letter ids are numbers")
+		}
+		sel.IDs = append(sel.IDs, id)
+	}
+	for _, p := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &sel.From}, {"to", &sel.To}} {
+		if raw := strings.TrimSpace(c.FormValue(p.name)); raw != "" {
+			t, err := time.Parse(time.RFC3339Nano, raw)
+			if err != nil {
+				return sel, failure(http.StatusUnprocessableEntity, p.name+" must be an RFC 3339 time such as 2026-11-29T14:00:00Z")
+			}
+			*p.dst = t
+		}
+	}
+	if len(sel.IDs) == 0 && sel.From.IsZero() && sel.To.IsZero() {
+		return sel, failure(http.StatusUnprocessableEntity, "select dead letters or give a time range")
+	}
+	return sel, nil
+}
+
+func (s *Console) consoleDeadLetterAction(redrive bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		g, err := s.st.GroupGetByName(ctx, c.Param("group"))
+		if err != nil {
+			return err
+		}
+		back := consolePath + "/dead-letters?group=" + url.QueryEscape(g.Name)
+		sel, err := deadLetterFormSelection(c)
+		if err != nil {
+			_, _, detail := describe(err)
+			return redirectWith(c, back, detail)
+		}
+		var n int64
+		verb := "redriven"
+		if redrive {
+			n, err = s.ctl.RedriveDeadLetters(ctx, actorOf(c), g.Name, sel)
+		} else {
+			verb = "purged"
+			n, err = s.ctl.PurgeDeadLetters(ctx, actorOf(c), g.Name, sel)
+		}
+		if err != nil {
+			return err
+		}
+		return redirectWith(c, back, fmt.Sprintf("%d dead letters %s.", n, verb))
+	}
+}

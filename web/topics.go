@@ -1,0 +1,212 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/heraldhq/herald/control"
+	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/models/store"
+)
+
+type topicRowView struct {
+	Name              string
+	Queues, ReadOnly  int
+	Offsets           string
+	PublishedLastHour int64
+	CreatedAt         string
+}
+
+func (s *Console) consoleTopics(c echo.Context) error {
+	return s.renderTopics(c, http.StatusOK, nil, nil, "")
+}
+
+func (s *Console) renderTopics(c echo.Context, status int, form, errs map[string]string, errLine string) error {
+	ctx := c.Request().Context()
+	ts, err := fetchPage(c, s.ctl.ListTopics)
+	if err != nil {
+		return err
+	}
+	dtos, err := s.topicViews(ctx, ts.Items)
+	if err != nil {
+		return err
+	}
+	page := newListForm([]topicRowView{}, ts.NextCursor, form, errs)
+	for _, t := range dtos {
+		row := topicRowView{Name: t.Name, Queues: len(t.Queues), PublishedLastHour: t.PublishedLastHour, CreatedAt: t.CreatedAt}
+		var lo, hi int64
+		for _, q := range t.Queues {
+			if q.State == string(models.QueueReadOnly) {
+				row.ReadOnly++
+			}
+			if q.MinOffset > 0 && (lo == 0 || q.MinOffset < lo) {
+				lo = q.MinOffset
+			}
+			hi = max(hi, q.MaxOffset)
+		}
+		row.Offsets = fmt.Sprintf("%d–%d", lo, hi)
+		page.Items = append(page.Items, row)
+	}
+	return s.render(c, status, "topics", "topics", "Topics", page, "", errLine)
+}
+
+// topicViews shows topics with their queues' offsets and last hour's publishes.
+func (s *Console) topicViews(ctx context.Context, ts []*models.Topic) ([]topicView, error) {
+	st, err := s.ctl.TopicStats(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]topicView, 0, len(ts))
+	for _, t := range ts {
+		v := topicView{ID: t.ID, Name: t.Name, PublishedLastHour: st.PublishedLastHour[t.ID], CreatedAt: fmtTime(t.CreatedAt)}
+		for _, q := range t.Queues {
+			r := st.Offsets[q.ID]
+			v.Queues = append(v.Queues, queueView{ID: q.ID, Position: q.Position, State: string(q.State), Node: q.NodeID, MinOffset: r.Min, MaxOffset: r.Max})
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// queueCount reads the form's queue count; a non-number is a field error.
+func queueCount(c echo.Context) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(c.FormValue("queues")))
+	if err != nil {
+		return 0, &models.ValidationError{Errors: []models.FieldError{{Pointer: "/queues", Detail: "must be a whole number"}}}
+	}
+	return n, nil
+}
+
+func (s *Console) consoleTopicCreate(c echo.Context) error {
+	form := map[string]string{"name": c.FormValue("name"), "queues": c.FormValue("queues")}
+	n, err := queueCount(c)
+	var t *models.Topic
+	if err == nil {
+		t, err = s.ctl.CreateTopic(c.Request().Context(), actorOf(c), control.TopicSpec{Name: form["name"], Queues: &n})
+	}
+	if err != nil {
+		return rerender(err, func(fields map[string]string, line string) error {
+			return s.renderTopics(c, http.StatusUnprocessableEntity, form, fields, line)
+		})
+	}
+	return redirectWith(c, consolePath+"/topics/"+t.Name, "Topic "+t.Name+" created.")
+}
+
+type messageFilterForm struct {
+	Key, Tag, From, To string
+}
+
+type topicPage struct {
+	Topic       topicView
+	Subscribers []string
+	Chart       any
+	Filter      messageFilterForm
+	FilterError string
+	Messages    []messageSummaryView
+	NextURL     string
+	Errors      map[string]string
+}
+
+func (s *Console) consoleTopic(c echo.Context) error {
+	return s.renderTopic(c, http.StatusOK, map[string]string{}, "")
+}
+
+func (s *Console) renderTopic(c echo.Context, status int, errs map[string]string, errLine string) error {
+	ctx := c.Request().Context()
+	name := c.Param("topic")
+	t, err := s.st.TopicGetByName(ctx, name)
+	if err != nil {
+		return err
+	}
+	dtos, err := s.topicViews(ctx, []*models.Topic{t})
+	if err != nil {
+		return err
+	}
+	subs, err := s.st.TopicSubscribers(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	points, err := s.st.StatsSeries(ctx, store.StatsScope{TopicID: t.ID}, now.Add(-overviewHours*time.Hour), now.Add(time.Minute))
+	if err != nil {
+		return err
+	}
+	page := topicPage{Topic: dtos[0], Subscribers: subs, Chart: statsChart(points, true), Errors: errs,
+		Filter: messageFilterForm{Key: c.QueryParam("key"), Tag: c.QueryParam("tag"), From: c.QueryParam("from"), To: c.QueryParam("to")}}
+	q, err := control.ParseMessageQuery(control.MessageQueryParams{Key: c.QueryParam("key"), Tag: c.QueryParam("tag"),
+		From: c.QueryParam("from"), To: c.QueryParam("to"), Limit: c.QueryParam("limit"), Cursor: c.QueryParam("cursor")})
+	if err != nil {
+		page.FilterError = err.Error()
+	} else {
+		list, err := s.ctl.BrowseMessages(ctx, name, q)
+		if err != nil {
+			return err
+		}
+		page.Messages = control.Map(list, messageSummaryViewOf).Items
+		page.NextURL = nextURL(c, consolePath+"/topics/"+url.PathEscape(name), list.NextCursor)
+	}
+	return s.render(c, status, "topic", "topics", "Topic "+name, page, "", errLine)
+}
+
+func (s *Console) consoleTopicQueues(c echo.Context) error {
+	n, err := queueCount(c)
+	var t *models.Topic
+	if err == nil {
+		t, err = s.ctl.PatchTopic(c.Request().Context(), actorOf(c), c.Param("topic"), control.TopicPatch{Queues: &n})
+	}
+	if err == nil {
+		return redirectWith(c, consolePath+"/topics/"+t.Name, fmt.Sprintf("Topic %s now has %d queues.", t.Name, len(t.Queues)))
+	}
+	return rerender(err, func(fields map[string]string, line string) error {
+		return s.renderTopic(c, http.StatusUnprocessableEntity, fields, line)
+	})
+}
+
+func (s *Console) consoleTopicDelete(c echo.Context) error {
+	name := c.Param("topic")
+	if err := s.ctl.DeleteTopic(c.Request().Context(), actorOf(c), name); err != nil {
+		if status, _, _ := describe(err); status == http.StatusConflict {
+			_, line, _ := formErrors(err)
+			return s.renderTopic(c, http.StatusConflict, map[string]string{}, line)
+		}
+		return err
+	}
+	return redirectWith(c, consolePath+"/topics", "Topic "+name+" deleted.")
+}
+
+type messagePage struct {
+	M      *messageView
+	Body   string
+	Base64 bool
+}
+
+func (s *Console) consoleMessage(c echo.Context) error {
+	m, err := s.ctl.GetMessage(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	sum := messageSummaryViewOf(store.MessageSummary{QueueID: m.Message.QueueID, Offset: m.Message.Offset, Tag: m.Message.Tag,
+		Key: m.Message.Key, ContentType: m.Message.ContentType, BodyBytes: int64(len(m.Message.Body)), CreatedAt: m.Message.CreatedAt})
+	v := &messageView{messageSummaryView: sum, Topic: m.Topic, Headers: m.Message.Headers, TraceID: m.Message.TraceID,
+		DeliveryAttempts: attemptViews(m.Attempts, m.GroupNames)}
+	page := messagePage{M: v}
+	ct := strings.ToLower(m.Message.ContentType)
+	var buf bytes.Buffer
+	switch {
+	case (strings.HasPrefix(ct, "application/json") || strings.Contains(ct, "+json")) && json.Indent(&buf, m.Message.Body, "", "  ") == nil:
+		page.Body = buf.String()
+	default:
+		page.Body, page.Base64 = base64.StdEncoding.EncodeToString(m.Message.Body), true
+	}
+	return s.render(c, http.StatusOK, "message", "topics", "Message "+v.ID, page, "", "")
+}
