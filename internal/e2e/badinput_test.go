@@ -166,7 +166,8 @@ func TestBlockedEndpoint(t *testing.T) {
 	t.Parallel()
 	h := testinfra.StartHerald(t, func(c *config.Config) { c.AllowPrivateEndpoints = false })
 	h.CreateTopic("orders", 1)
-	for _, u := range []string{"http://127.0.0.1:8080/", "http://10.1.2.3/", "http://169.254.169.254/latest", "http://[::1]/", "http://[::ffff:127.0.0.1]/", "http://localhost/"} {
+	for _, u := range []string{"http://127.0.0.1:8080/", "http://10.1.2.3/", "http://169.254.169.254/latest", "http://[::1]/", "http://[::ffff:127.0.0.1]/", "http://localhost/",
+		"http://[::1%25lo]:8080/", "http://[fe80::1%25lo]/", "http://[::127.0.0.1]/", "http://[::ffff:0:127.0.0.1]/", "http://[64:ff9b::7f00:1]/"} {
 		code, body, hdr := h.Do("POST", "/api/v1/groups", h.Token(), map[string]any{"name": "g", "endpoint_url": u, "subscriptions": []any{map[string]any{"topic": "orders"}}})
 		requireProblem(t, code, body, hdr, 422, "blocked-endpoint")
 	}
