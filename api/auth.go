@@ -16,7 +16,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/labstack/echo/v4"
 	"golang.org/x/crypto/bcrypt"
-	"golang.org/x/time/rate"
 
 	"github.com/heraldhq/herald/models"
 )
@@ -58,29 +57,54 @@ func bearer(c echo.Context) string {
 	return ""
 }
 
+// errBadKey is the one answer to a key that does not authenticate, whether its
+// prefix is unknown, its secret wrong or the key revoked: the answer tells a
+// guesser nothing about which part was right.
+var errBadKey = problem("unauthorized", "invalid or revoked API key")
+
+// dummyKeyHash stands in for the stored digest when no key has the prefix, so an
+// unknown prefix costs the same hash and comparison as a known one.
+var dummyKeyHash = make([]byte, sha256.Size)
+
 // requireAPIKey authenticates publishers: looks the key up by prefix (cached ≤5 s)
-// and compares SHA-256 digests in constant time.
+// and compares SHA-256 digests in constant time. Every failure but a missing or
+// malformed header answers errBadKey; a prefix that cannot exist (models.ValidKeyPrefix)
+// never reaches the database.
 func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		raw := bearer(c)
-		rest, ok := strings.CutPrefix(raw, "hk_")
-		prefix, _, ok2 := strings.Cut(rest, "_")
-		if !ok || !ok2 || prefix == "" || len(prefix) > 32 {
+		prefix, ok := keyPrefix(raw)
+		if !ok {
 			return problem("unauthorized", "send Authorization: Bearer hk_…")
 		}
+		want := dummyKeyHash
 		k, err := s.apiKey(c.Request().Context(), prefix)
-		if errors.Is(err, models.ErrNotFound) {
-			return problem("unauthorized", "unknown API key")
-		} else if err != nil {
+		if err == nil {
+			want = k.Hash
+		} else if !errors.Is(err, models.ErrNotFound) {
 			return err
 		}
 		sum := sha256.Sum256([]byte(raw))
-		if subtle.ConstantTimeCompare(sum[:], k.Hash) != 1 || k.RevokedAt != nil {
-			return problem("unauthorized", "invalid or revoked API key")
+		if subtle.ConstantTimeCompare(sum[:], want) != 1 || k == nil || k.RevokedAt != nil {
+			return errBadKey
 		}
 		c.Set("apikey", k)
 		return next(c)
 	}
+}
+
+// keyPrefix returns the prefix of a key shaped `hk_<prefix>_<secret>`; ok is false
+// for anything else, including a prefix that is not lower-case base32.
+func keyPrefix(raw string) (prefix string, ok bool) {
+	rest, ok := strings.CutPrefix(raw, "hk_")
+	if !ok {
+		return "", false
+	}
+	prefix, secret, ok := strings.Cut(rest, "_")
+	if !ok || secret == "" || !models.ValidKeyPrefix(prefix) {
+		return "", false
+	}
+	return prefix, true
 }
 
 func (s *Server) apiKey(ctx context.Context, prefix string) (*models.APIKey, error) {
@@ -117,8 +141,8 @@ type loginResponse struct {
 	ExpiresAt string `json:"expires_at"`
 }
 
-// login checks a username and password (bcrypt) and returns an HS256 JWT valid for
-// TokenTTL. Each (username, client IP) gets 5 attempts per minute.
+// login checks a username and password (checkLogin) and returns an HS256 JWT valid
+// for TokenTTL.
 func (s *Server) login(c echo.Context) error {
 	body, err := readBody(c, 64<<10)
 	if err != nil {
@@ -128,13 +152,9 @@ func (s *Server) login(c echo.Context) error {
 	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
-	lim, _ := s.logins.LoadOrStore(req.Username+"\x00"+c.RealIP(), rate.NewLimiter(rate.Every(12*time.Second), 5))
-	if !lim.(*rate.Limiter).Allow() {
-		return problem("rate-limited", "too many login attempts; wait a minute")
-	}
-	u, err := s.st.UserGetByUsername(c.Request().Context(), req.Username)
-	if err != nil || bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(req.Password)) != nil {
-		return problem("unauthorized", "wrong username or password")
+	u, err := s.checkLogin(c, req.Username, req.Password)
+	if err != nil {
+		return err
 	}
 	tok, exp, err := s.issueToken(u)
 	if err != nil {

@@ -30,12 +30,12 @@ func (s *Server) consoleRoutes(e *echo.Echo) {
 			return problem("forbidden", "the form expired or came from another site; reload the page and try again")
 		},
 	})
-	pub := e.Group(consolePath, csrf)
+	pub := e.Group(consolePath, limitForm, csrf)
 	pub.GET("/login", s.consolePage(s.consoleLoginForm))
 	pub.POST("/login", s.consolePage(s.consoleLogin))
 	pub.POST("/logout", s.consolePage(s.consoleLogout))
 
-	con := e.Group(consolePath, csrf, s.requireSession)
+	con := e.Group(consolePath, limitForm, csrf, s.requireSession, validPathNames)
 	op := requireConsoleRole(models.RoleOperator)
 	adm := requireConsoleRole(models.RoleAdmin)
 	page := s.consolePage

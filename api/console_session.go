@@ -7,11 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/crypto/bcrypt"
-	"golang.org/x/time/rate"
 
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/web"
@@ -141,18 +138,21 @@ func (s *Server) consoleLoginForm(c echo.Context) error {
 	return s.render(c, http.StatusOK, "login", "", "Sign in", loginPage{Next: safeNext(c.QueryParam("next"))}, "", "")
 }
 
-// consoleLogin checks the password like the API's login (bcrypt, 5 tries a minute
-// per username and client IP) and sets the session cookie.
+// consoleLogin checks the password like the API's login (checkLogin) and sets the
+// session cookie.
 func (s *Server) consoleLogin(c echo.Context) error {
 	name, pw := c.FormValue("username"), c.FormValue("password")
-	page := loginPage{Next: safeNext(c.FormValue("next")), Username: name}
-	lim, _ := s.logins.LoadOrStore(name+"\x00"+c.RealIP(), rate.NewLimiter(rate.Every(12*time.Second), 5))
-	if !lim.(*rate.Limiter).Allow() {
-		return s.render(c, http.StatusTooManyRequests, "login", "", "Sign in", page, "", "Too many sign-in attempts; wait a minute.")
+	page := loginPage{Next: safeNext(c.FormValue("next"))}
+	if len(name) <= models.MaxUsernameBytes {
+		page.Username = name
 	}
-	u, err := s.st.UserGetByUsername(c.Request().Context(), name)
-	if err != nil || bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(pw)) != nil {
+	u, err := s.checkLogin(c, name, pw)
+	if errors.Is(err, errLoginThrottled) {
+		return s.render(c, http.StatusTooManyRequests, "login", "", "Sign in", page, "", "Too many sign-in attempts; wait a minute.")
+	} else if errors.Is(err, errLoginWrong) {
 		return s.render(c, http.StatusUnauthorized, "login", "", "Sign in", page, "", "Wrong username or password.")
+	} else if err != nil {
+		return err
 	}
 	tok, exp, err := s.issueToken(u)
 	if err != nil {

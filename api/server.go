@@ -43,17 +43,17 @@ type Server struct {
 	log      *slog.Logger
 	e        *echo.Echo
 
-	keys   sync.Map    // prefix → *cachedKey
-	topics sync.Map    // name → *cachedTopic
-	rr     sync.Map    // topic id → *uint64 round-robin counter
-	logins sync.Map    // username + client IP → *rate.Limiter
+	keys   sync.Map // prefix → *cachedKey
+	topics sync.Map // name → *cachedTopic
+	rr     sync.Map // topic id → *uint64 round-robin counter
+	logins *loginThrottle
 	stats  statsRollup // published counts waiting for the next rollup flush
 }
 
 // New wires the routes. The group-commit writer must be running (its Run) for
 // publishes to complete.
 func New(cfg config.Config, st *store.Store, rdb redis.UniversalClient, writer *groupcommit.Writer, n *notify.Notifier, guard ssrf.Guard, log *slog.Logger) *Server {
-	s := &Server{cfg: cfg, st: st, rdb: rdb, writer: writer, notifier: n, guard: guard, log: log}
+	s := &Server{cfg: cfg, st: st, rdb: rdb, writer: writer, notifier: n, guard: guard, log: log, logins: newLoginThrottle()}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.writeProblem
@@ -69,7 +69,7 @@ func New(cfg config.Config, st *store.Store, rdb redis.UniversalClient, writer *
 	v1.POST("/topics/:topic/messages", s.publish)
 
 	e.POST("/api/v1/auth/login", s.login)
-	admin := e.Group("/api/v1", s.requireJWT)
+	admin := e.Group("/api/v1", s.requireJWT, validPathNames)
 	admin.GET("/topics", s.topicList)
 	admin.GET("/topics/:topic", s.topicGet)
 	admin.POST("/topics", s.topicCreate, requireRole(models.RoleOperator))

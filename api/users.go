@@ -78,8 +78,8 @@ func (s *Server) createUser(c echo.Context, req userCreateRequest) (*models.User
 	if req.Role == "" {
 		req.Role = string(models.RoleViewer)
 	}
-	if req.Username == "" || len(req.Username) > 120 || !models.ValidLabel(req.Username) {
-		v.Add("/username", "usernames are 1 to 120 bytes without control characters")
+	if !models.ValidUsername(req.Username) {
+		v.Add("/username", "usernames are 1 to 120 bytes of UTF-8 without control characters or leading or trailing spaces")
 	}
 	if !models.ValidRole(models.Role(req.Role)) {
 		v.Add("/role", "must be admin, operator or viewer")
