@@ -24,9 +24,11 @@ func ValidName(s string) bool { return nameRE.MatchString(s) }
 func ReservedName(s string) bool { return strings.HasSuffix(s, DeadLetterSuffix) }
 
 // ValidLabel reports whether s may be a tag or key: valid UTF-8, at most 255 bytes,
-// no control characters (C0, DEL or C1). The empty string is valid (no tag / no key).
+// no control characters (C0, DEL or C1) and no leading or trailing space (tags and
+// keys travel in HTTP headers, which would trim them). The empty string is valid
+// (no tag / no key).
 func ValidLabel(s string) bool {
-	if len(s) > MaxLabelBytes || !utf8.ValidString(s) {
+	if len(s) > MaxLabelBytes || !utf8.ValidString(s) || strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") {
 		return false
 	}
 	for _, r := range s {

@@ -89,7 +89,13 @@ func TestPublishBadInput(t *testing.T) {
 		{"bad base64", "orders", key, map[string]any{"messages": []any{map[string]any{"body_base64": "!!"}}}, nil, 422, "validation", "/messages/0/body_base64"},
 		{"long tag", "orders", key, map[string]any{"messages": []any{map[string]any{"body": 1, "tag": strings.Repeat("t", 256)}}}, nil, 422, "validation", "/messages/0/tag"},
 		{"control char in key", "orders", key, map[string]any{"messages": []any{map[string]any{"body": 1, "key": "a\x00b"}}}, nil, 422, "validation", "/messages/0/key"},
-		{"invalid utf-8 tag", "orders", key, []byte("{\"messages\":[{\"body\":1,\"tag\":\"\xff\xfe\"}]}"), nil, 201, "", ""},
+		{"invalid utf-8 tag", "orders", key, []byte("{\"messages\":[{\"body\":1,\"tag\":\"\xff\xfe\"}]}"), nil, 422, "validation", "/messages/0/tag"},
+		{"invalid utf-8 header", "orders", key, []byte("{\"messages\":[{\"body\":1,\"headers\":{\"x-a\":\"\xc3\"}}]}"), nil, 422, "validation", "/messages/0/headers/x-a"},
+		{"invalid utf-8 body", "orders", key, []byte("{\"messages\":[{\"body\":\"\xe9t\u00e9\"}]}"), nil, 422, "validation", "/messages/0/body"},
+		{"padded tag", "orders", key, map[string]any{"messages": []any{map[string]any{"body": 1, "tag": "created "}}}, nil, 422, "validation", "/messages/0/tag"},
+		{"padded key", "orders", key, map[string]any{"messages": []any{map[string]any{"body": 1, "key": " o-1"}}}, nil, 422, "validation", "/messages/0/key"},
+		{"padded header", "orders", key, map[string]any{"messages": []any{map[string]any{"body": 1, "headers": map[string]string{"x-a": "v\t"}}}}, nil, 422, "validation", "/messages/0/headers/x-a"},
+		{"padded content type", "orders", key, map[string]any{"messages": []any{map[string]any{"body": 1, "content_type": " text/plain"}}}, nil, 422, "validation", "/messages/0/content_type"},
 		{"reserved header", "orders", key, map[string]any{"messages": []any{map[string]any{"body": 1, "headers": map[string]string{"webhook-id": "x"}}}}, nil, 422, "validation", "/messages/0/headers/webhook-id"},
 		{"crlf header", "orders", key, map[string]any{"messages": []any{map[string]any{"body": 1, "headers": map[string]string{"x-a": "1\r\nx-b: 2"}}}}, nil, 422, "validation", "/messages/0/headers/x-a"},
 		{"bad content type", "orders", key, map[string]any{"messages": []any{map[string]any{"body": 1, "content_type": "not a type"}}}, nil, 422, "validation", "/messages/0/content_type"},
@@ -99,11 +105,6 @@ func TestPublishBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			headers := tc.headers
 			code, body, hdr := h.Do("POST", "/v1/topics/"+tc.topic+"/messages", tc.key, tc.body, headers...)
-			if tc.status == 201 {
-				// encoding/json turns invalid UTF-8 into U+FFFD, which is a valid tag.
-				require.Equal(t, 201, code, string(body))
-				return
-			}
 			p := requireProblem(t, code, body, hdr, tc.status, tc.kind)
 			if tc.pointer != "" {
 				var ptrs []string
@@ -116,7 +117,7 @@ func TestPublishBadInput(t *testing.T) {
 	}
 	var stored int
 	require.NoError(t, h.Store.DB().QueryRow("SELECT (SELECT COUNT(*) FROM queue_000001) + (SELECT COUNT(*) FROM queue_000002)").Scan(&stored))
-	require.Equal(t, 1, stored, "only the one valid request was stored")
+	require.Zero(t, stored, "nothing of a refused request is stored")
 }
 
 // TestAdminBadInput covers the control plane's errors.
