@@ -151,6 +151,17 @@ func TestAdminBadInput(t *testing.T) {
 		{"group consume_from", "POST", "/api/v1/groups", tok, map[string]any{"name": "g", "endpoint_url": "http://127.0.0.1:1/", "consume_from": "yesterday", "subscriptions": []any{map[string]any{"topic": "orders"}}}, 422, "validation"},
 		{"api key pattern", "POST", "/api/v1/api-keys", tok, map[string]any{"name": "k", "topics": []string{"Bad Pattern"}}, 422, "validation"},
 		{"bad limit", "GET", "/api/v1/topics?limit=501", tok, nil, 422, "validation"},
+		{"endpoint too long", "POST", "/api/v1/groups", tok, map[string]any{"name": "g", "endpoint_url": "http://127.0.0.1:1/" + strings.Repeat("a", 2048), "subscriptions": []any{map[string]any{"topic": "orders"}}}, 422, "validation"},
+		{"endpoint raw space", "POST", "/api/v1/groups", tok, map[string]any{"name": "g", "endpoint_url": "http://127.0.0.1:1/hook?a=b c", "subscriptions": []any{map[string]any{"topic": "orders"}}}, 422, "validation"},
+		{"endpoint non-ascii", "POST", "/api/v1/groups", tok, map[string]any{"name": "g", "endpoint_url": "http://127.0.0.1:1/é", "subscriptions": []any{map[string]any{"topic": "orders"}}}, 422, "validation"},
+		{"non-ascii group", "GET", "/api/v1/groups/%C3%A9", tok, nil, 404, "not-found"},
+		{"non-ascii group stats", "GET", "/api/v1/groups/%C3%A9/stats", tok, nil, 404, "not-found"},
+		{"non-ascii group offsets", "GET", "/api/v1/groups/%C3%A9/offsets", tok, nil, 404, "not-found"},
+		{"non-ascii group dead letters", "GET", "/api/v1/groups/%C3%A9/dead-letters", tok, nil, 404, "not-found"},
+		{"non-ascii group pause", "POST", "/api/v1/groups/%C3%A9/pause", tok, nil, 404, "not-found"},
+		{"non-ascii topic", "GET", "/api/v1/topics/%C3%A9", tok, nil, 404, "not-found"},
+		{"non-ascii topic messages", "GET", "/api/v1/topics/%C3%A9/messages", tok, nil, 404, "not-found"},
+		{"invalid utf-8 topic", "GET", "/api/v1/topics/%FF", tok, nil, 404, "not-found"},
 		{"no route", "GET", "/api/v1/nothing-here", tok, nil, 404, "not-found"},
 	}
 	for _, tc := range cases {
@@ -171,5 +182,23 @@ func TestBlockedEndpoint(t *testing.T) {
 		"http://[::1%25lo]:8080/", "http://[fe80::1%25lo]/", "http://[::127.0.0.1]/", "http://[::ffff:0:127.0.0.1]/", "http://[64:ff9b::7f00:1]/"} {
 		code, body, hdr := h.Do("POST", "/api/v1/groups", h.Token(), map[string]any{"name": "g", "endpoint_url": u, "subscriptions": []any{map[string]any{"topic": "orders"}}})
 		requireProblem(t, code, body, hdr, 422, "blocked-endpoint")
+	}
+}
+
+// TestConsoleBadNames: console pages named by a non-ASCII topic or group answer 404,
+// never 500.
+func TestConsoleBadNames(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHerald(t, nil)
+	code, body, _ := h.Do("GET", "/api/v1/topics", h.Token(), nil)
+	require.Equal(t, 200, code, string(body))
+	for _, path := range []string{"/console/groups/%C3%A9", "/console/topics/%C3%A9", "/console/groups/%FF"} {
+		req, err := http.NewRequest("GET", h.BaseURL+path, nil)
+		require.NoError(t, err)
+		req.AddCookie(&http.Cookie{Name: "herald_session", Value: h.Token()})
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 404, resp.StatusCode, path)
 	}
 }
