@@ -178,8 +178,7 @@ func (s *Server) publish(c echo.Context) error {
 				return replay(c, rec, reqHash)
 			}
 		}
-		s.log.Error("publish failed", "topic", name, "err", err)
-		return problem("unavailable", "the messages were not stored; retry the request")
+		return s.publishFailed(ctx, name, idemKey != "", err)
 	}
 	metrics.Published.WithLabelValues(name).Add(float64(len(msgs)))
 	s.stats.addPublished(topic.ID, len(msgs))

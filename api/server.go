@@ -65,7 +65,7 @@ func New(cfg config.Config, st *store.Store, rdb redis.UniversalClient, writer *
 	e.GET("/openapi.yaml", func(c echo.Context) error { return c.Blob(http.StatusOK, "application/yaml", openapiYAML) })
 	e.GET("/", func(c echo.Context) error { return c.HTMLBlob(http.StatusOK, web.Index()) })
 
-	v1 := e.Group("/v1", s.requireAPIKey)
+	v1 := e.Group("/v1", s.publishDeadline, s.requireAPIKey)
 	v1.POST("/topics/:topic/messages", s.publish)
 
 	e.POST("/api/v1/auth/login", s.login)

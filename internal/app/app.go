@@ -81,6 +81,7 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		n := notify.New(rdb, cfg.Namespace)
 		a.Writer = groupcommit.New(st, n, log)
 		a.Writer.Lanes = cfg.PublishLanes
+		a.Writer.FlushTimeout = cfg.PublishTimeout
 		a.API = api.New(cfg, st, rdb, a.Writer, n, guard, log)
 	}
 	if roles.Dispatcher {
