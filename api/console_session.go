@@ -159,7 +159,7 @@ func (s *Server) consoleLogin(c echo.Context) error {
 		return err
 	}
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: tok, Path: consolePath, Expires: exp, HttpOnly: true,
-		Secure: c.IsTLS(), SameSite: http.SameSiteStrictMode})
+		Secure: secureCookie(c), SameSite: http.SameSiteStrictMode})
 	c.Set("user", u)
 	s.audit(c, "user.login", u.Username, nil, map[string]string{"via": "console"})
 	next := page.Next
@@ -170,8 +170,28 @@ func (s *Server) consoleLogin(c echo.Context) error {
 }
 
 func (s *Server) consoleLogout(c echo.Context) error {
-	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: consolePath, MaxAge: -1, HttpOnly: true, Secure: c.IsTLS(), SameSite: http.SameSiteStrictMode})
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: consolePath, MaxAge: -1, HttpOnly: true, Secure: secureCookie(c), SameSite: http.SameSiteStrictMode})
 	return c.Redirect(http.StatusSeeOther, consolePath+"/login")
+}
+
+// cookieSecureKey marks, in a console request's context, that cookies must be Secure
+// (HERALD_COOKIE_SECURE).
+const cookieSecureKey = "cookie_secure"
+
+// markCookies records HERALD_COOKIE_SECURE on each console request for secureCookie.
+func (s *Server) markCookies(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Set(cookieSecureKey, s.cfg.CookieSecure)
+		return next(c)
+	}
+}
+
+// secureCookie reports whether console cookies get the Secure attribute: always
+// with HERALD_COOKIE_SECURE (behind a TLS-terminating proxy), else only on a direct
+// TLS connection.
+func secureCookie(c echo.Context) bool {
+	v, _ := c.Get(cookieSecureKey).(bool)
+	return v || c.IsTLS()
 }
 
 // safeNext keeps only console-local redirect targets (no open redirect).
@@ -185,7 +205,7 @@ func safeNext(next string) string {
 // redirectWith sends the browser to path with a one-time notice.
 func redirectWith(c echo.Context, path, notice string) error {
 	c.SetCookie(&http.Cookie{Name: flashCookie, Value: url.QueryEscape(notice), Path: consolePath, MaxAge: 60, HttpOnly: true,
-		Secure: c.IsTLS(), SameSite: http.SameSiteStrictMode})
+		Secure: secureCookie(c), SameSite: http.SameSiteStrictMode})
 	return c.Redirect(http.StatusSeeOther, path)
 }
 
@@ -194,7 +214,7 @@ func takeFlash(c echo.Context) string {
 	if err != nil || ck.Value == "" {
 		return ""
 	}
-	c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: consolePath, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: consolePath, MaxAge: -1, HttpOnly: true, Secure: secureCookie(c), SameSite: http.SameSiteStrictMode})
 	v, _ := url.QueryUnescape(ck.Value)
 	return v
 }

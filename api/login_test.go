@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/api"
+	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/testinfra"
 	"github.com/heraldhq/herald/models"
 )
@@ -128,4 +129,35 @@ func TestAPIKeyEqualAnswers(t *testing.T) {
 		require.Equal(t, 401, resp.StatusCode, "%q", bad)
 		require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
 	}
+}
+
+// TestCookieSecure: with HERALD_COOKIE_SECURE every console cookie is Secure, even
+// over plain HTTP (TLS ends at a proxy in front).
+func TestCookieSecure(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHerald(t, func(c *config.Config) { c.CookieSecure = true })
+	for _, path := range []string{"/console/login"} {
+		resp, err := http.Get(h.BaseURL + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.NotEmpty(t, resp.Cookies())
+		for _, ck := range resp.Cookies() {
+			require.True(t, ck.Secure, "%s cookie %s", path, ck.Name)
+		}
+	}
+	req, err := http.NewRequest("POST", h.BaseURL+"/console/login", strings.NewReader(url.Values{"username": {testinfra.AdminUser}, "password": {testinfra.AdminPassword}}.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	var session bool
+	for _, ck := range resp.Cookies() {
+		require.True(t, ck.Secure, "cookie %s", ck.Name)
+		session = session || ck.Name == "herald_session"
+	}
+	require.True(t, session, "signed in")
 }
