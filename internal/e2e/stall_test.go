@@ -69,3 +69,31 @@ func TestPublishStalledDatabase(t *testing.T) {
 	}, 20*time.Second, 50*time.Millisecond)
 	t.Logf("publishing again after %v", time.Since(t0))
 }
+
+// TestPublishDatabaseDown cuts every connection to MySQL and refuses new ones: each
+// publish answers 503 with Retry-After (never 500), whether it fails in a lookup or
+// in the group commit.
+func TestPublishDatabaseDown(t *testing.T) {
+	t.Parallel()
+	base, err := mysql.ParseDSN(testinfra.MySQLBase())
+	require.NoError(t, err)
+	proxy := testinfra.NewStallProxy(t, base.Addr)
+	h := testinfra.StartHerald(t, func(c *config.Config) {
+		c.MySQLDSN = proxy.ProxiedDSN(t, c.MySQLDSN)
+		c.PublishTimeout = 2 * time.Second
+	})
+	h.CreateTopic("orders", 1)
+	key := h.CreateAPIKey("orders")
+	h.Publish(key, "orders", map[string]any{"body": 1})
+	proxy.Close()
+	for i := range 6 {
+		var hdrs []string
+		if i%2 == 1 {
+			hdrs = []string{"Idempotency-Key", fmt.Sprintf("down-%d", i)}
+		}
+		code, body, hdr := h.Do("POST", "/v1/topics/orders/messages", key, map[string]any{"messages": []any{map[string]any{"body": i}}}, hdrs...)
+		require.Equal(t, http.StatusServiceUnavailable, code, "publish %d: %s", i, body)
+		require.NotEmpty(t, hdr.Get("Retry-After"), "publish %d", i)
+		require.Equal(t, "application/problem+json", hdr.Get("Content-Type"))
+	}
+}
