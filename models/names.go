@@ -38,3 +38,28 @@ func ValidLabel(s string) bool {
 	}
 	return true
 }
+
+// MaxStoredNameBytes is the longest topic or group name that can be stored: a group
+// name (120 bytes) plus DeadLetterSuffix.
+const MaxStoredNameBytes = 124
+
+// PossibleName reports whether s could name a stored topic or group: 1 to
+// MaxStoredNameBytes of lower-case ASCII letters, digits, '.', '_' and '-', starting
+// with a letter or digit. Anything else cannot exist, so lookups refuse it before
+// SQL, where a non-ASCII value against the ASCII name columns fails with "Illegal
+// mix of collations" instead of finding nothing.
+func PossibleName(s string) bool {
+	if s == "" || len(s) > MaxStoredNameBytes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		switch {
+		case b >= 'a' && b <= 'z', b >= '0' && b <= '9':
+		case (b == '.' || b == '_' || b == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -192,7 +192,7 @@ func TestConsoleBadNames(t *testing.T) {
 	h := testinfra.StartHerald(t, nil)
 	code, body, _ := h.Do("GET", "/api/v1/topics", h.Token(), nil)
 	require.Equal(t, 200, code, string(body))
-	for _, path := range []string{"/console/groups/%C3%A9", "/console/topics/%C3%A9", "/console/groups/%FF"} {
+	for _, path := range []string{"/console/groups/%C3%A9", "/console/topics/%C3%A9", "/console/groups/%FF", "/console/dead-letters?group=%C3%A9"} {
 		req, err := http.NewRequest("GET", h.BaseURL+path, nil)
 		require.NoError(t, err)
 		req.AddCookie(&http.Cookie{Name: "herald_session", Value: h.Token()})

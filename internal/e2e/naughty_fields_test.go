@@ -28,7 +28,8 @@ func requireClean(t *testing.T, what, s string, code int, body []byte, hdr http.
 
 // TestNaughtyStringsEverywhere puts every naughty string into every other field a
 // user controls (group names, subscription tags, endpoint URLs, API-key names,
-// usernames, header names, content types, path segments and query parameters):
+// usernames, subscription topics, header names, content types, idempotency keys,
+// API keys, path segments and query parameters):
 // each answer is a clean 4xx problem+json, or a 2xx that returns the string
 // byte for byte; never a 500.
 func TestNaughtyStringsEverywhere(t *testing.T) {
@@ -57,6 +58,11 @@ func TestNaughtyStringsEverywhere(t *testing.T) {
 				require.Equal(t, s, g.Name)
 			}
 
+		},
+		"subscription topics": func(t *testing.T, s string) {
+			code, body, hdr := h.Do("PATCH", "/api/v1/groups/base", tok, map[string]any{"subscriptions": []map[string]any{{"topic": s}}},
+				"Content-Type", "application/merge-patch+json")
+			requireClean(t, "subscription topic", s, code, body, hdr)
 		},
 		"endpoint urls": func(t *testing.T, s string) {
 			for _, u := range []string{s, "http://127.0.0.1:1/?q=" + s} {
