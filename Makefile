@@ -15,7 +15,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 GOLANGCI_LINT_VERSION ?= v2.15.0
 FIXTURES ?= testdata/github-webhooks
 
-.PHONY: help build services migrate run test browser lint bench clean
+.PHONY: help build services migrate run test fuzz browser lint bench clean
 
 help: ## list the targets
 	@echo "usage: make <target>"
@@ -53,6 +53,14 @@ test: services browser ## go vet, then every test with -race against the real Ma
 	export HERALD_TEST_REDIS_ADDR="$${HERALD_TEST_REDIS_ADDR:-$${HERALD_REDIS_ADDR:-127.0.0.1:6379}}"; \
 	echo "$(GO) test -race -count=1 -timeout 30m ./...  (Redis $$HERALD_TEST_REDIS_ADDR)"; \
 	$(GO) test -race -count=1 -timeout 30m ./...
+	$(MAKE) fuzz FUZZTIME=10s
+
+# fuzz: each target runs FUZZTIME (make test: 10 s each, about 20 s in all); the
+# corpus lives in api/testdata/fuzz and runs as plain tests in every go test.
+FUZZTIME ?= 60s
+fuzz: ## fuzz the publish parser and API-key authentication for FUZZTIME each
+	$(GO) test -run '^$$' -fuzz '^FuzzPublishDecode$$' -fuzztime $(FUZZTIME) ./api/
+	$(GO) test -run '^$$' -fuzz '^FuzzAPIKeyAuth$$' -fuzztime $(FUZZTIME) ./api/
 
 browser: ## install Debian's chromium for the console's browser tests unless present
 	@if [ -x /usr/bin/chromium ]; then \

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/time/rate"
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/models"
@@ -36,8 +35,19 @@ func bearer(c echo.Context) string {
 	return ""
 }
 
+// errBadKey is the one answer to a key that does not authenticate, whether its
+// prefix is unknown, its secret wrong or the key revoked: the answer tells a
+// guesser nothing about which part was right.
+var errBadKey = problem(ProblemUnauthorized, "invalid or revoked API key")
+
+// dummyKeyHash stands in for the stored digest when no key has the prefix, so an
+// unknown prefix costs the same hash and comparison as a known one.
+var dummyKeyHash = make([]byte, 32) // a SHA-256 digest no key has
+
 // requireAPIKey authenticates publishers: looks the key up by prefix (cached ≤5 s)
-// and compares SHA-256 digests in constant time.
+// and compares SHA-256 digests in constant time. Every failure but a missing or
+// malformed header answers errBadKey; a prefix that cannot exist (models.ValidKeyPrefix)
+// never reaches the database.
 func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		raw := bearer(c)
@@ -45,14 +55,15 @@ func (s *Server) requireAPIKey(next echo.HandlerFunc) echo.HandlerFunc {
 		if !ok {
 			return problem(ProblemUnauthorized, "send Authorization: Bearer hk_…")
 		}
+		want := dummyKeyHash
 		k, err := s.apiKey(c.Request().Context(), prefix)
-		if errors.Is(err, models.ErrNotFound) {
-			return problem(ProblemUnauthorized, "unknown API key")
-		} else if err != nil {
+		if err == nil {
+			want = k.Hash
+		} else if !errors.Is(err, models.ErrNotFound) {
 			return err
 		}
-		if !auth.APIKeyMatches(raw, k.Hash) || k.RevokedAt != nil {
-			return problem(ProblemUnauthorized, "invalid or revoked API key")
+		if !auth.APIKeyMatches(raw, want) || k == nil || k.RevokedAt != nil {
+			return errBadKey
 		}
 		c.Set("apikey", k)
 		return next(c)
@@ -85,8 +96,8 @@ type loginResponse struct {
 	ExpiresAt string `json:"expires_at"`
 }
 
-// login checks a username and password (bcrypt) and returns an HS256 JWT valid for
-// TokenTTL. Each (username, client IP) gets 5 attempts per minute.
+// login checks a username and password (control.Login) and returns an HS256 JWT valid
+// for TokenTTL.
 func (s *Server) login(c echo.Context) error {
 	body, err := readBody(c, 64<<10)
 	if err != nil {
@@ -96,13 +107,9 @@ func (s *Server) login(c echo.Context) error {
 	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
-	lim, _ := s.logins.LoadOrStore(req.Username+"\x00"+c.RealIP(), rate.NewLimiter(rate.Every(12*time.Second), 5))
-	if !lim.(*rate.Limiter).Allow() {
-		return problem(ProblemRateLimited, "too many login attempts; wait a minute")
-	}
-	u, err := s.st.UserGetByUsername(c.Request().Context(), req.Username)
-	if err != nil || !auth.CheckPassword(u.PasswordHash, req.Password) {
-		return problem(ProblemUnauthorized, "wrong username or password")
+	u, err := s.ctl.Login(c.Request().Context(), req.Username, req.Password, c.RealIP())
+	if err != nil {
+		return err
 	}
 	tok, exp, err := s.issueToken(u)
 	if err != nil {

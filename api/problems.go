@@ -1,14 +1,17 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/models/store"
 )
 
 // ProblemBase prefixes every problem type URI; the suffix is the stable kind.
@@ -134,6 +137,7 @@ var sentinelKinds = []struct {
 	{models.ErrLastAdmin, ProblemLastAdmin},
 	{models.ErrUnauthorized, ProblemUnauthorized},
 	{models.ErrForbidden, ProblemForbidden},
+	{models.ErrRateLimited, ProblemRateLimited},
 	{models.ErrIdempotencyMismatch, ProblemIdempotencyMismatch},
 	{models.ErrQueueUnavailable, ProblemQueueUnavailable},
 }
@@ -163,6 +167,10 @@ func fromError(err error) *Problem {
 	switch {
 	case errors.Is(err, models.ErrInvalid):
 		return problem(ProblemValidation, err.Error())
+	case store.Unavailable(err):
+		return problem(ProblemUnavailable, "the database did not answer in time; retry shortly")
+	case errors.Is(err, context.Canceled):
+		return problem(ProblemUnavailable, "the request was cancelled")
 	case errors.As(err, &he):
 		switch he.Code {
 		case http.StatusNotFound:
@@ -179,13 +187,23 @@ func fromError(err error) *Problem {
 	return problem(ProblemInternal, "")
 }
 
-// writeProblem is Echo's HTTPErrorHandler: every error leaves as problem+json.
+// RetryAfterSeconds is the Retry-After every 503 carries: how long a client should
+// wait before retrying while the database or a queue cannot take the request.
+const RetryAfterSeconds = 2
+
+// writeProblem is Echo's HTTPErrorHandler: every error leaves as problem+json. A 503
+// carries Retry-After and is logged as a warning (the database or a client, not
+// Herald, is at fault); other 5xx are logged as errors.
 func (s *Server) writeProblem(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
 	p := fromError(err)
-	if p.Status >= 500 {
+	switch {
+	case p.Status == http.StatusServiceUnavailable:
+		c.Response().Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+		s.log.Warn("request unavailable", "method", c.Request().Method, "path", c.Path(), "err", err)
+	case p.Status >= 500:
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
 	}
 	b, _ := json.Marshal(p)

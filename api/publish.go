@@ -93,8 +93,14 @@ func readBody(c echo.Context, limit int64) ([]byte, error) {
 	return body, nil
 }
 
-// decodeStrict decodes body into v, refusing unknown fields and trailing data.
+// decodeStrict decodes body into v, refusing unknown fields, trailing data and
+// invalid UTF-8 (422 validation naming the first bad member by JSON pointer).
 func decodeStrict(body []byte, v any) error {
+	if ptr, bad := invalidUTF8Pointer(body); bad {
+		p := problem(ProblemValidation, "the request holds invalid UTF-8")
+		p.Errors = []models.FieldError{{Pointer: ptr, Detail: "must be valid UTF-8"}}
+		return p
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -172,8 +178,7 @@ func (s *Server) publish(c echo.Context) error {
 				return replay(c, rec, reqHash)
 			}
 		}
-		s.log.Error("publish failed", "topic", name, "err", err)
-		return problem(ProblemUnavailable, "the messages were not stored; retry the request")
+		return s.publishFailed(ctx, name, idemKey != "", err)
 	}
 	metrics.Published.WithLabelValues(name).Add(float64(len(msgs)))
 	s.stats.addPublished(topic.ID, len(msgs))
@@ -242,12 +247,12 @@ func (s *Server) buildMessages(c echo.Context, topic *models.Topic, in []publish
 			return nil, problem(ProblemPayloadTooLarge, fmt.Sprintf("%s is %d bytes; messages are limited to %d", p, len(msg.Body), MaxMessageBytes))
 		}
 		if !models.ValidLabel(m.Tag) {
-			v.Add(p+"/tag", "tags are at most 255 bytes of UTF-8 without control characters")
+			v.Add(p+"/tag", "tags are at most 255 bytes of UTF-8 without control characters or leading or trailing spaces")
 		}
 		if !models.ValidLabel(m.Key) {
-			v.Add(p+"/key", "keys are at most 255 bytes of UTF-8 without control characters")
+			v.Add(p+"/key", "keys are at most 255 bytes of UTF-8 without control characters or leading or trailing spaces")
 		}
-		if _, _, err := mime.ParseMediaType(msg.ContentType); err != nil || len(msg.ContentType) > 255 || !printableASCII(msg.ContentType) {
+		if _, _, err := mime.ParseMediaType(msg.ContentType); err != nil || len(msg.ContentType) > 255 || !printableASCII(msg.ContentType) || padded(msg.ContentType) {
 			v.Add(p+"/content_type", "must be a media type such as application/json")
 		}
 		if len(m.Headers) > MaxHeadersPerMsg {
@@ -260,8 +265,8 @@ func (s *Server) buildMessages(c echo.Context, topic *models.Topic, in []publish
 				v.Add(hp, "header names are x- followed by letters, digits and dashes (other names are reserved)")
 				continue
 			}
-			if len(val) > MaxHeaderValueBytes || !utf8.ValidString(val) || hasCtl(val) {
-				v.Add(hp, "header values are at most 1024 bytes without control characters")
+			if len(val) > MaxHeaderValueBytes || !utf8.ValidString(val) || hasCtl(val) || padded(val) {
+				v.Add(hp, "header values are at most 1024 bytes without control characters or leading or trailing spaces")
 				continue
 			}
 			if msg.Headers == nil {
@@ -311,6 +316,12 @@ func hasCtl(s string) bool {
 		}
 	}
 	return false
+}
+
+// padded reports whether s starts or ends with a space or tab, which an HTTP header
+// would lose in transit (RFC 9110 §5.5 trims them).
+func padded(s string) bool {
+	return s != "" && (s[0] == ' ' || s[0] == '\t' || s[len(s)-1] == ' ' || s[len(s)-1] == '\t')
 }
 
 func printableASCII(s string) bool {

@@ -86,8 +86,8 @@ var routeTable = []route{
 // whose middleware authenticates first, so an unknown path below them answers 401
 // to a caller without credentials, as any route there would.
 func (s *Server) register(e *echo.Echo) {
-	data := e.Group("/v1", s.requireAPIKey)
-	control := e.Group("/api/v1", s.requireJWT)
+	data := e.Group("/v1", s.publishDeadline, s.requireAPIKey)
+	control := e.Group("/api/v1", s.requireJWT, validPathNames)
 	for _, r := range routeTable {
 		h := func(c echo.Context) error { return r.handler(s, c) }
 		switch r.access {

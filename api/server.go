@@ -47,6 +47,9 @@ type Options struct {
 	// Keys names the Redis keys of the installation's namespace (HERALD_NAMESPACE);
 	// offset resets raise cursor fences under it.
 	Keys delivery.Keys
+	// PublishTimeout bounds a publish's database work (HERALD_PUBLISH_TIMEOUT); past it
+	// the answer is 503 with Retry-After. 0 means groupcommit.DefaultFlushTimeout (10 s).
+	PublishTimeout time.Duration
 }
 
 // Server serves the api role. Create it with New; Handler exposes routes for tests.
@@ -64,7 +67,6 @@ type Server struct {
 	keys   sync.Map    // prefix → *cachedKey
 	topics sync.Map    // name → *cachedTopic
 	rr     sync.Map    // topic id → *uint64 round-robin counter
-	logins sync.Map    // username + client IP → *rate.Limiter
 	stats  statsRollup // published counts waiting for the next rollup flush
 }
 

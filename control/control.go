@@ -67,6 +67,8 @@ type Control struct {
 	secret   []byte
 	cost     int
 
+	logins *loginThrottle // shared by every transport's login
+
 	onTopicChange hooks // names of changed or deleted topics
 	onKeyRevoke   hooks // prefixes of revoked API keys
 }
@@ -98,7 +100,7 @@ func New(cfg Config) *Control {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Control{st: cfg.Store, rdb: cfg.Redis, keys: cfg.Keys, notifier: cfg.Notifier, guard: cfg.Guard, log: log, secret: []byte(cfg.JWTSecret), cost: cfg.BcryptCost}
+	return &Control{st: cfg.Store, rdb: cfg.Redis, keys: cfg.Keys, notifier: cfg.Notifier, guard: cfg.Guard, log: log, secret: []byte(cfg.JWTSecret), cost: cfg.BcryptCost, logins: newLoginThrottle()}
 }
 
 // OnTopicChange registers fn to run after a topic's queues change or the topic is

@@ -43,8 +43,8 @@ func (c *Control) CreateUser(ctx context.Context, a Actor, spec UserSpec) (*mode
 	if spec.Role == "" {
 		spec.Role = models.RoleViewer
 	}
-	if spec.Username == "" || len(spec.Username) > 120 || !models.ValidLabel(spec.Username) {
-		v.Add("/username", "usernames are 1 to 120 bytes without control characters")
+	if !models.ValidUsername(spec.Username) {
+		v.Add("/username", "usernames are 1 to 120 bytes of UTF-8 without control characters or leading or trailing spaces")
 	}
 	if !models.ValidRole(spec.Role) {
 		v.Add("/role", "must be admin, operator or viewer")

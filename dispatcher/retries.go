@@ -81,7 +81,7 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 		p := gs.credits(posts, k < len(order)-1)
 		if p < 1 {
 			// No credit left for this queue's rows: due again at once, for a later turn.
-			if err := d.st.RetryRelease(ctx, gs.g.ID, q, offsets, now); err != nil {
+			if err := d.st.RetryRelease(ctx, gs.g.ID, q, offsets, 0); err != nil {
 				d.log.Warn("release retry rows", "group", gs.g.Name, "err", err)
 			}
 			gs.retryDueBy(now)

@@ -80,3 +80,34 @@ func ValidTopicPattern(p string) bool {
 	}
 	return true
 }
+
+// MaxUsernameBytes caps usernames: 120 bytes of UTF-8.
+const MaxUsernameBytes = 120
+
+// ValidUsername reports whether s may name a user: 1 to MaxUsernameBytes bytes of
+// valid UTF-8, no control characters, and no leading or trailing white space, so
+// that "admin" and "admin " can never be two spellings of one account (the column
+// compares bytes, without padding).
+func ValidUsername(s string) bool {
+	return s != "" && len(s) <= MaxUsernameBytes && ValidLabel(s) && strings.TrimSpace(s) == s
+}
+
+// UsernameKey is the form of a submitted username that login throttles count
+// under: trimmed of white space and lower-cased, so padding or case cannot give one
+// account a fresh allowance.
+func UsernameKey(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// ValidKeyPrefix reports whether p could be an API key's prefix: 1 to 32 bytes of
+// lower-case base32 (a-z, 2-7), as NewAPIKey makes them. Anything else cannot be
+// stored, so it is refused before SQL sees it.
+func ValidKeyPrefix(p string) bool {
+	if p == "" || len(p) > 32 {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if b := p[i]; (b < 'a' || b > 'z') && (b < '2' || b > '7') {
+			return false
+		}
+	}
+	return true
+}

@@ -22,6 +22,8 @@ var (
 	ErrUnauthorized = errors.New("unauthorized")
 	// ErrForbidden means the credentials are valid but do not grant the action.
 	ErrForbidden = errors.New("forbidden")
+	// ErrRateLimited means the caller made too many attempts (e.g. logins) and must wait.
+	ErrRateLimited = errors.New("rate limited")
 	// ErrInUse means the resource is still referenced and cannot be removed, e.g. a
 	// topic some group subscribes to.
 	ErrInUse = errors.New("still in use")

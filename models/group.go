@@ -132,8 +132,8 @@ func (g *Group) ApplyDefaults() {
 	}
 }
 
-// Validate checks names, ranges and the endpoint URL's shape (http or https, a host,
-// no userinfo). It returns a *ValidationError (unwrapping to ErrInvalid) naming each
+// Validate checks names, ranges and the endpoint URL's shape (at most 2,048 bytes of
+// printable ASCII without spaces, http or https, a host, no userinfo). It returns a *ValidationError (unwrapping to ErrInvalid) naming each
 // bad field by JSON pointer. Address checks (SSRF) are the caller's.
 func (g *Group) Validate() error {
 	var v ValidationError
@@ -142,7 +142,11 @@ func (g *Group) Validate() error {
 	} else if ReservedName(g.Name) {
 		v.Add("/name", "the .dlq suffix is reserved")
 	}
-	if u, err := url.Parse(g.EndpointURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if len(g.EndpointURL) > MaxEndpointURLBytes {
+		v.Add("/endpoint_url", "must be at most "+itoa(MaxEndpointURLBytes)+" bytes")
+	} else if !urlChars(g.EndpointURL) {
+		v.Add("/endpoint_url", "must be printable ASCII without spaces; percent-encode anything else")
+	} else if u, err := url.Parse(g.EndpointURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		v.Add("/endpoint_url", "must be an absolute http or https URL")
 	} else if u.User != nil {
 		v.Add("/endpoint_url", "must not contain userinfo")
@@ -184,6 +188,21 @@ func (g *Group) Validate() error {
 		v.Add("/status", "must be running, paused or disabled")
 	}
 	return v.Err()
+}
+
+// MaxEndpointURLBytes caps an endpoint URL (the endpoint_url column holds 2,048).
+const MaxEndpointURLBytes = 2048
+
+// urlChars reports whether s holds only the characters a URL may carry unescaped
+// (printable ASCII, no space): a raw space or non-ASCII byte in a query would make
+// every delivery's request line malformed.
+func urlChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func rangeCheck(v *ValidationError, pointer string, n, lo, hi int) {

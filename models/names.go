@@ -24,13 +24,40 @@ func ValidName(s string) bool { return nameRE.MatchString(s) }
 func ReservedName(s string) bool { return strings.HasSuffix(s, DeadLetterSuffix) }
 
 // ValidLabel reports whether s may be a tag or key: valid UTF-8, at most 255 bytes,
-// no control characters (C0, DEL or C1). The empty string is valid (no tag / no key).
+// no control characters (C0, DEL or C1) and no leading or trailing space (tags and
+// keys travel in HTTP headers, which would trim them). The empty string is valid
+// (no tag / no key).
 func ValidLabel(s string) bool {
-	if len(s) > MaxLabelBytes || !utf8.ValidString(s) {
+	if len(s) > MaxLabelBytes || !utf8.ValidString(s) || strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") {
 		return false
 	}
 	for _, r := range s {
 		if r < 0x20 || (r >= 0x7f && r <= 0x9f) {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxStoredNameBytes is the longest topic or group name that can be stored: a group
+// name (120 bytes) plus DeadLetterSuffix.
+const MaxStoredNameBytes = 124
+
+// PossibleName reports whether s could name a stored topic or group: 1 to
+// MaxStoredNameBytes of lower-case ASCII letters, digits, '.', '_' and '-', starting
+// with a letter or digit. Anything else cannot exist, so lookups refuse it before
+// SQL, where a non-ASCII value against the ASCII name columns fails with "Illegal
+// mix of collations" instead of finding nothing.
+func PossibleName(s string) bool {
+	if s == "" || len(s) > MaxStoredNameBytes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		switch {
+		case b >= 'a' && b <= 'z', b >= '0' && b <= '9':
+		case (b == '.' || b == '_' || b == '-') && i > 0:
+		default:
 			return false
 		}
 	}

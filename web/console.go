@@ -2,7 +2,6 @@ package web
 
 import (
 	"log/slog"
-	"sync"
 
 	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models"
@@ -11,9 +10,12 @@ import (
 
 // Config wires a Console. Control is required: it performs every change and signs
 // and checks session tokens. Log receives failed requests (nil: slog.Default).
+// CookieSecure marks every console cookie Secure (HERALD_COOKIE_SECURE: behind a
+// TLS-terminating proxy); without it cookies are Secure only on a direct TLS connection.
 type Config struct {
-	Control *control.Control
-	Log     *slog.Logger
+	Control      *control.Control
+	Log          *slog.Logger
+	CookieSecure bool
 }
 
 // Console serves the web console's pages and forms under /console (Routes). Reads
@@ -22,8 +24,8 @@ type Config struct {
 type Console struct {
 	ctl    *control.Control
 	st     *store.Store
-	log    *slog.Logger
-	logins sync.Map // username + client IP → *rate.Limiter
+	log          *slog.Logger
+	cookieSecure bool
 }
 
 // New returns a Console for cfg.
@@ -32,7 +34,7 @@ func New(cfg Config) *Console {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Console{ctl: cfg.Control, st: cfg.Control.Store(), log: log}
+	return &Console{ctl: cfg.Control, st: cfg.Control.Store(), log: log, cookieSecure: cfg.CookieSecure}
 }
 
 var roleRank = map[models.Role]int{models.RoleViewer: 1, models.RoleOperator: 2, models.RoleAdmin: 3}

@@ -25,19 +25,19 @@ func (s *Console) Routes(e *echo.Echo) {
 
 	csrf := middleware.CSRFWithConfig(middleware.CSRFConfig{
 		TokenLookup: "form:_csrf", CookieName: "herald_csrf", CookiePath: consolePath, CookieHTTPOnly: true,
-		CookieSameSite: http.SameSiteStrictMode, ContextKey: "csrf",
+		CookieSameSite: http.SameSiteStrictMode, CookieSecure: s.cookieSecure, ContextKey: "csrf",
 		ErrorHandler: func(err error, c echo.Context) error {
 			return s.consolePage(func(echo.Context) error {
 				return failure(http.StatusForbidden, "the form expired or came from another site; reload the page and try again")
 			})(c)
 		},
 	})
-	pub := e.Group(consolePath, csrf)
+	pub := e.Group(consolePath, s.markCookies, limitForm, csrf)
 	pub.GET("/login", s.consolePage(s.consoleLoginForm))
 	pub.POST("/login", s.consolePage(s.consoleLogin))
 	pub.POST("/logout", s.consolePage(s.consoleLogout))
 
-	con := e.Group(consolePath, csrf, s.requireSession)
+	con := e.Group(consolePath, s.markCookies, limitForm, csrf, s.requireSession, validPathNames)
 	op := requireConsoleRole(models.RoleOperator)
 	adm := requireConsoleRole(models.RoleAdmin)
 	page := s.consolePage

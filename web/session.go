@@ -2,16 +2,15 @@ package web
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/time/rate"
 
-	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -138,25 +137,28 @@ func (s *Console) consoleLoginForm(c echo.Context) error {
 	return s.render(c, http.StatusOK, "login", "", "Sign in", loginPage{Next: safeNext(c.QueryParam("next"))}, "", "")
 }
 
-// consoleLogin checks the password like the API's login (bcrypt, 5 tries a minute
-// per username and client IP) and sets the session cookie.
+// consoleLogin checks the password like the API's login (control.Login: one throttle
+// and one bcrypt comparison for every name) and sets the session cookie.
 func (s *Console) consoleLogin(c echo.Context) error {
 	name, pw := c.FormValue("username"), c.FormValue("password")
-	page := loginPage{Next: safeNext(c.FormValue("next")), Username: name}
-	lim, _ := s.logins.LoadOrStore(name+"\x00"+c.RealIP(), rate.NewLimiter(rate.Every(12*time.Second), 5))
-	if !lim.(*rate.Limiter).Allow() {
-		return s.render(c, http.StatusTooManyRequests, "login", "", "Sign in", page, "", "Too many sign-in attempts; wait a minute.")
+	page := loginPage{Next: safeNext(c.FormValue("next"))}
+	if len(name) <= models.MaxUsernameBytes {
+		page.Username = name
 	}
-	u, err := s.st.UserGetByUsername(c.Request().Context(), name)
-	if err != nil || !auth.CheckPassword(u.PasswordHash, pw) {
+	u, err := s.ctl.Login(c.Request().Context(), name, pw, c.RealIP())
+	if errors.Is(err, control.ErrLoginThrottled) {
+		return s.render(c, http.StatusTooManyRequests, "login", "", "Sign in", page, "", "Too many sign-in attempts; wait a minute.")
+	} else if errors.Is(err, control.ErrLoginWrong) {
 		return s.render(c, http.StatusUnauthorized, "login", "", "Sign in", page, "", "Wrong username or password.")
+	} else if err != nil {
+		return err
 	}
 	tok, exp, err := s.ctl.IssueToken(u)
 	if err != nil {
 		return err
 	}
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: tok, Path: consolePath, Expires: exp, HttpOnly: true,
-		Secure: c.IsTLS(), SameSite: http.SameSiteStrictMode})
+		Secure: secureCookie(c), SameSite: http.SameSiteStrictMode})
 	c.Set("user", u)
 	s.ctl.Record(c.Request().Context(), actorOf(c), "user.login", u.Username, nil, map[string]string{"via": "console"})
 	next := page.Next
@@ -167,8 +169,28 @@ func (s *Console) consoleLogin(c echo.Context) error {
 }
 
 func (s *Console) consoleLogout(c echo.Context) error {
-	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: consolePath, MaxAge: -1, HttpOnly: true, Secure: c.IsTLS(), SameSite: http.SameSiteStrictMode})
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: consolePath, MaxAge: -1, HttpOnly: true, Secure: secureCookie(c), SameSite: http.SameSiteStrictMode})
 	return c.Redirect(http.StatusSeeOther, consolePath+"/login")
+}
+
+// cookieSecureKey marks, in a console request's context, that cookies must be Secure
+// (HERALD_COOKIE_SECURE).
+const cookieSecureKey = "cookie_secure"
+
+// markCookies records HERALD_COOKIE_SECURE on each console request for secureCookie.
+func (s *Console) markCookies(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Set(cookieSecureKey, s.cookieSecure)
+		return next(c)
+	}
+}
+
+// secureCookie reports whether console cookies get the Secure attribute: always
+// with HERALD_COOKIE_SECURE (behind a TLS-terminating proxy), else only on a direct
+// TLS connection.
+func secureCookie(c echo.Context) bool {
+	v, _ := c.Get(cookieSecureKey).(bool)
+	return v || c.IsTLS()
 }
 
 // safeNext keeps only console-local redirect targets (no open redirect).
@@ -182,7 +204,7 @@ func safeNext(next string) string {
 // redirectWith sends the browser to path with a one-time notice.
 func redirectWith(c echo.Context, path, notice string) error {
 	c.SetCookie(&http.Cookie{Name: flashCookie, Value: url.QueryEscape(notice), Path: consolePath, MaxAge: 60, HttpOnly: true,
-		Secure: c.IsTLS(), SameSite: http.SameSiteStrictMode})
+		Secure: secureCookie(c), SameSite: http.SameSiteStrictMode})
 	return c.Redirect(http.StatusSeeOther, path)
 }
 
@@ -191,7 +213,7 @@ func takeFlash(c echo.Context) string {
 	if err != nil || ck.Value == "" {
 		return ""
 	}
-	c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: consolePath, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: consolePath, MaxAge: -1, HttpOnly: true, Secure: secureCookie(c), SameSite: http.SameSiteStrictMode})
 	v, _ := url.QueryUnescape(ck.Value)
 	return v
 }

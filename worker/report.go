@@ -107,8 +107,8 @@ func (r *reporter) flush(final bool) {
 		if err := r.w.st.RetryDelete(ctx, r.job.Group, r.job.Queue, sent); err != nil {
 			r.w.log.Warn("delete delivered retry rows", "task", r.taskID, "err", err)
 		}
-		at := time.Now().Add(time.Duration(rep.Counters.RetryAfterMS) * time.Millisecond)
-		if err := r.w.st.RetryRelease(ctx, r.job.Group, r.job.Queue, back, at); err != nil {
+		delay := time.Duration(rep.Counters.RetryAfterMS) * time.Millisecond
+		if err := r.w.st.RetryRelease(ctx, r.job.Group, r.job.Queue, back, delay); err != nil {
 			r.w.log.Warn("release returned retry rows", "task", r.taskID, "err", err)
 		}
 	}

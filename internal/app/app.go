@@ -88,8 +88,9 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		n := notify.New(rdb, keys)
 		a.Writer = groupcommit.New(st, n, log)
 		a.Writer.Lanes = cfg.PublishLanes
-		a.API = api.New(api.Options{JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost, Keys: keys}, st, rdb, a.Writer, n, guard, log)
-		a.API.Mount(web.New(web.Config{Control: a.API.Control(), Log: log}).Routes)
+		a.Writer.FlushTimeout = cfg.PublishTimeout
+		a.API = api.New(api.Options{JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost, Keys: keys, PublishTimeout: cfg.PublishTimeout}, st, rdb, a.Writer, n, guard, log)
+		a.API.Mount(web.New(web.Config{Control: a.API.Control(), Log: log, CookieSecure: cfg.CookieSecure}).Routes)
 	}
 	if roles.Dispatcher {
 		a.Dispatcher = dispatcher.New(cfg.Dispatcher, keys, st, rdb, ropt, log, nil)

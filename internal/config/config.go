@@ -14,7 +14,9 @@ import (
 // Config is the whole settings tree.
 type Config struct {
 	// MySQLDSN is a go-sql-driver DSN for the primary db node. Default
-	// root@tcp(127.0.0.1:3306)/herald. parseTime and a utf8mb4 charset are added when missing.
+	// root@tcp(127.0.0.1:3306)/herald. parseTime and a utf8mb4 charset are added when
+	// missing, and so are I/O timeouts: timeout=5s (connect), readTimeout=30s and
+	// writeTimeout=30s, so a stalled database fails a connection instead of holding it.
 	MySQLDSN string `env:"MYSQL_DSN" envDefault:"root@tcp(127.0.0.1:3306)/herald"`
 	// RedisAddr is host:port of Redis. Default 127.0.0.1:6379.
 	RedisAddr string `env:"REDIS_ADDR" envDefault:"127.0.0.1:6379"`
@@ -50,6 +52,15 @@ type Config struct {
 	// each on its own connection. Default 1, as DESIGN §3: two lanes measured no
 	// better on 2 cores (docs/measurements/publish-lanes.md).
 	PublishLanes int `env:"PUBLISH_LANES" envDefault:"1"`
+	// PublishTimeout is the longest a publish waits for the database, from its first
+	// lookup to its commit; past it the api answers 503 with Retry-After (the outcome
+	// may be unknown: retry with the same Idempotency-Key). It is also the group-commit
+	// flush deadline. Default 10s.
+	PublishTimeout time.Duration `env:"PUBLISH_TIMEOUT" envDefault:"10s"`
+	// CookieSecure marks console cookies Secure (sent over HTTPS only). Set it when a
+	// TLS-terminating proxy sits in front of the api; without it cookies are Secure
+	// only on a direct TLS connection. Default false.
+	CookieSecure bool `env:"COOKIE_SECURE" envDefault:"false"`
 
 	Dispatcher  Dispatcher  `envPrefix:"DISPATCHER_"`
 	Worker      Worker      `envPrefix:"WORKER_"`

@@ -8,8 +8,10 @@ package groupcommit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/heraldhq/herald/models/store"
 )
@@ -24,12 +26,23 @@ const (
 // ErrClosed is returned by Submit after the Writer stopped.
 var ErrClosed = errors.New("publish writer stopped")
 
+// ErrOutcomeUnknown wraps Submit's error when the request was handed to a flush that
+// did not report back in time (the caller's context ended, or the flush hit
+// FlushTimeout): its transaction may still have committed. Publishers retry with
+// the same Idempotency-Key to be safe.
+var ErrOutcomeUnknown = errors.New("publish outcome unknown")
+
+// DefaultFlushTimeout bounds one flush (statement and commit) when
+// Writer.FlushTimeout is zero.
+const DefaultFlushTimeout = 10 * time.Second
+
 // Notifier is told which queues a committed flush touched.
 type Notifier interface {
 	Queues(ctx context.Context, ids []int64) error
 }
 
 type item struct {
+	ctx   context.Context
 	req   *store.PublishRequest
 	rows  int
 	bytes int
@@ -48,6 +61,10 @@ type Writer struct {
 	OnFlush func(requests, rows int)
 	// Lanes is how many flushes may run at once, each on its own connection. Default 1.
 	Lanes int
+	// FlushTimeout bounds one flush, statement and commit; a flush that runs out
+	// fails its requests with ErrOutcomeUnknown and frees its lane, so a stalled
+	// database cannot hold publishes forever. Default DefaultFlushTimeout (10 s).
+	FlushTimeout time.Duration
 }
 
 // New returns a Writer over st that notifies n after each commit.
@@ -57,10 +74,12 @@ func New(st *store.Store, n Notifier, log *slog.Logger) *Writer {
 
 // Submit queues req for the next flush and waits until it is committed or failed.
 // The request is stored entirely or not at all. It returns ctx's error if ctx ends
-// first (the request may still commit), ErrClosed after Run returned, or the
+// before the request is queued (nothing stored), an error wrapping ErrOutcomeUnknown
+// and ctx's error if ctx ends later (a flush that already took it may still
+// commit; one that had not is skipped), ErrClosed after Run returned, or the
 // store's error for this request alone.
 func (w *Writer) Submit(ctx context.Context, req *store.PublishRequest) error {
-	it := &item{req: req, done: make(chan error, 1), rows: len(req.Messages)}
+	it := &item{ctx: ctx, req: req, done: make(chan error, 1), rows: len(req.Messages)}
 	for _, m := range req.Messages {
 		it.bytes += len(m.Body)
 	}
@@ -75,7 +94,7 @@ func (w *Writer) Submit(ctx context.Context, req *store.PublishRequest) error {
 	case err := <-it.done:
 		return err
 	case <-ctx.Done():
-		return ctx.Err()
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err())
 	}
 }
 
@@ -118,12 +137,20 @@ func (w *Writer) lane(ctx context.Context) {
 				return
 			}
 		}
+		if first.ctx.Err() != nil {
+			first.done <- first.ctx.Err() // its caller gave up before any flush took it
+			continue
+		}
 		batch := []*item{first}
 		rows, bytes := first.rows, first.bytes
 	drain:
 		for rows < MaxFlushRows && bytes < MaxFlushBytes {
 			select {
 			case it := <-w.in:
+				if it.ctx.Err() != nil {
+					it.done <- it.ctx.Err()
+					continue
+				}
 				if rows+it.rows > MaxFlushRows || bytes+it.bytes > MaxFlushBytes {
 					carry = it
 					break drain
@@ -135,11 +162,21 @@ func (w *Writer) lane(ctx context.Context) {
 				break drain
 			}
 		}
-		w.flush(context.WithoutCancel(ctx), batch)
+		// A flush outlives shutdown (it finishes what it took) but never FlushTimeout.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.flushTimeout())
+		w.flush(fctx, batch)
+		cancel()
 		if w.OnFlush != nil {
 			w.OnFlush(len(batch), rows)
 		}
 	}
+}
+
+func (w *Writer) flushTimeout() time.Duration {
+	if w.FlushTimeout > 0 {
+		return w.FlushTimeout
+	}
+	return DefaultFlushTimeout
 }
 
 func (w *Writer) flush(ctx context.Context, batch []*item) {
@@ -149,7 +186,13 @@ func (w *Writer) flush(ctx context.Context, batch []*item) {
 	}
 	err := w.st.MessagesInsert(ctx, reqs)
 	errs := make([]error, len(batch))
-	if err != nil && len(batch) > 1 {
+	if err != nil && ctx.Err() != nil {
+		// The deadline cut the statement or the commit: whether it committed is unknown,
+		// and retrying alone would only wait out the same stall.
+		for i := range errs {
+			errs[i] = fmt.Errorf("%w: flush of %d requests: %w", ErrOutcomeUnknown, len(batch), ctx.Err())
+		}
+	} else if err != nil && len(batch) > 1 {
 		// A bad request must fail only itself: retry each alone once.
 		w.log.Warn("group commit failed; retrying requests alone", "requests", len(batch), "err", err)
 		for i, r := range reqs {

@@ -38,7 +38,11 @@ func (s *Store) APIKeyCreate(ctx context.Context, k *models.APIKey) error {
 }
 
 // APIKeyGetByPrefix returns the key with prefix (revoked ones included), or ErrNotFound.
+// A prefix that models.ValidKeyPrefix refuses is not found without a query.
 func (s *Store) APIKeyGetByPrefix(ctx context.Context, prefix string) (*models.APIKey, error) {
+	if !models.ValidKeyPrefix(prefix) {
+		return nil, fmt.Errorf("api key: %w", models.ErrNotFound)
+	}
 	var r apiKeyRow
 	if err := s.db.WithContext(ctx).Where("prefix = ?", prefix).Take(&r).Error; err != nil {
 		return nil, notFound(err, "api key")

@@ -169,8 +169,12 @@ func (s *Store) startOffset(ctx context.Context, queueID int64, from string) (in
 	}
 }
 
-// GroupGetByName returns the group with its subscriptions, or ErrNotFound.
+// GroupGetByName returns the group with its subscriptions, or ErrNotFound (also, without
+// a query, for a name models.PossibleName refuses).
 func (s *Store) GroupGetByName(ctx context.Context, name string) (*models.Group, error) {
+	if !models.PossibleName(name) {
+		return nil, fmt.Errorf("group %q: %w", name, models.ErrNotFound)
+	}
 	return s.groupGet(ctx, "name = ?", name)
 }
 

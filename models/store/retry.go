@@ -33,17 +33,23 @@ type FailureOutcome struct {
 // overwrites an existing retry row (ON DUPLICATE KEY keeps it). Offsets are of one queue.
 // fails are one POST's: failures of one attempt share one jittered due time, so the
 // batch is claimed and re-sent whole, under the same batch id.
+// Due times are on the database clock (NOW(3) read in the transaction), the clock
+// RetryClaim compares them with, so a skewed api or worker clock neither delays a
+// retry nor fires it early; NextDue is on that clock too.
 func (s *Store) RetryRecord(ctx context.Context, groupID int64, maxAttempts int, schedule []int, fails []Failure) (FailureOutcome, error) {
 	var out FailureOutcome
 	if len(fails) == 0 {
 		return out, nil
 	}
-	now := time.Now().UTC()
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return out, fmt.Errorf("begin retry record: %w", err)
 	}
 	defer tx.Rollback()
+	var now time.Time
+	if err := tx.QueryRowContext(ctx, "SELECT NOW(3)").Scan(&now); err != nil {
+		return out, fmt.Errorf("read database clock: %w", err)
+	}
 	var retryVals, deadVals []string
 	var retryArgs, deadArgs []any
 	var deadKeys []string
@@ -158,13 +164,18 @@ func (s *Store) RetryNextDue(ctx context.Context, groupID int64) (time.Time, err
 	return t.Time, nil
 }
 
-// RetryRelease makes claimed rows due at once again (messages returned unattempted).
-func (s *Store) RetryRelease(ctx context.Context, groupID, queueID int64, offsets []int64, at time.Time) error {
+// RetryRelease makes claimed rows due again after delay (0: at once), on the database
+// clock, for messages returned unattempted.
+func (s *Store) RetryRelease(ctx context.Context, groupID, queueID int64, offsets []int64, delay time.Duration) error {
 	if len(offsets) == 0 {
 		return nil
 	}
-	_, err := s.sql.ExecContext(ctx, "UPDATE retry_messages SET claim_token = '', due_at = ? WHERE group_id = ? AND queue_id = ? AND msg_offset IN ("+idList(offsets)+")", at.UTC(), groupID, queueID)
-	return err
+	_, err := s.sql.ExecContext(ctx, "UPDATE retry_messages SET claim_token = '', due_at = NOW(3) + INTERVAL ? MICROSECOND WHERE group_id = ? AND queue_id = ? AND msg_offset IN ("+idList(offsets)+")",
+		max(delay, 0).Microseconds(), groupID, queueID)
+	if err != nil {
+		return fmt.Errorf("release retries of group %d: %w", groupID, err)
+	}
+	return nil
 }
 
 // RetryCount returns how many messages wait in a group's retry topic.

@@ -34,8 +34,18 @@ type Store struct {
 	keys    *secrets.Keyring // seals signing secrets at rest; nil stores plaintext (UseKeyring)
 }
 
+// DSN I/O timeouts NormalizeDSN adds when a DSN sets none: a stalled server fails
+// the connection instead of holding a pool slot (and a publish) forever.
+const (
+	DefaultDialTimeout  = 5 * time.Second
+	DefaultReadTimeout  = 30 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
+)
+
 // NormalizeDSN parses a go-sql-driver DSN and sets what Herald relies on: parseTime,
-// UTC, utf8mb4, and interpolateParams (one round trip per statement).
+// UTC, utf8mb4, and interpolateParams (one round trip per statement); timeout,
+// readTimeout and writeTimeout default to DefaultDialTimeout, DefaultReadTimeout and
+// DefaultWriteTimeout when the DSN leaves them unset.
 func NormalizeDSN(dsn string) (*mysql.Config, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
@@ -49,6 +59,15 @@ func NormalizeDSN(dsn string) (*mysql.Config, error) {
 	}
 	cfg.Params["charset"] = "utf8mb4"
 	cfg.Params["time_zone"] = "'+00:00'"
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultDialTimeout
+	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
 	if cfg.MaxAllowedPacket == 0 {
 		cfg.MaxAllowedPacket = 64 << 20
 	}

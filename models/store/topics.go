@@ -112,8 +112,12 @@ func toTopic(tr topicRow, qs []queueRow) *models.Topic {
 	return t
 }
 
-// TopicGetByName returns the topic with its queues ordered by position, or ErrNotFound.
+// TopicGetByName returns the topic with its queues ordered by position, or ErrNotFound
+// (also, without a query, for a name models.PossibleName refuses).
 func (s *Store) TopicGetByName(ctx context.Context, name string) (*models.Topic, error) {
+	if !models.PossibleName(name) {
+		return nil, fmt.Errorf("topic %q: %w", name, models.ErrNotFound)
+	}
 	var tr topicRow
 	if err := s.db.WithContext(ctx).Where("name = ?", name).Take(&tr).Error; err != nil {
 		return nil, notFound(err, "topic "+name)

@@ -22,8 +22,13 @@ type userRow struct {
 
 func (userRow) TableName() string { return "users" }
 
-// UserCreate stores u (PasswordHash already bcrypt) and fills its ID. ErrConflict for a taken username.
+// UserCreate stores u (PasswordHash already bcrypt) and fills its ID. ErrConflict for a
+// taken username; a *models.ValidationError (pointer /username) for a name
+// models.ValidUsername refuses, whichever path (API, console, CLI, bootstrap) it came by.
 func (s *Store) UserCreate(ctx context.Context, u *models.User) error {
+	if !models.ValidUsername(u.Username) {
+		return &models.ValidationError{Errors: []models.FieldError{{Pointer: "/username", Detail: usernameRule}}}
+	}
 	r := userRow{Username: u.Username, PasswordHash: u.PasswordHash, Role: string(u.Role), TokenVersion: 1, CreatedAt: time.Now().UTC()}
 	if err := s.db.WithContext(ctx).Create(&r).Error; err != nil {
 		if isDuplicate(err) {
@@ -35,7 +40,11 @@ func (s *Store) UserCreate(ctx context.Context, u *models.User) error {
 	return nil
 }
 
-// UserGetByUsername returns the user or ErrNotFound.
+// usernameRule is the detail of a refused username.
+const usernameRule = "usernames are 1 to 120 bytes of UTF-8 without control characters or leading or trailing spaces"
+
+// UserGetByUsername returns the user or ErrNotFound. Names compare byte for byte
+// (no padding, no case folding).
 func (s *Store) UserGetByUsername(ctx context.Context, name string) (*models.User, error) {
 	return s.userGet(ctx, "username = ?", name)
 }

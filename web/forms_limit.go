@@ -1,0 +1,50 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/heraldhq/herald/models"
+)
+
+// MaxFormBytes caps a console form body (64 KiB); larger posts answer 413 before
+// anything reads them. Go's own cap for url-encoded forms is 10 MB.
+const MaxFormBytes = 64 << 10
+
+// limitForm bounds console POST bodies to MaxFormBytes and parses the form once, so
+// the CSRF check and the handler read the same bounded values.
+func limitForm(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.Method != http.MethodPost {
+			return next(c)
+		}
+		req.Body = http.MaxBytesReader(c.Response(), req.Body, MaxFormBytes)
+		if err := req.ParseForm(); err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return failure(http.StatusRequestEntityTooLarge, fmt.Sprintf("forms are limited to %d bytes", MaxFormBytes))
+			}
+			return failure(http.StatusBadRequest, "form: "+err.Error())
+		}
+		return next(c)
+	}
+}
+
+// validPathNames answers 404 for a :topic or :group path parameter that cannot name
+// anything (models.PossibleName), before any handler looks it up, so no such byte
+// string reaches SQL.
+func validPathNames(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		for _, p := range [...]string{"topic", "group"} {
+			if v := c.Param(p); v != "" && !models.PossibleName(v) {
+				return failure(http.StatusNotFound, "no "+p+" named "+strconv.QuoteToASCII(v))
+			}
+		}
+		return next(c)
+	}
+}
