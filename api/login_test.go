@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/api"
-	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/testinfra"
 	"github.com/heraldhq/herald/models"
 )

@@ -22,8 +22,8 @@ type Config struct {
 // go to the store; every change is a control action, so the console validates and
 // audits exactly as the REST API does.
 type Console struct {
-	ctl    *control.Control
-	st     *store.Store
+	ctl          *control.Control
+	st           *store.Store
 	log          *slog.Logger
 	cookieSecure bool
 }
