@@ -101,6 +101,17 @@ func (c *cursorState) replay(r delivery.Report) int {
 		}
 	}
 	c.pending = slices.DeleteFunc(c.pending, func(p pendingMsg) bool { return done[p.offset] })
+	// Reported offsets may lie beyond this owner's read position, where advance does
+	// not go: the commit moves over those that follow it without a gap, and reads
+	// resume after it (the rest stay in done, and reads skip them).
+	for {
+		next := c.committed + 1
+		if _, ok := c.done[next]; !ok {
+			break
+		}
+		delete(c.done, next)
+		c.committed, c.dirty = next, true
+	}
 	c.readPos = max(c.readPos, c.committed)
 	return n
 }

@@ -48,3 +48,9 @@ func validPathNames(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// asPage makes a middleware's refusals console pages (consolePage) rather than bare
+// errors for the HTTP server's problem+json handler.
+func (s *Console) asPage(mw echo.MiddlewareFunc) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc { return s.consolePage(mw(next)) }
+}

@@ -32,12 +32,12 @@ func (s *Console) Routes(e *echo.Echo) {
 			})(c)
 		},
 	})
-	pub := e.Group(consolePath, s.markCookies, limitForm, csrf)
+	pub := e.Group(consolePath, s.markCookies, s.asPage(limitForm), csrf)
 	pub.GET("/login", s.consolePage(s.consoleLoginForm))
 	pub.POST("/login", s.consolePage(s.consoleLogin))
 	pub.POST("/logout", s.consolePage(s.consoleLogout))
 
-	con := e.Group(consolePath, s.markCookies, limitForm, csrf, s.requireSession, validPathNames)
+	con := e.Group(consolePath, s.markCookies, s.asPage(limitForm), csrf, s.requireSession, s.asPage(validPathNames))
 	op := requireConsoleRole(models.RoleOperator)
 	adm := requireConsoleRole(models.RoleAdmin)
 	page := s.consolePage

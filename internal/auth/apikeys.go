@@ -37,9 +37,9 @@ func NewAPIKey() (key, prefix string, hash []byte) {
 // does not check the secret: compare with APIKeyMatches.
 func ParseAPIKey(key string) (prefix string, ok bool) {
 	rest, ok := strings.CutPrefix(key, "hk_")
-	prefix, secret, ok2 := strings.Cut(rest, "_")
+	prefix, _, ok2 := strings.Cut(rest, "_")
 	// A prefix that cannot exist (not lower-case base32) never reaches the database.
-	if !ok || !ok2 || secret == "" || len(prefix) > APIKeyPrefixMax || !models.ValidKeyPrefix(prefix) {
+	if !ok || !ok2 || len(prefix) > APIKeyPrefixMax || !models.ValidKeyPrefix(prefix) {
 		return "", false
 	}
 	return prefix, true
