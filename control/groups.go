@@ -3,11 +3,13 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/heraldhq/herald/internal/signing"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/models/store"
 )
 
 // GroupSpec is a consumer group's writable settings, as a create or a settings
@@ -139,22 +141,34 @@ func (c *Control) CreateGroup(ctx context.Context, a Actor, spec GroupSpec) (*mo
 // tells the dispatchers and audits before and after (group.update). Errors as
 // CreateGroup, and models.ErrNotFound.
 func (c *Control) PatchGroup(ctx context.Context, a Actor, name string, spec GroupSpec) (*models.Group, error) {
-	g, err := c.st.GroupGetByName(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	ng := *g
-	spec.apply(&ng)
-	if err := ng.Validate(); err != nil {
-		return nil, err
-	}
-	if ng.EndpointURL != g.EndpointURL {
-		if err := c.checkEndpoint(ctx, ng.EndpointURL); err != nil {
+	var g *models.Group
+	for attempt := 0; ; attempt++ {
+		var err error
+		if g, err = c.st.GroupGetByName(ctx, name); err != nil {
 			return nil, err
 		}
-	}
-	if err := c.st.GroupUpdate(ctx, &ng); err != nil {
-		return nil, err
+		ng := *g
+		spec.apply(&ng)
+		if err := ng.Validate(); err != nil {
+			return nil, err
+		}
+		if ng.EndpointURL != g.EndpointURL {
+			if err := c.checkEndpoint(ctx, ng.EndpointURL); err != nil {
+				return nil, err
+			}
+		}
+		// Concurrent patches of other fields are reapplied on the newer group, never lost.
+		err = c.st.GroupUpdate(ctx, &ng)
+		if errors.Is(err, store.ErrGroupChanged) && attempt < 9 {
+			continue
+		}
+		if errors.Is(err, store.ErrGroupChanged) {
+			return nil, fmt.Errorf("%w: group %s kept changing; retry", models.ErrConflict, name)
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
 	}
 	c.notifyGroup(ctx, g.ID)
 	out, err := c.st.GroupGetByID(ctx, g.ID)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -280,6 +281,10 @@ func (s *Store) GroupSetStatus(ctx context.Context, id int64, st models.GroupSta
 // its tags replaced. g must be validated; name, secret and status are not changed
 // here. Errors: ErrNotFound, or a *ValidationError naming an unknown topic or the
 // group's own dead-letter topic.
+// ErrGroupChanged means GroupUpdate found the group at another config_version than
+// the one it was read at: another change landed in between. Read it again and reapply.
+var ErrGroupChanged = errors.New("group changed meanwhile")
+
 func (s *Store) GroupUpdate(ctx context.Context, g *models.Group) error {
 	topics, err := s.subscriptionTopics(ctx, g)
 	if err != nil {
@@ -288,7 +293,9 @@ func (s *Store) GroupUpdate(ctx context.Context, g *models.Group) error {
 	schedule, _ := json.Marshal(g.RetrySchedule)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	return s.WithTx(ctx, func(tx *Store) error {
-		res := tx.db.Model(&groupRow{}).Where("id = ?", g.ID).Updates(map[string]any{
+		// Fenced by config_version: a change made since g was read fails with
+		// ErrGroupChanged instead of being overwritten (no lost update).
+		res := tx.db.Model(&groupRow{}).Where("id = ? AND config_version = ?", g.ID, g.ConfigVersion).Updates(map[string]any{
 			"endpoint_url": g.EndpointURL, "batch_size": g.BatchSize, "batch_max_bytes": g.BatchMaxBytes,
 			"batch_window_ms": g.BatchWindowMS, "max_in_flight": g.MaxInFlight, "rate_limit": g.RateLimit,
 			"timeout_ms": g.TimeoutMS, "max_attempts": g.MaxAttempts, "retry_schedule": string(schedule),
@@ -299,6 +306,13 @@ func (s *Store) GroupUpdate(ctx context.Context, g *models.Group) error {
 			return fmt.Errorf("update group %d: %w", g.ID, res.Error)
 		}
 		if res.RowsAffected == 0 {
+			var n int64
+			if err := tx.db.Model(&groupRow{}).Where("id = ?", g.ID).Count(&n).Error; err != nil {
+				return fmt.Errorf("update group %d: %w", g.ID, err)
+			}
+			if n > 0 {
+				return fmt.Errorf("group %d: %w", g.ID, ErrGroupChanged)
+			}
 			return fmt.Errorf("group %d: %w", g.ID, models.ErrNotFound)
 		}
 		var existing []subscriptionRow
