@@ -68,8 +68,8 @@ func (d *Dispatcher) updateLag() {
 	}
 }
 
-// checkVersions reloads the version and owner of every owned cursor (DESIGN §4:
-// owners reload versions every tick), so an offset reset reaches an idle cursor
+// checkVersions reloads the version and owner of every owned cursor (every commit
+// tick), so an offset reset reaches an idle cursor
 // too: a changed version or owner drops the cursor and the next rebalance reclaims
 // it from its new committed state. Reads go in chunks of 1,000 ids.
 func (d *Dispatcher) checkVersions(ctx context.Context) {

@@ -1,7 +1,7 @@
 // Package dispatcher owns consumer groups' cursors: it holds leases on them, reads
 // queue tables once per queue for all the cursors it owns there, tracks holes, cuts
 // delivery jobs under each group's rate and in-flight credits, enqueues them on asynq,
-// applies the workers' reports and commits cursors fenced by version (DESIGN §4).
+// applies the workers' reports and commits cursors fenced by version and owner.
 //
 // Everything runs on one goroutine (Run's loop) except the notify subscriber and the
 // report popper, which feed it through channels; the state needs no locks.

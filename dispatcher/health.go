@@ -95,7 +95,7 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 // throttle pauses the group for retryAfter and cuts its effective rate, at most once
 // per second, to half the rate in force (half the lower of the configured rate and
 // the rate measured over the last 10 s when not already slowed); slow start brings it
-// back from the end of the pause (DESIGN §5, see pacer).
+// back from the end of the pause, doubling every 2 s (see pacer).
 func (d *Dispatcher) throttle(gs *groupState, now time.Time, retryAfter time.Duration) {
 	h := &gs.health
 	if until := now.Add(retryAfter); until.After(h.throttleUntil) {

@@ -296,7 +296,7 @@ func (d *Dispatcher) redispatch(ctx context.Context, old *jobState, now time.Tim
 }
 
 // noReport sends a poison job's undone messages to the retry topic with error class
-// no_report, so it costs retries, never a stalled cursor (DESIGN §4). If that write
+// no_report, so it costs retries, never a stalled cursor. If that write
 // fails, they are backed off and sent again.
 func (d *Dispatcher) noReport(ctx context.Context, js *jobState) {
 	g := js.group.g
