@@ -14,10 +14,10 @@ import (
 	"github.com/heraldhq/herald/models"
 )
 
-// keyCacheTTL bounds how long a revoked key keeps working on an api instance (DESIGN §8: ≤5 s).
+// keyCacheTTL bounds how long a revoked key keeps working on an api instance (at most 5 s, so a revocation is effective everywhere within it).
 const keyCacheTTL = 5 * time.Second
 
-// TokenTTL is the lifetime of console and admin JWTs (DESIGN §8: at most 1 h).
+// TokenTTL is the lifetime of console and admin JWTs (at most 1 h; a revoked user's token_version ends them sooner).
 const TokenTTL = auth.TokenTTL
 
 type cachedKey struct {

@@ -127,7 +127,7 @@ func (s *Server) groupUpdate(c echo.Context) error {
 	return c.JSON(http.StatusOK, groupDTO(g, false))
 }
 
-// GroupStatsDTO is a group's delivery health (DESIGN §5): lag in messages and
+// GroupStatsDTO is a group's delivery health (counters and breaker): lag in messages and
 // seconds, in-flight POSTs, effective rate (messages/s; 0 = the configured rate),
 // failure counters, breaker state, and retry and dead-letter sizes.
 type GroupStatsDTO struct {

@@ -55,7 +55,7 @@ const (
 	// ProblemIdempotencyMismatch (422): an Idempotency-Key reused with another body.
 	ProblemIdempotencyMismatch ProblemKind = "idempotency-mismatch"
 	// ProblemBlockedEndpoint (422): the endpoint address is private, loopback,
-	// link-local or metadata (DESIGN §8).
+	// link-local or metadata: the SSRF guard refused it.
 	ProblemBlockedEndpoint ProblemKind = "blocked-endpoint"
 	// ProblemRateLimited (429): too many requests, e.g. login attempts.
 	ProblemRateLimited ProblemKind = "rate-limited"

@@ -26,7 +26,7 @@ import (
 	"github.com/heraldhq/herald/models/store"
 )
 
-// Publish limits (DESIGN §6).
+// Publish limits: per message, per request and per header set; larger requests answer 413.
 const (
 	MaxRequestBytes     = 5 << 20
 	MaxMessageBytes     = 1 << 20

@@ -26,7 +26,7 @@ const (
 )
 
 // route is one REST endpoint: method, path in Echo's syntax (`:name` parameters),
-// handler and what it requires (DESIGN §6).
+// handler and what it requires (its access: public, API key, or a signed-in role).
 type route struct {
 	method  string
 	path    string

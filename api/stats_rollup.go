@@ -42,7 +42,7 @@ func (r *statsRollup) take() map[statsKey]int64 {
 }
 
 // runStats flushes this replica's published counts into the per-minute rollups
-// (DESIGN §7 charts) until ctx ends, then flushes what it holds. Each replica counts
+// (the console's charts) until ctx ends, then flushes what it holds. Each replica counts
 // only what it published, so every replica runs it. Delivered and failed counts come
 // from the dispatcher (store.StatsAdd); lag samples and pruning from the maintenance
 // role.

@@ -51,7 +51,7 @@ func (c *Control) CreateAPIKey(ctx context.Context, a Actor, spec APIKeySpec) (s
 }
 
 // RevokeAPIKey revokes key id: at once where OnKeyRevoke hooks drop it from a cache,
-// within the 5 s key cache on every other api instance (DESIGN §8). Audited as
+// within the 5 s key cache on every other api instance. Audited as
 // apikey.revoke. Revoking twice keeps the first time. Errors: models.ErrNotFound.
 func (c *Control) RevokeAPIKey(ctx context.Context, a Actor, id int64) (*models.APIKey, error) {
 	k, err := c.st.APIKeyRevoke(ctx, id)

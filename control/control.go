@@ -39,7 +39,7 @@ var System = Actor{Username: "system"}
 
 // Config wires a Control. Store is required. Notifier (nil: dispatchers and workers
 // learn of changes by polling) is told of every group and queue change. Guard checks
-// endpoint URLs (DESIGN §8). Log receives audit write failures (nil: slog.Default).
+// endpoint URLs (no private or metadata addresses). Log receives audit write failures (nil: slog.Default).
 // JWTSecret signs and checks the tokens of IssueToken and Authenticate (may be empty
 // for the CLI, which issues none). BcryptCost is the work factor of new password
 // hashes (0: auth.DefaultBcryptCost, 12). Redis and Keys, when Redis is set, let an

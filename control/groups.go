@@ -192,7 +192,7 @@ func (e *blockedEndpoint) Error() string { return e.cause.Error() }
 // Unwrap returns the guard's error (ssrf.ErrBlocked) and the field error.
 func (e *blockedEndpoint) Unwrap() []error { return []error{e.cause, e.field} }
 
-// checkEndpoint refuses endpoint URLs the SSRF guard blocks (DESIGN §8).
+// checkEndpoint refuses endpoint URLs the SSRF guard blocks (private, loopback, metadata).
 func (c *Control) checkEndpoint(ctx context.Context, raw string) error {
 	err := c.guard.CheckURL(ctx, raw)
 	switch {

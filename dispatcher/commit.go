@@ -23,7 +23,7 @@ func (d *Dispatcher) commit(ctx context.Context) {
 	if len(commits) == 0 {
 		return
 	}
-	lost, err := d.st.CursorsCommit(ctx, d.id, commits)
+	lost, err := d.sched.CursorsCommit(ctx, d.id, commits)
 	if err != nil {
 		d.log.Warn("commit cursors", "err", err)
 		return
@@ -68,8 +68,8 @@ func (d *Dispatcher) updateLag() {
 	}
 }
 
-// checkVersions reloads the version and owner of every owned cursor (DESIGN §4:
-// owners reload versions every tick), so an offset reset reaches an idle cursor
+// checkVersions reloads the version and owner of every owned cursor (every commit
+// tick), so an offset reset reaches an idle cursor
 // too: a changed version or owner drops the cursor and the next rebalance reclaims
 // it from its new committed state. Reads go in chunks of 1,000 ids.
 func (d *Dispatcher) checkVersions(ctx context.Context) {
@@ -79,7 +79,7 @@ func (d *Dispatcher) checkVersions(ctx context.Context) {
 	}
 	for start := 0; start < len(ids); start += 1000 {
 		chunk := ids[start:min(start+1000, len(ids))]
-		cur, err := d.st.CursorVersions(ctx, chunk)
+		cur, err := d.sched.CursorVersions(ctx, chunk)
 		if err != nil {
 			d.log.Warn("reload cursor versions", "err", err)
 			return

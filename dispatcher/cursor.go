@@ -22,7 +22,7 @@ type inflightMsg struct {
 	returns   int
 }
 
-// cursorState is the owner's in-memory view of one cursor (DESIGN §3 gap rule, §4).
+// cursorState is the owner's in-memory view of one cursor; holes are tracked, never skipped.
 // Every offset ≤ committed is done except the ids in holes and late that are ≤
 // committed: the commit moves on over open holes and over messages still pending or
 // in flight, listing them, so one slow or throttled message never freezes it. Every

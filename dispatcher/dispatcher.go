@@ -1,7 +1,7 @@
 // Package dispatcher owns consumer groups' cursors: it holds leases on them, reads
 // queue tables once per queue for all the cursors it owns there, tracks holes, cuts
 // delivery jobs under each group's rate and in-flight credits, enqueues them on asynq,
-// applies the workers' reports and commits cursors fenced by version (DESIGN §4).
+// applies the workers' reports and commits cursors fenced by version and owner.
 //
 // Everything runs on one goroutine (Run's loop) except the notify subscriber and the
 // report popper, which feed it through channels; the state needs no locks.
@@ -45,16 +45,16 @@ type groupState struct {
 
 // Dispatcher is one dispatcher process. Create it with New and start it with Run.
 type Dispatcher struct {
-	cfg       config.Dispatcher
-	keys      delivery.Keys
-	id        string
-	st        *store.Store
-	rdb       redis.UniversalClient
-	notifier  *notify.Notifier
-	client    *asynq.Client
-	inspector *asynq.Inspector
-	log       *slog.Logger
-	now       Clock
+	cfg      config.Dispatcher
+	keys     delivery.Keys
+	id       string
+	st       *store.Store
+	sched    scheduleStore // st as the cut, retry claims and commits see it
+	rdb      redis.UniversalClient
+	notifier *notify.Notifier
+	queue    jobQueue
+	log      *slog.Logger
+	now      Clock
 
 	groups      map[int64]*groupState
 	cursors     map[int64]*cursorState // by cursor id
@@ -86,7 +86,7 @@ func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.U
 	_, _ = rand.Read(b[:])
 	return &Dispatcher{
 		cfg: cfg, keys: keys, id: fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:])),
-		st: st, rdb: rdb, notifier: notify.New(rdb, keys), client: asynq.NewClient(redisOpt), inspector: asynq.NewInspector(redisOpt), log: log, now: now,
+		st: st, sched: st, rdb: rdb, notifier: notify.New(rdb, keys), queue: newAsynqQueue(redisOpt), log: log, now: now,
 		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
 		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{}, dirtyQ: map[int64]bool{}, exported: map[int64]string{},
 		claimSeq: now().UnixNano() / int64(time.Millisecond),
@@ -101,8 +101,7 @@ func (d *Dispatcher) ID() string { return d.id }
 // successor claims them at once; jobs in flight are re-dispatched by that successor
 // from the commit.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	defer d.client.Close()
-	defer d.inspector.Close()
+	defer d.queue.Close()
 	events := make(chan notify.Event, 1024)
 	reports := make(chan delivery.Report, 1024)
 	eg, ectx := errgroup.WithContext(ctx)

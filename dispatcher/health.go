@@ -10,42 +10,19 @@ import (
 	"github.com/heraldhq/herald/models/store"
 )
 
-// Breaker states (DESIGN §5).
-const (
-	breakerClosed   = "closed"
-	breakerOpen     = "open"
-	breakerHalfOpen = "half_open"
-)
-
-// Breaker and throttle constants (DESIGN §5).
-const (
-	breakerConsecutive = 10              // consecutive failed POSTs that open the breaker
-	breakerMinRequests = 20              // requests in a minute before the failure ratio counts
-	breakerMinCooldown = 5 * time.Second // first cool-down; doubles up to breakerMaxCooldown
-	breakerMaxCooldown = 5 * time.Minute
-	measureWindow      = 10          // seconds of delivery counts for the measured rate
-	streakQuiet        = time.Second // no success for this long before a failure streak opens the breaker
-)
+// measureWindow is how many seconds of delivery counts make the measured rate.
+const measureWindow = 10
 
 // health is a group's failure counters, breaker and effective rate, kept by its
 // owning dispatcher and fed only by worker reports (no Redis write per POST).
 type health struct {
-	consecutive int
-	minute      time.Time
-	succMinute  int
-	failMinute  int
-	// ratioSucc and ratioFail count POSTs for the failure-ratio rule: this minute, but
-	// only since the breaker last closed, so the failures that opened it cannot reopen
-	// it a few successes into the recovery.
-	ratioSucc, ratioFail int
-	lastStatus           int
-	lastSuccess          time.Time
-	failingSince         time.Time // first failure (or throttle) since the last success
-	breaker              string
-	openUntil            time.Time
-	cooldown             time.Duration
-	probing              bool
-	throttleUntil        time.Time
+	breaker
+	minute        time.Time
+	succMinute    int
+	failMinute    int
+	lastStatus    int
+	failingSince  time.Time // first failure (or throttle) since the last success
+	throttleUntil time.Time
 	// preOutage is the delivery rate measured when the breaker opened (messages/s), the
 	// base its slow start climbs back to when no rate is configured.
 	preOutage float64
@@ -57,7 +34,8 @@ type health struct {
 	statsDelivered, statsFailed int64
 }
 
-// observe feeds one report into the group's counters, throttle and breaker.
+// observe feeds one report into the group's counters, throttle and breaker, and
+// carries out what the breaker's transition asks (log, audit, slow start).
 func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 	now := d.now()
 	c := r.Counters
@@ -67,12 +45,10 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 	}
 	h.dirty = true
 	if m := now.Truncate(time.Minute); !m.Equal(h.minute) {
-		h.minute, h.succMinute, h.failMinute, h.ratioSucc, h.ratioFail = m, 0, 0, 0, 0
+		h.minute, h.succMinute, h.failMinute = m, 0, 0
 	}
 	h.succMinute += c.Successes
 	h.failMinute += c.Failures
-	h.ratioSucc += c.Successes
-	h.ratioFail += c.Failures
 	h.statsDelivered += int64(c.Delivered)
 	h.statsFailed += int64(c.FailedMsgs)
 	if c.LastStatus != 0 || c.LastError != "" {
@@ -87,67 +63,39 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 		slot.n += int64(c.Delivered)
 	}
 	if c.Successes > 0 {
-		h.consecutive = c.TailFailures
-		h.lastSuccess = now
 		h.failingSince = time.Time{}
 		if c.TailFailures > 0 {
 			h.failingSince = now
 		}
-	} else if c.Failures > 0 || c.Throttles > 0 {
-		h.consecutive += c.Failures
-		if h.failingSince.IsZero() {
-			h.failingSince = now // throttle-only time counts toward disable_after too
-		}
+	} else if (c.Failures > 0 || c.Throttles > 0) && h.failingSince.IsZero() {
+		h.failingSince = now // throttle-only time counts toward disable_after too
 	}
+	tr := h.breaker.observe(now, c, r.Probe)
 	if c.Throttles > 0 {
 		d.throttle(gs, now, time.Duration(c.RetryAfterMS)*time.Millisecond)
 	}
 	if c.Gone {
 		d.setStatus(gs, models.GroupPaused, fmt.Sprintf("endpoint answered 410 Gone at %s", now.UTC().Format(time.RFC3339)))
 	}
-	if r.Probe {
-		if c.Successes > 0 && c.Failures == 0 {
-			d.log.Info("breaker closed after a successful probe", "group", gs.g.Name)
-			h.breaker, h.cooldown = breakerClosed, 0
-			h.ratioSucc, h.ratioFail = 0, 0
-			// The probe alone is the last 10 s of deliveries: restart from the configured
-			// rate or the rate measured before the outage.
-			gs.pace.recoverFrom(now, h.preOutage)
-		} else if c.Failures > 0 {
-			d.openBreaker(gs, now)
+	switch tr {
+	case closed:
+		d.log.Info("breaker closed after a successful probe", "group", gs.g.Name)
+		// The probe alone is the last 10 s of deliveries: restart from the configured
+		// rate or the rate measured before the outage.
+		gs.pace.recoverFrom(now, h.preOutage)
+	case opened, reopened:
+		if tr == opened {
+			h.preOutage = gs.measured(now)
 		}
-		return
+		d.log.Warn("breaker opened", "group", gs.g.Name, "cooldown", h.cooldown, "consecutive", h.consecutive, "successes_minute", h.succMinute, "failures_minute", h.failMinute, "last_error", gs.lastError)
+		d.audit(gs, "group.breaker.open", map[string]any{"cooldown_ms": h.cooldown.Milliseconds(), "last_error": gs.lastError})
 	}
-	if h.breaker == "" || h.breaker == breakerClosed {
-		total := h.ratioSucc + h.ratioFail
-		// Reports of parallel jobs interleave, so a run of failures counts as consecutive
-		// only once no success has been reported for streakQuiet.
-		streak := h.consecutive >= breakerConsecutive && now.Sub(h.lastSuccess) >= streakQuiet
-		if streak || (total >= breakerMinRequests && 2*h.ratioFail > total) {
-			d.openBreaker(gs, now)
-		}
-	}
-}
-
-func (d *Dispatcher) openBreaker(gs *groupState, now time.Time) {
-	h := &gs.health
-	if h.breaker == "" || h.breaker == breakerClosed {
-		h.preOutage = gs.measured(now)
-	}
-	if h.cooldown == 0 {
-		h.cooldown = breakerMinCooldown
-	} else if h.breaker != breakerClosed {
-		h.cooldown = min(2*h.cooldown, breakerMaxCooldown)
-	}
-	h.breaker, h.openUntil, h.dirty = breakerOpen, now.Add(h.cooldown), true
-	d.log.Warn("breaker opened", "group", gs.g.Name, "cooldown", h.cooldown, "consecutive", h.consecutive, "successes_minute", h.succMinute, "failures_minute", h.failMinute, "last_error", gs.lastError)
-	d.audit(gs, "group.breaker.open", map[string]any{"cooldown_ms": h.cooldown.Milliseconds(), "last_error": gs.lastError})
 }
 
 // throttle pauses the group for retryAfter and cuts its effective rate, at most once
 // per second, to half the rate in force (half the lower of the configured rate and
 // the rate measured over the last 10 s when not already slowed); slow start brings it
-// back from the end of the pause (DESIGN §5, see pacer).
+// back from the end of the pause, doubling every 2 s (see pacer).
 func (d *Dispatcher) throttle(gs *groupState, now time.Time, retryAfter time.Duration) {
 	h := &gs.health
 	if until := now.Add(retryAfter); until.After(h.throttleUntil) {
@@ -181,18 +129,15 @@ func (d *Dispatcher) mayCut(gs *groupState, now time.Time) bool {
 		d.wakeBy(h.throttleUntil)
 		return false
 	}
-	switch h.breaker {
-	case breakerOpen:
-		if now.Before(h.openUntil) {
-			d.wakeBy(h.openUntil)
-			return false
-		}
-		h.breaker, h.dirty = breakerHalfOpen, true
-		d.log.Info("breaker half-open; sending a probe", "group", gs.g.Name)
-	case breakerHalfOpen:
-		return !h.probing
+	ok, wake, tr := h.breaker.mayCut(now)
+	if !wake.IsZero() {
+		d.wakeBy(wake)
 	}
-	return true
+	if tr == halfOpened {
+		h.dirty = true
+		d.log.Info("breaker half-open; sending a probe", "group", gs.g.Name)
+	}
+	return ok
 }
 
 // tickHealth publishes effective rates, auto-pauses groups failing past DisableAfter,
@@ -232,7 +177,7 @@ func (gs *groupState) snapshot() store.GroupHealth {
 		}
 		return &t
 	}
-	state := h.breaker
+	state := h.state
 	if state == "" {
 		state = breakerClosed
 	}

@@ -34,7 +34,7 @@ func (d *Dispatcher) cut(ctx context.Context) {
 		if gs.g.Status != models.GroupRunning || !d.mayCut(gs, now) {
 			continue
 		}
-		if gs.breaker == breakerHalfOpen {
+		if gs.breaker.state == breakerHalfOpen {
 			d.cutProbe(ctx, gs, now)
 			continue
 		}
@@ -186,7 +186,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, js *jobState, now time.Time) e
 	}
 	dl := d.deadline(js)
 	js.deadline = now.Add(dl)
-	_, err = d.client.EnqueueContext(ctx, t, asynq.TaskID(js.job.TaskID()), asynq.Queue(d.keys.AsynqQueue()),
+	_, err = d.queue.EnqueueContext(ctx, t, asynq.TaskID(js.job.TaskID()), asynq.Queue(d.keys.AsynqQueue()),
 		asynq.MaxRetry(0), asynq.Timeout(dl), asynq.Retention(0))
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		return nil // already enqueued: a repeat is harmless
@@ -241,7 +241,7 @@ func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 			js.deadline = now.Add(d.cfg.JobDeadlineBase)
 			continue
 		}
-		info, err := d.inspector.GetTaskInfo(d.keys.AsynqQueue(), id)
+		info, err := d.queue.GetTaskInfo(d.keys.AsynqQueue(), id)
 		if err == nil && (info.State == asynq.TaskStatePending || info.State == asynq.TaskStateScheduled || info.State == asynq.TaskStateRetry) {
 			js.deadline = now.Add(d.cfg.JobDeadlineBase)
 			continue
@@ -296,7 +296,7 @@ func (d *Dispatcher) redispatch(ctx context.Context, old *jobState, now time.Tim
 }
 
 // noReport sends a poison job's undone messages to the retry topic with error class
-// no_report, so it costs retries, never a stalled cursor (DESIGN §4). If that write
+// no_report, so it costs retries, never a stalled cursor. If that write
 // fails, they are backed off and sent again.
 func (d *Dispatcher) noReport(ctx context.Context, js *jobState) {
 	g := js.group.g
@@ -311,7 +311,7 @@ func (d *Dispatcher) noReport(ctx context.Context, js *jobState) {
 	for off := range js.remaining {
 		fails = append(fails, store.Failure{QueueID: js.job.Queue, Offset: off, Attempt: attempts[off], LastError: "no_report"})
 	}
-	res, err := d.st.RetryRecord(ctx, g.ID, g.MaxAttempts, g.RetrySchedule, fails)
+	res, err := d.sched.RetryRecord(ctx, g.ID, g.MaxAttempts, g.RetrySchedule, fails)
 	if err != nil {
 		d.log.Warn("write no_report retries", "group", g.Name, "err", err)
 		d.finishJob(js, 30*time.Second)

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Pacing constants (DESIGN §5).
+// Pacing constants: the bucket's burst and the slow start after a throttle or the breaker.
 const (
 	burstWindow      = 100 * time.Millisecond // a group's bucket holds at most this much of its rate
 	slowStartDouble  = 2 * time.Second        // slow start doubles the effective rate this often

@@ -98,7 +98,7 @@ func (d *Dispatcher) subscription(cs *cursorState) models.Subscription {
 
 // reReadHoles re-reads every open hole of the queue's cursors in one statement,
 // dispatches rows that appeared and closes holes that a read started at least
-// gap_timeout after they were first seen still misses (DESIGN §3 gap rule).
+// gap_timeout after they were first seen still misses (InnoDB commits ids out of order).
 func (d *Dispatcher) reReadHoles(ctx context.Context, q int64) {
 	var ids []int64
 	seen := map[int64]bool{}
@@ -189,7 +189,7 @@ func (d *Dispatcher) poll(ctx context.Context) {
 
 // checkClosedHoles re-reads, once, holes closed as rollbacks whose second look is
 // due. A row found then committed after gap_timeout: it is delivered through the
-// retry topic and counted in herald_late_rows_total, which should alert (DESIGN §3).
+// retry topic and counted in herald_late_rows_total, which should alert.
 func (d *Dispatcher) checkClosedHoles(ctx context.Context, q int64) {
 	nowMS := d.now().UnixMilli()
 	due := map[*cursorState][]int64{}

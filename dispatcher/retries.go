@@ -32,14 +32,14 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 	d.claimSeq++
 	token := d.id + ":" + strconv.FormatInt(d.claimSeq, 10)
 	lease := d.cfg.JobDeadlineBase + time.Duration(gs.g.TimeoutMS)*time.Millisecond*time.Duration(1+n/max(gs.g.BatchSize, 1))
-	rows, err := d.st.RetryClaim(ctx, gs.g.ID, token, lease, n)
+	rows, err := d.sched.RetryClaim(ctx, gs.g.ID, token, lease, n)
 	if err != nil {
 		d.log.Warn("claim retries", "group", gs.g.Name, "err", err)
 		gs.nextRetry = now.Add(time.Second)
 		return false
 	}
 	if len(rows) < n {
-		next, err := d.st.RetryNextDue(ctx, gs.g.ID)
+		next, err := d.sched.RetryNextDue(ctx, gs.g.ID)
 		switch {
 		case err != nil:
 			next = now.Add(time.Second)
@@ -81,7 +81,7 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 		p := gs.credits(posts, k < len(order)-1)
 		if p < 1 {
 			// No credit left for this queue's rows: due again at once, for a later turn.
-			if err := d.st.RetryRelease(ctx, gs.g.ID, q, offsets, 0); err != nil {
+			if err := d.sched.RetryRelease(ctx, gs.g.ID, q, offsets, 0); err != nil {
 				d.log.Warn("release retry rows", "group", gs.g.Name, "err", err)
 			}
 			gs.retryDueBy(now)

@@ -9,8 +9,8 @@ import (
 // makes Run call it again before waiting.
 const outboxBatch = 100
 
-// runOutbox appends new dead letters to their groups' `<group>.dlq` topics (DESIGN
-// §3; each append is idempotent in the store) and notifies the dead-letter queues it
+// runOutbox appends new dead letters to their groups' `<group>.dlq` topics (each
+// append is idempotent in the store) and notifies the dead-letter queues it
 // wrote to, so the dispatchers owning cursors there read them at once.
 func (m *Maintainer) runOutbox(ctx context.Context) {
 	m.outboxAgain = false
@@ -32,7 +32,7 @@ func (m *Maintainer) runOutbox(ctx context.Context) {
 }
 
 // sampleLag records every group's lag in the per-minute rollups (the console's
-// charts, DESIGN §7).
+// charts).
 func (m *Maintainer) sampleLag(ctx context.Context) {
 	lags, err := m.st.GroupLags(ctx)
 	if err == nil {

@@ -1,4 +1,4 @@
--- Retry topic (DESIGN §3 Retry): one row per failed message per group, a reference
+-- Retry topic: one row per failed message per group, a reference
 -- to the message (never a copy of its body). The owning dispatcher claims due rows
 -- by setting claim_token and pushing due_at past the job's deadline.
 CREATE TABLE retry_messages (
@@ -18,7 +18,7 @@ CREATE TABLE retry_messages (
   KEY idx_retry_claim (claim_token)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 
--- Dead letters (DESIGN §3): written in the transaction that deletes the retry row.
+-- Dead letters: written in the transaction that deletes the retry row.
 -- dlq_offset is set once the outbox appended the message to `<group>.dlq`.
 CREATE TABLE dead_letters (
   id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
@@ -38,7 +38,7 @@ CREATE TABLE dead_letters (
   KEY idx_dead_letters_outbox (dlq_offset)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 
--- Delivery attempts (DESIGN §5): a log, written in multi-row INSERTs, partitioned by
+-- Delivery attempts: a log, written in multi-row INSERTs, partitioned by
 -- day so retention drops partitions. The primary key carries created_at because
 -- every unique key of a partitioned table must contain the partitioning column.
 CREATE TABLE delivery_attempts (
@@ -59,7 +59,7 @@ CREATE TABLE delivery_attempts (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci
 PARTITION BY RANGE COLUMNS (created_at) (PARTITION p_max VALUES LESS THAN (MAXVALUE));
 
--- Group health (DESIGN §5 failure counters and breaker), written by the owning
+-- Group health (failure counters and breaker), written by the owning
 -- dispatcher: one row per group.
 CREATE TABLE group_health (
   group_id BIGINT UNSIGNED NOT NULL PRIMARY KEY,

@@ -1,4 +1,4 @@
--- Secret rotation (DESIGN §5, §8): during the overlap window both secrets sign.
+-- Secret rotation: during the overlap window both secrets sign.
 -- signing_secret and previous_signing_secret hold `enc:v1:<key id>:<base64>` when
 -- HERALD_ENCRYPTION_KEY is set, or plaintext `whsec_…` written before it was.
 ALTER TABLE consumer_groups

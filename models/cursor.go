@@ -1,7 +1,7 @@
 package models
 
 // Hole is a range of ids [From, To] missing between rows a cursor has read: an
-// insert not yet committed or rolled back (DESIGN §3 gap rule). FirstSeenMS is the
+// insert not yet committed or rolled back (InnoDB commits ids out of order). FirstSeenMS is the
 // Unix ms at which the dispatcher first saw it missing.
 type Hole struct {
 	From        int64 `json:"f"`

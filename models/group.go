@@ -29,7 +29,7 @@ const (
 	ConsumeLatest = "latest"
 )
 
-// Group limits and defaults (DESIGN §5). Units are in the names.
+// Group limits and defaults, enforced by the owning dispatcher. Units are in the names.
 const (
 	DefaultBatchSize     = 1
 	MaxBatchSize         = 1000

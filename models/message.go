@@ -44,7 +44,7 @@ func ParseMessageID(id string) (queue, offset int64, err error) {
 }
 
 // IsBatchID reports whether id has the shape of a batch's webhook-id: `bat_` and 26
-// lower-case base32 characters (DESIGN §5).
+// lower-case base32 characters (of the SHA-256 of the group and member ids).
 func IsBatchID(id string) bool {
 	rest, ok := strings.CutPrefix(id, "bat_")
 	if !ok || len(rest) != 26 {

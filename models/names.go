@@ -8,7 +8,7 @@ import (
 
 // DeadLetterSuffix ends every dead-letter topic name (`<group>.dlq`). It is reserved:
 // users cannot create such topics, API-key patterns never match them and /v1 refuses
-// to publish to them (DESIGN §3, as Pub/Sub dead-letter topics and RocketMQ's %DLQ%).
+// to publish to them (a reserved suffix, as Pub/Sub dead-letter topics and RocketMQ's %DLQ%).
 const DeadLetterSuffix = ".dlq"
 
 // MaxLabelBytes caps tags and keys: 255 bytes of UTF-8.

@@ -9,7 +9,7 @@ import (
 	"github.com/heraldhq/herald/models"
 )
 
-// Routes mounts the web console (DESIGN §7) under /console, and the landing page at
+// Routes mounts the web console (operators' pages over control) under /console, and the landing page at
 // /: server-rendered pages signed in with an HttpOnly SameSite=Strict session cookie
 // holding the JWT, every form protected against CSRF (Sec-Fetch-Site, else a token
 // in the form), and embedded static files. Viewers read; operators change; admins

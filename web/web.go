@@ -1,4 +1,4 @@
-// Package web is Herald's console (DESIGN §7): server-rendered html/template pages
+// Package web is Herald's console for operators: server-rendered html/template pages
 // and static files embedded in the binary, with no CDN and no build step, their
 // handlers, session and routes (Console.Routes, mounted beside the REST API under
 // /console). Every change a form makes is a control action, so the console

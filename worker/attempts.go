@@ -7,7 +7,7 @@ import (
 	"github.com/heraldhq/herald/models"
 )
 
-// Attempt buffering (DESIGN §5): rows are written in multi-row INSERTs at least
+// Attempt buffering: rows are written in multi-row INSERTs at least
 // every second or every 1,000 rows. A crash may lose up to a second of rows: they
 // are a log; cursors and retry rows are the record.
 const (

@@ -15,7 +15,7 @@ import (
 )
 
 // handle runs one delivery job. It always returns nil: asynq's retry is not used;
-// only the dispatcher re-executes a job (DESIGN §2).
+// only the dispatcher re-executes a job, as its next generation.
 func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 	j, err := delivery.ParseDeliver(t)
 	if err != nil {

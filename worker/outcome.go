@@ -17,7 +17,7 @@ import (
 	"github.com/heraldhq/herald/internal/ssrf"
 )
 
-// Kind is what a POST's response means for its messages (DESIGN §5 outcome table).
+// Kind is what a POST's response means for its messages (2xx, partial, throttle, 410, failure).
 type Kind string
 
 const (
@@ -58,7 +58,7 @@ const (
 	ClassOther          ErrorClass = "other"
 )
 
-// Retry-After clamps (DESIGN §5).
+// Retry-After clamps: a throttle pauses the group for at least 1 s, at most 10 min.
 const (
 	MinRetryAfter     = time.Second
 	MaxRetryAfter     = 10 * time.Minute

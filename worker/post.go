@@ -19,7 +19,7 @@ import (
 
 // newClient returns the shared HTTP client: no proxy, no redirects followed, the SSRF
 // guard on every dialled IP, and enough idle connections per host for a group's
-// max_in_flight (DESIGN §2 hot path).
+// max_in_flight (no new connection per POST on the hot path).
 func newClient(guard ssrf.Guard) *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: guard.Control}
 	tr := &http.Transport{

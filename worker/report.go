@@ -13,7 +13,7 @@ import (
 // reporter accumulates a job's per-message outcomes and pushes them to the owner's
 // report list at most every ProgressInterval and once at the end: one Redis write per
 // report, never per message. Retry rows and dead letters are written before the
-// report that names them (DESIGN §5).
+// report that names them, so a report never claims a write that did not happen.
 type reporter struct {
 	w      *Worker
 	job    delivery.Job

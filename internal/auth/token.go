@@ -10,7 +10,7 @@ import (
 	"github.com/heraldhq/herald/models"
 )
 
-// TokenTTL is the lifetime of console and admin JWTs (DESIGN §8: at most 1 h).
+// TokenTTL is the lifetime of console and admin JWTs: at most 1 h.
 const TokenTTL = time.Hour
 
 // claims are Herald's JWT claims: the user id as subject plus the token version that

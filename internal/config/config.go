@@ -49,7 +49,7 @@ type Config struct {
 	EncryptionOldKeys []string `env:"ENCRYPTION_OLD_KEYS"`
 
 	// PublishLanes is how many group-commit flushes the api runs at once per db node,
-	// each on its own connection. Default 1, as DESIGN §3: two lanes measured no
+	// each on its own connection. Default 1, one writer per node: two lanes measured no
 	// better on 2 cores (docs/measurements/publish-lanes.md).
 	PublishLanes int `env:"PUBLISH_LANES" envDefault:"1"`
 	// PublishTimeout is the longest a publish waits for the database, from its first
@@ -68,7 +68,7 @@ type Config struct {
 }
 
 // Maintenance tunes the maintenance role: work that runs once per deployment under
-// a lease in MySQL, whichever process holds it (DESIGN §2, docs/decisions.md).
+// a lease in MySQL, whichever process holds it (docs/decisions.md).
 type Maintenance struct {
 	// LeaseDuration is how long a renewal keeps the maintenance lease (database
 	// time); a crashed holder's duties resume elsewhere after it. Default 15s.
@@ -87,7 +87,7 @@ type Maintenance struct {
 	AttemptRetention time.Duration `env:"ATTEMPT_RETENTION" envDefault:"168h"`
 }
 
-// Dispatcher tunes the dispatcher role (DESIGN §4).
+// Dispatcher tunes the dispatcher role: leases, reads, jobs, commits.
 type Dispatcher struct {
 	// PollInterval is the fallback MAX(id) poll per db node. Default 250ms.
 	PollInterval time.Duration `env:"POLL_INTERVAL" envDefault:"250ms"`
@@ -102,7 +102,7 @@ type Dispatcher struct {
 	MaxSpan int `env:"MAX_SPAN" envDefault:"2000"`
 	// MaxJobsInFlight caps delivery jobs in flight per cursor. Default 16.
 	MaxJobsInFlight int `env:"MAX_JOBS_IN_FLIGHT" envDefault:"16"`
-	// JobDeadlineBase is the fixed part of a job's deadline (DESIGN §4: 30 s + 10 s);
+	// JobDeadlineBase is the fixed part of a job's deadline, beyond its POSTs;
 	// POST rounds × timeout_ms and the time the group's rate needs are added. Default 40s.
 	JobDeadlineBase time.Duration `env:"JOB_DEADLINE_BASE" envDefault:"40s"`
 	// ReturnBackoff is the first delay before a returned message is sent again; it doubles
@@ -120,14 +120,14 @@ type Dispatcher struct {
 	// keep it ≥ 3 × HeartbeatInterval. Default 3s.
 	LeaseDuration time.Duration `env:"LEASE_DURATION" envDefault:"3s"`
 	// DisableAfter auto-pauses (disables) a group that failed without a success for
-	// this long (DESIGN §5). Default 72h.
+	// this long (throttle-only time counts). Default 72h.
 	DisableAfter time.Duration `env:"DISABLE_AFTER" envDefault:"72h"`
 	// MaxGenerations is how many times a job without reports is re-dispatched before its
 	// messages are backed off as no_report. Default 5.
 	MaxGenerations int `env:"MAX_GENERATIONS" envDefault:"5"`
 }
 
-// Worker tunes the worker role (DESIGN §5).
+// Worker tunes the worker role: concurrency, asynq polling, shutdown, heartbeats.
 type Worker struct {
 	// Concurrency is how many delivery jobs one worker runs at once. Default 64.
 	Concurrency int `env:"CONCURRENCY" envDefault:"64"`

@@ -68,7 +68,7 @@ type Job struct {
 	// Attempts): messages with different keys are never sent in one POST, so a batch
 	// that failed is re-sent as the same batch, under the same batch id.
 	BatchKeys []int64 `json:"bk,omitempty"`
-	// Probe marks the breaker's single test batch (DESIGN §5).
+	// Probe marks the half-open breaker's single test batch.
 	Probe bool `json:"pr,omitempty"`
 }
 

@@ -71,7 +71,7 @@ func TestBatchIdentity(t *testing.T) {
 	all := []string{msgs[0].ID, msgs[1].ID, msgs[2].ID}
 
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(posts) >= 3 }, 20*time.Second, 10*time.Millisecond)
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // proves no fourth POST follows: nothing signals an absence
 	mu.Lock()
 	got := append([]batchPost(nil), posts...)
 	mu.Unlock()
@@ -187,10 +187,10 @@ func TestBatchesResentApart(t *testing.T) {
 	h.Admin("POST", "/groups/g/resume", nil, 200)
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(posts) >= 2 }, 20*time.Second, 10*time.Millisecond)
 	h.Admin("POST", "/groups/g/pause", nil, 200)
-	time.Sleep(2 * time.Second) // both retries come due while paused
+	waitRetriesDue(t, h, 4) // the failed batch's three rows and the partial failure's one come due while paused
 	h.Admin("POST", "/groups/g/resume", nil, 200)
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(posts) >= 4 }, 20*time.Second, 10*time.Millisecond)
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // proves no fifth POST follows: nothing signals an absence
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, posts, 4, "two first POSTs, two retries: %+v", posts)

@@ -68,7 +68,7 @@ func TestResetFencesRunningJobs(t *testing.T) {
 	answered := time.Now()
 	marker := h.Publish(key, "t", map[string]any{"body": "after"})[0]
 	require.Eventually(t, func() bool { return len(r.Get(marker.ID)) > 0 }, 10*time.Second, 5*time.Millisecond)
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // lets stragglers of old jobs arrive, so the check below sees them
 	// The fence is raised before the answer's remaining work (notify, positions,
 	// audit): old POSTs were seen to arrive 8–42 ms before the answer. The grace only
 	// absorbs scheduling jitter between a POST's start and its arrival.
@@ -121,7 +121,7 @@ func TestResetFencesQueuedJobs(t *testing.T) {
 		pending, err := insp.ListPendingTasks(delivery.Keys{Namespace: h.Cfg.Namespace}.AsynqQueue())
 		return err == nil && len(pending) == 0
 	}, 10*time.Second, 10*time.Millisecond, "the old jobs were never taken")
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // proves the taken old jobs POST nothing: nothing signals an absence
 	for _, m := range old {
 		require.Empty(t, r.Get(m.ID), "message %s of a job queued before the reset was delivered", m.ID)
 	}

@@ -48,7 +48,7 @@ func TestHoleCommittedLate(t *testing.T) {
 	later := h.Publish(key, "holes", map[string]any{"body": 1}, map[string]any{"body": 2})
 	require.Greater(t, later[0].Offset, lateID)
 	r.WaitCount(3, 10*time.Second)
-	time.Sleep(3 * h.Cfg.Dispatcher.PollInterval) // the hole is seen and re-read on several polls
+	time.Sleep(3 * h.Cfg.Dispatcher.PollInterval) // the hole stays open over several polls (proves it is not skipped)
 	_, holes := waitCommitted(t, h, queue, later[1].Offset)
 	require.Equal(t, []models.Hole{{From: lateID, To: lateID, FirstSeenMS: holes[0].FirstSeenMS}}, holes, "the open hole is listed in the commit")
 	require.NoError(t, tx.Commit())

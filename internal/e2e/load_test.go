@@ -35,7 +35,7 @@ func TestIsolation(t *testing.T) {
 		m := h.Publish(key, "t", map[string]any{"body": i})[0]
 		require.Eventually(t, func() bool { return len(fast.Get(m.ID)) > 0 }, 5*time.Second, time.Millisecond)
 		worst = max(worst, time.Since(start))
-		time.Sleep(25 * time.Millisecond)
+		time.Sleep(25 * time.Millisecond) // paces publishes, so each one is timed alone
 	}
 	require.Less(t, worst, time.Second, "group y waited behind group x")
 }
@@ -60,7 +60,7 @@ func TestRateLimitAcrossWorkers(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second) // past the first second's burst
 	before := r.Count()
-	time.Sleep(10 * time.Second)
+	time.Sleep(10 * time.Second) // the measured window
 	rate := float64(r.Count()-before) / 10
 	require.InDelta(t, 200, rate, 20, "measured %.1f msg/s", rate)
 }

@@ -53,7 +53,7 @@ func TestWorkerGracefulStop(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("no POST arrived")
 	}
-	time.Sleep(slow / 2) // mid-POST
+	time.Sleep(slow / 2) // places SIGTERM in the middle of the open POST
 	sigterm := time.Now()
 	require.NoError(t, worker.Process.Signal(syscall.SIGTERM))
 	exited := make(chan error, 1)
@@ -82,7 +82,7 @@ func TestWorkerGracefulStop(t *testing.T) {
 
 	h.Start(app.Roles{Worker: true})
 	r.WaitCount(n, 20*time.Second)
-	time.Sleep(500 * time.Millisecond) // a duplicate would arrive now
+	time.Sleep(500 * time.Millisecond) // proves no duplicate follows: nothing signals an absence
 	mu.Lock()
 	defer mu.Unlock()
 	for _, m := range pub {
@@ -120,10 +120,14 @@ func TestWorkerRollingRestart(t *testing.T) {
 		}
 		pub = append(pub, h.Publish(key, "roll", msgs...)...)
 	}
+	sent := func() int { mu.Lock(); defer mu.Unlock(); return len(posts) }
 	restarts := 0
 	for round := range 2 {
 		for i := range workers {
-			time.Sleep(500 * time.Millisecond)
+			// Each stop lands under load: a few POSTs have started since the last restart.
+			before := sent()
+			require.Eventually(t, func() bool { s := sent(); return s >= before+4 || s >= n }, 10*time.Second, 5*time.Millisecond,
+				"round %d worker %d: no POSTs before the stop", round, i)
 			stop := time.Now()
 			require.NoError(t, workers[i].Process.Signal(syscall.SIGTERM))
 			require.NoError(t, workers[i].Wait(), "round %d worker %d", round, i)
@@ -137,7 +141,7 @@ func TestWorkerRollingRestart(t *testing.T) {
 	mu.Unlock()
 	t.Logf("%d restarts while %d of %d messages were sent", restarts, during, n)
 	r.WaitCount(n, 30*time.Second)
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // proves no duplicate follows: nothing signals an absence
 	mu.Lock()
 	defer mu.Unlock()
 	for _, m := range pub {

@@ -90,7 +90,7 @@ func TestGone410(t *testing.T) {
 	msg := h.Publish(h.CreateAPIKey("t"), "t", map[string]any{"body": 1})[0]
 	require.Eventually(t, func() bool { return stats(t, h, "g").Status == "paused" }, 10*time.Second, 50*time.Millisecond)
 	require.Contains(t, stats(t, h, "g").PausedReason, "410")
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // proves the paused group sends nothing more
 	require.Zero(t, r.Count())
 	h.Admin("POST", "/groups/g/resume", nil, 200)
 	r.WaitCount(1, 10*time.Second)

@@ -1,4 +1,4 @@
-// Package secrets encrypts secrets at rest (DESIGN §8): signing secrets and other
+// Package secrets encrypts secrets at rest: signing secrets and other
 // credentials Herald must read back are sealed with AES-256-GCM under a key from
 // HERALD_ENCRYPTION_KEY. A sealed value names its key id, so the key can be rotated:
 // put the old key in HERALD_ENCRYPTION_OLD_KEYS, and values sealed under it still

@@ -1,6 +1,6 @@
 // Package ssrf keeps deliveries away from private networks: endpoint addresses that
 // are loopback, private, link-local, CGNAT, metadata or translation ranges are
-// refused, both when a URL is saved and on the IP actually dialled (DESIGN §8).
+// refused, both when a URL is saved and on the IP actually dialled.
 package ssrf
 
 import (

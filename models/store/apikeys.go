@@ -75,7 +75,7 @@ func (s *Store) APIKeyList(ctx context.Context, after int64, limit int) ([]*mode
 }
 
 // APIKeyRevoke marks key id revoked now and returns it. Revoking twice keeps the first
-// time. Every api instance refuses the key once its ≤5 s cache expires (DESIGN §8).
+// time. Every api instance refuses the key once its ≤5 s cache expires.
 // ErrNotFound for an unknown id.
 func (s *Store) APIKeyRevoke(ctx context.Context, id int64) (*models.APIKey, error) {
 	if _, err := s.sql.ExecContext(ctx, "UPDATE api_keys SET revoked_at = NOW(3) WHERE id = ? AND revoked_at IS NULL", id); err != nil {

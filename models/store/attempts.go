@@ -110,7 +110,7 @@ func (s *Store) AttemptsPartitions(ctx context.Context, now time.Time, retention
 }
 
 // GroupHealth is the owning dispatcher's view of a group's failure counters and
-// breaker (DESIGN §5), persisted for the stats API and the console.
+// breaker, persisted for the stats API and the console (never written per POST).
 type GroupHealth struct {
 	GroupID             int64
 	ConsecutiveFailures int

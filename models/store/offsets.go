@@ -38,7 +38,7 @@ type CursorPosition struct {
 // CursorsReset moves a group's cursors to `to` — models.ConsumeEarliest,
 // models.ConsumeLatest or an RFC 3339 timestamp — for every queue or only the listed
 // queue ids, clears their holes and bumps their versions, so the owning dispatcher's
-// next fenced commit fails and it reloads the cursor (DESIGN §4). The retry topic is
+// next fenced commit fails and it reloads the cursor. The retry topic is
 // untouched. It returns the cursors as reset, with the versions written (the rows
 // are locked); a listed queue the group has no cursor on gives a *ValidationError.
 func (s *Store) CursorsReset(ctx context.Context, groupID int64, to string, queues []int64) ([]CursorPosition, error) {

@@ -29,7 +29,7 @@ type FailureOutcome struct {
 
 // RetryRecord routes failed messages of one group: those with attempts left get (or
 // keep) a retry row due after schedule's delay; the rest become dead letters in the
-// transaction that deletes their retry rows (DESIGN §3). A first failure never
+// transaction that deletes their retry rows, so a message is never in both. A first failure never
 // overwrites an existing retry row (ON DUPLICATE KEY keeps it). Offsets are of one queue.
 // fails are one POST's: failures of one attempt share one jittered due time, so the
 // batch is claimed and re-sent whole, under the same batch id.

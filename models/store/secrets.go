@@ -12,7 +12,7 @@ import (
 )
 
 // UseKeyring makes the Store seal signing secrets with k when it writes them and open
-// them when it reads them (DESIGN §8). Call it once, before the Store is shared; a nil
+// them when it reads them (AES-256-GCM at rest). Call it once, before the Store is shared; a nil
 // or empty Keyring stores plaintext. Plaintext rows written before encryption was
 // enabled are read as they are and resealed by GroupSecretsReseal.
 func (s *Store) UseKeyring(k *secrets.Keyring) { s.keys = k }

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// StatsRetention is how long per-minute rollups are kept (DESIGN §3: 7 days).
+// StatsRetention is how long per-minute rollups are kept: 7 days.
 const StatsRetention = 7 * 24 * time.Hour
 
 // StatsAdd adds counts to the rollup row of (minute, groupID, topicID) in one upsert.

@@ -75,7 +75,7 @@ func NormalizeDSN(dsn string) (*mysql.Config, error) {
 }
 
 // Open connects to the db node at dsn, checks the server (auto_increment_increment
-// must be 1, DESIGN §3 gap rule) and returns a Store. It does not migrate.
+// must be 1, so a missing id means a hole) and returns a Store. It does not migrate.
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	cfg, err := NormalizeDSN(dsn)
 	if err != nil {

@@ -31,7 +31,7 @@ type queueRow struct {
 
 func (queueRow) TableName() string { return "queues" }
 
-// queueDDL is the one fixed shape of every queue table (DESIGN §3). The table name is
+// queueDDL is the one fixed shape of every queue table (no user string in SQL). The table name is
 // built from the queue's numeric id only. Tag and key are VARBINARY so they are stored
 // byte-exact; created_at is Unix ms.
 const queueDDL = `CREATE TABLE IF NOT EXISTS %s (
@@ -285,7 +285,7 @@ func (s *Store) TopicDelete(ctx context.Context, name string) error {
 }
 
 // TopicAddQueues grows topic t to n queues: new queue rows and tables, and a cursor at
-// offset 0 on each new queue for every subscribed group (DESIGN §3: whatever their
+// offset 0 on each new queue for every subscribed group (whatever their
 // consume_from). Keyed messages map slot % queue count, so growing a topic moves
 // keys to other queues: order per key holds only within each era. It returns a
 // *ValidationError when n is below the current count or above MaxQueuesPerTopic.

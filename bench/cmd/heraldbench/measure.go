@@ -167,6 +167,6 @@ func (r *result) storageRow(ctx context.Context, db *sql.DB, schema string, queu
 }
 
 // queueTable is the table holding queue id: "queue_" and the id in at least six
-// digits (DESIGN §3; models.QueueTableName, repeated here so the benchmark does not
+// digits (models.QueueTableName, repeated here so the benchmark does not
 // depend on Herald's packages).
 func queueTable(id int64) string { return fmt.Sprintf("queue_%06d", id) }

@@ -1,0 +1,265 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/models/store"
+)
+
+// recordQueue is a jobQueue that keeps the jobs enqueued on it, in order.
+type recordQueue struct {
+	jobs []delivery.Job
+	err  error // returned by every EnqueueContext when set
+}
+
+func (q *recordQueue) EnqueueContext(_ context.Context, t *asynq.Task, _ ...asynq.Option) (*asynq.TaskInfo, error) {
+	if q.err != nil {
+		return nil, q.err
+	}
+	j, err := delivery.ParseDeliver(t)
+	if err != nil {
+		return nil, err
+	}
+	q.jobs = append(q.jobs, j)
+	return &asynq.TaskInfo{ID: j.TaskID()}, nil
+}
+
+func (q *recordQueue) GetTaskInfo(string, string) (*asynq.TaskInfo, error) {
+	return nil, asynq.ErrTaskNotFound
+}
+
+func (q *recordQueue) Close() error { return nil }
+
+// memStore is a scheduleStore holding due retry rows in memory; commits lose the
+// cursors named in lost.
+type memStore struct {
+	retries  []models.RetryMessage
+	released []int64
+	lost     []int64
+	commits  []store.CursorCommit
+}
+
+func (s *memStore) RetryClaim(_ context.Context, _ int64, _ string, _ time.Duration, limit int) ([]models.RetryMessage, error) {
+	n := min(limit, len(s.retries))
+	rows := s.retries[:n]
+	s.retries = s.retries[n:]
+	return rows, nil
+}
+
+func (s *memStore) RetryNextDue(context.Context, int64) (time.Time, error) { return time.Time{}, nil }
+
+func (s *memStore) RetryRelease(_ context.Context, _, _ int64, offsets []int64, _ time.Duration) error {
+	s.released = append(s.released, offsets...)
+	return nil
+}
+
+func (s *memStore) RetryRecord(context.Context, int64, int, []int, []store.Failure) (store.FailureOutcome, error) {
+	return store.FailureOutcome{}, nil
+}
+
+func (s *memStore) CursorsCommit(_ context.Context, _ string, commits []store.CursorCommit) ([]int64, error) {
+	s.commits = append(s.commits, commits...)
+	return s.lost, nil
+}
+
+func (s *memStore) CursorVersions(context.Context, []int64) (map[int64]models.Cursor, error) {
+	return map[int64]models.Cursor{}, nil
+}
+
+// cutBundle is a dispatcher wired to a recordQueue and a memStore at a fixed time.
+type cutBundle struct {
+	d   *Dispatcher
+	q   *recordQueue
+	st  *memStore
+	now time.Time
+}
+
+func setupCut(t *testing.T, maxJobs, jobSize int) *cutBundle {
+	t.Helper()
+	b := &cutBundle{q: &recordQueue{}, st: &memStore{}, now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	b.d = &Dispatcher{
+		cfg: config.Dispatcher{JobSize: jobSize, MaxJobsInFlight: maxJobs, JobDeadlineBase: 40 * time.Second},
+		id:  "d1", sched: b.st, queue: b.q, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: func() time.Time { return b.now },
+		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
+		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{},
+	}
+	return b
+}
+
+// group adds a running group with one cursor per entry of pending, on queues 1, 2, …,
+// each holding that many due messages from offset 1.
+func (b *cutBundle) group(maxInFlight, batch int, pending ...int) *groupState {
+	g := &models.Group{ID: int64(len(b.d.groups) + 1), Name: "g", Status: models.GroupRunning, MaxInFlight: maxInFlight, BatchSize: batch, TimeoutMS: 1000}
+	gs := &groupState{g: g, pace: newPacer(0, batch, b.now)}
+	for i, n := range pending {
+		cs := newCursorState(models.Cursor{ID: g.ID*100 + int64(i), GroupID: g.ID, QueueID: int64(i + 1), Version: 1}, gs)
+		for off := int64(1); off <= int64(n); off++ {
+			cs.pending = append(cs.pending, pendingMsg{offset: off, createdAt: b.now.UnixMilli()})
+		}
+		cs.readPos = int64(n)
+		gs.cursors = append(gs.cursors, cs)
+		b.d.cursors[cs.id] = cs
+		b.d.byQueue[cs.queueID] = append(b.d.byQueue[cs.queueID], cs)
+	}
+	b.d.groups[g.ID] = gs
+	return gs
+}
+
+// cutJob is what a table case expects of one enqueued job.
+type cutJob struct {
+	queue int64
+	msgs  int
+	par   int
+	retry bool
+}
+
+func summary(jobs []delivery.Job) []cutJob {
+	var out []cutJob
+	for _, j := range jobs {
+		out = append(out, cutJob{queue: j.Queue, msgs: len(delivery.Expand(j.Offsets)), par: j.Parallelism, retry: j.Retry})
+	}
+	return out
+}
+
+// TestCutCredits: one cut step shares a group's in-flight credits among its flows as
+// share and rotation say, and never lets the jobs in flight hold more than
+// max_in_flight.
+func TestCutCredits(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name            string
+		maxJobs, size   int // per-cursor job cap and messages per job
+		maxInFlight     int
+		batch           int
+		pending         []int
+		retries         int // due retry rows on queue 1
+		want            []cutJob
+		wantInflightPar int
+	}{
+		{name: "a lone job uses every credit it can", maxJobs: 16, size: 10, maxInFlight: 10, batch: 1, pending: []int{3},
+			want: []cutJob{{1, 3, 3, false}}, wantInflightPar: 3},
+		{name: "one backlogged cursor takes half, then the rest", maxJobs: 16, size: 10, maxInFlight: 10, batch: 1, pending: []int{100},
+			want: []cutJob{{1, 10, 5, false}, {1, 10, 5, false}}, wantInflightPar: 10},
+		{name: "two backlogged cursors take turns", maxJobs: 16, size: 10, maxInFlight: 10, batch: 1, pending: []int{100, 100},
+			want: []cutJob{{1, 10, 4, false}, {2, 10, 4, false}, {1, 10, 2, false}}, wantInflightPar: 10},
+		{name: "the retry topic takes its turn", maxJobs: 16, size: 10, maxInFlight: 10, batch: 1, pending: []int{100}, retries: 5,
+			want: []cutJob{{1, 10, 5, false}, {1, 5, 5, true}}, wantInflightPar: 10},
+		{name: "the per-cursor job cap holds", maxJobs: 1, size: 10, maxInFlight: 10, batch: 1, pending: []int{100},
+			want: []cutJob{{1, 10, 5, false}}, wantInflightPar: 5},
+		{name: "credits count POSTs, not messages", maxJobs: 16, size: 100, maxInFlight: 4, batch: 10, pending: []int{100},
+			want: []cutJob{{1, 100, 4, false}}, wantInflightPar: 4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupCut(t, tc.maxJobs, tc.size)
+			gs := b.group(tc.maxInFlight, tc.batch, tc.pending...)
+			for i := range tc.retries {
+				b.st.retries = append(b.st.retries, models.RetryMessage{GroupID: gs.g.ID, QueueID: 1, Offset: int64(1000 + i), Attempt: 2})
+			}
+			b.d.cut(context.Background())
+			require.Equal(t, tc.want, summary(b.q.jobs))
+			require.Equal(t, tc.wantInflightPar, gs.inflightP)
+			require.Len(t, b.d.jobs, len(tc.want))
+		})
+	}
+}
+
+// TestCutGates: a paused or throttled group and an open breaker cut nothing and ask
+// to be woken when they may; a half-open breaker cuts exactly one probe batch.
+func TestCutGates(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		prep  func(b *cutBundle, gs *groupState)
+		want  []cutJob
+		probe bool          // the jobs cut are probes, and a probe is in flight after
+		wake  time.Duration // wakeAt after now; 0 = none asked
+	}{
+		// No retry row is due: the retry topic asks to be checked again in an hour.
+		{name: "running", prep: func(*cutBundle, *groupState) {}, want: []cutJob{{1, 4, 2, false}, {1, 4, 2, false}}, wake: time.Hour},
+		{name: "paused", prep: func(_ *cutBundle, gs *groupState) { gs.g.Status = models.GroupPaused }},
+		{name: "throttled", prep: func(b *cutBundle, gs *groupState) { gs.throttleUntil = b.now.Add(3 * time.Second) }, wake: 3 * time.Second},
+		{name: "breaker open", prep: func(b *cutBundle, gs *groupState) {
+			gs.breaker = breaker{state: breakerOpen, openUntil: b.now.Add(2 * time.Second), cooldown: 5 * time.Second}
+		}, wake: 2 * time.Second},
+		{name: "breaker cool-down over: one probe batch", prep: func(b *cutBundle, gs *groupState) {
+			gs.breaker = breaker{state: breakerOpen, openUntil: b.now, cooldown: 5 * time.Second}
+		}, want: []cutJob{{1, 2, 1, false}}, probe: true},
+		{name: "half-open with its probe in flight", prep: func(_ *cutBundle, gs *groupState) {
+			gs.breaker = breaker{state: breakerHalfOpen, probing: true, cooldown: 5 * time.Second}
+		}, probe: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupCut(t, 16, 4)
+			gs := b.group(4, 2, 20)
+			tc.prep(b, gs)
+			b.d.cut(context.Background())
+			b.d.cut(context.Background()) // a second step changes nothing more for a probe
+			require.Equal(t, tc.want, summary(b.q.jobs))
+			for _, j := range b.q.jobs {
+				require.Equal(t, tc.probe, j.Probe)
+			}
+			require.Equal(t, tc.probe, gs.probing)
+			if tc.wake == 0 {
+				require.True(t, b.d.wakeAt.IsZero(), "wake at %v", b.d.wakeAt)
+			} else {
+				require.True(t, b.now.Add(tc.wake).Equal(b.d.wakeAt), "wake at %v", b.d.wakeAt)
+			}
+		})
+	}
+}
+
+// TestCutEnqueueFails: a job asynq refuses gives its credits back and its messages
+// return to the to-send set after a second's backoff.
+func TestCutEnqueueFails(t *testing.T) {
+	t.Parallel()
+	b := setupCut(t, 16, 10)
+	b.q.err = errors.New("redis down")
+	gs := b.group(10, 1, 3)
+	b.d.cut(context.Background())
+	require.Empty(t, b.d.jobs)
+	require.Zero(t, gs.inflightP)
+	cs := gs.cursors[0]
+	require.Len(t, cs.pending, 3)
+	require.Empty(t, cs.inflight)
+	for _, p := range cs.pending {
+		require.Equal(t, b.now.Add(time.Second).UnixMilli(), p.notBefore)
+	}
+	require.True(t, b.now.Add(time.Second).Equal(b.d.wakeAt), "wake at %v", b.d.wakeAt)
+}
+
+// TestCommitDropsLostCursors: a cursor whose fence the commit lost is dropped with its
+// jobs' credits, and the next step reloads the groups.
+func TestCommitDropsLostCursors(t *testing.T) {
+	t.Parallel()
+	b := setupCut(t, 16, 10)
+	gs := b.group(10, 1, 3, 3)
+	b.d.cut(context.Background())
+	require.Equal(t, 6, gs.inflightP)
+	for _, cs := range gs.cursors {
+		cs.dirty = true
+	}
+	lost := gs.cursors[0]
+	b.st.lost = []int64{lost.id}
+	b.d.commit(context.Background())
+	require.Len(t, b.st.commits, 2)
+	require.True(t, b.d.refresh)
+	require.NotContains(t, b.d.cursors, lost.id)
+	require.Len(t, gs.cursors, 1)
+	require.Equal(t, 3, gs.inflightP)
+	require.Len(t, b.d.jobs, 1)
+}
