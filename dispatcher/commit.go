@@ -12,6 +12,7 @@ import (
 // A cursor whose fence fails was reset or taken over: it is dropped and reclaimed at
 // the next rebalance from its new committed state.
 func (d *Dispatcher) commit(ctx context.Context) {
+	d.reported, d.lastCommit = false, d.now()
 	var commits []store.CursorCommit
 	for _, cs := range d.cursors {
 		if !cs.dirty {
@@ -96,4 +97,19 @@ func (d *Dispatcher) checkVersions(ctx context.Context) {
 			d.refresh = true
 		}
 	}
+}
+
+// commitReported commits soon after reports moved cursors, at most once per
+// ReportCommitDelay, so what a crash makes a successor send again is what was
+// reported in that window, not in the last CommitInterval (reports are popped from
+// Redis, so the successor cannot replay them).
+func (d *Dispatcher) commitReported(ctx context.Context) {
+	if !d.reported {
+		return
+	}
+	if due := d.lastCommit.Add(d.cfg.ReportCommitDelay); d.now().Before(due) {
+		d.wakeBy(due)
+		return
+	}
+	d.commit(ctx)
 }

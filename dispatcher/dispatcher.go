@@ -66,8 +66,12 @@ type Dispatcher struct {
 	queueTopics map[int64]int64
 	maxIDs      map[int64]int64
 	refresh     bool // reload groups at the next step
-	wakeAt      time.Time
-	lastPoll    time.Time
+	// reported says a report was applied since the last commit; lastCommit is when
+	// that commit ran (commitReported spaces report-driven commits by ReportCommitDelay).
+	reported   bool
+	lastCommit time.Time
+	wakeAt     time.Time
+	lastPoll   time.Time
 	// outboxDue asks the next poll to wake the maintenance role's dead-letter outbox.
 	outboxDue bool
 	claimSeq  int64
@@ -183,6 +187,7 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 			d.rebalance(ctx)
 		}
 		d.step(ctx)
+		d.commitReported(ctx)
 		if !d.wakeAt.IsZero() {
 			wait := max(d.wakeAt.Sub(d.now()), time.Millisecond)
 			wake.Reset(wait)

@@ -71,6 +71,7 @@ func (d *Dispatcher) returnBackoff(returns int) time.Duration {
 // to send if the report is from the job that holds them; reports of another cursor
 // version are dropped. Every report feeds the group's counters and breaker.
 func (d *Dispatcher) applyReport(r delivery.Report) {
+	d.reported = true
 	gs := d.groups[r.Group]
 	if gs == nil {
 		return

@@ -110,6 +110,11 @@ type Dispatcher struct {
 	ReturnBackoff time.Duration `env:"RETURN_BACKOFF" envDefault:"1s"`
 	// CommitInterval is the longest time between cursor commits. Default 1s.
 	CommitInterval time.Duration `env:"COMMIT_INTERVAL" envDefault:"1s"`
+	// ReportCommitDelay is how soon cursors are committed after a report moved them,
+	// and so at most how often reports cause commits (one transaction for every changed
+	// cursor). It bounds what a killed dispatcher's successor sends again: messages
+	// delivered and reported within this window before the crash. Default 100ms.
+	ReportCommitDelay time.Duration `env:"REPORT_COMMIT_DELAY" envDefault:"100ms"`
 	// HeartbeatInterval is how often the dispatcher renews its lease (on its own
 	// goroutine) and rebalances, which is also how soon a survivor notices an
 	// expired lease. Default 1s.
