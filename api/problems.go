@@ -189,7 +189,19 @@ func (s *Server) writeProblem(err error, c echo.Context) {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
 	}
 	b, _ := json.Marshal(p)
+	if p.Status == http.StatusServiceUnavailable && c.Response().Header().Get("Retry-After") == "" {
+		c.Response().Header().Set("Retry-After", retryAfter(p))
+	}
 	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 	c.Response().WriteHeader(p.Status)
 	_, _ = c.Response().Write(b)
+}
+
+// retryAfter is the Retry-After (seconds) of a 503: 5 s while a topic's queues
+// take no writes (an operator's change), 1 s when MySQL or Redis failed.
+func retryAfter(p *Problem) string {
+	if p.Type == ProblemBase+string(ProblemQueueUnavailable) {
+		return "5"
+	}
+	return "1"
 }
