@@ -249,3 +249,15 @@ func TestCLIHelpAndUsage(t *testing.T) {
 	code, _, _ := e.run("", []string{"HERALD_TOKEN=x"}, "topic", "list")
 	require.Equal(t, exitUnavailable, code, "nothing listens on port 1")
 }
+
+// TestRoleWarnsUnknownVariables: a role logs each misspelt HERALD_* variable at
+// start (here before it fails to reach a MySQL that is not there).
+func TestRoleWarnsUnknownVariables(t *testing.T) {
+	t.Parallel()
+	e := newCLIEnv(t, "http://127.0.0.1:1")
+	code, _, errOut := e.run("", []string{"HERALD_WORKER_CONCURENCY=3", "HERALD_JWT_SECRET=0123456789abcdef0123456789abcdef"},
+		"api", "--mysql-dsn", "root@tcp(127.0.0.1:1)/x", "--http-addr", "127.0.0.1:0", "--metrics-addr", "")
+	require.NotZero(t, code)
+	require.Contains(t, errOut, `"variable":"HERALD_WORKER_CONCURENCY"`)
+	require.NotContains(t, errOut, "HERALD_JWT_SECRET\"", "a known setting is not reported")
+}

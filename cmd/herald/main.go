@@ -149,6 +149,12 @@ func runRoles(ctx context.Context, log *slog.Logger, cmd string, args []string) 
 	if err != nil {
 		return err
 	}
+	for _, name := range config.UnknownVariables(os.Environ()) {
+		log.Warn("unknown setting ignored; check its spelling against README's table", "variable", name)
+	}
+	for _, w := range cfg.Warnings() {
+		log.Warn(w)
+	}
 	roles := app.All
 	switch cmd {
 	case "api":
