@@ -131,8 +131,8 @@ func (c *Client) Publish(ctx context.Context, topic string, msgs []Message, opts
 		if isHTTP && he.RetryAfter > 0 {
 			d = min(he.RetryAfter, time.Minute)
 		}
-		if err := c.sleep(ctx, d); err != nil {
-			return nil, fmt.Errorf("publish to %s: %w (last answer: %v)", topic, err, he)
+		if serr := c.sleep(ctx, d); serr != nil {
+			return nil, fmt.Errorf("publish to %s: %w (last try: %v)", topic, serr, err)
 		}
 		wait = min(2*wait, 10*time.Second)
 	}

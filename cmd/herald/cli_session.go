@@ -159,6 +159,9 @@ var loginCommand = cliCommand{
 		return func(ctx context.Context, s *session, _ []string) error {
 			pw := os.Getenv("HERALD_PASSWORD")
 			if pw == "" {
+				if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+					fmt.Fprint(os.Stderr, "Password (shown as typed; prefer HERALD_PASSWORD or a pipe): ")
+				}
 				line, err := bufio.NewReader(os.Stdin).ReadString('\n')
 				if err != nil && line == "" {
 					return usagef("give the password in HERALD_PASSWORD or on standard input")
