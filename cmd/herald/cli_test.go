@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -260,4 +261,52 @@ func TestRoleWarnsUnknownVariables(t *testing.T) {
 	require.NotZero(t, code)
 	require.Contains(t, errOut, `"variable":"HERALD_WORKER_CONCURENCY"`)
 	require.NotContains(t, errOut, "HERALD_JWT_SECRET\"", "a known setting is not reported")
+}
+
+// TestCLIDeadLetters: a message that used up its one attempt is listed by
+// `dead-letters list` and sent again by `dead-letters redrive --ids`.
+func TestCLIDeadLetters(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHerald(t, nil)
+	e := newCLIEnv(t, h.BaseURL)
+	tok := []string{"HERALD_TOKEN=" + h.Token()}
+	run := func(args ...string) string {
+		code, out, errOut := e.run("", tok, args...)
+		require.Equal(t, 0, code, "herald %s: %s%s", strings.Join(args, " "), out, errOut)
+		return out
+	}
+	h.CreateTopic("orders", 1)
+	recv := testinfra.NewReceiver(t)
+	var failing atomic.Bool
+	failing.Store(true)
+	recv.Respond = func(testinfra.Delivery) int {
+		if failing.Load() {
+			return 500
+		}
+		return 204
+	}
+	secret := jsonOf[struct {
+		SigningSecret string `json:"signing_secret"`
+	}](t, run("group", "create", "billing", "--endpoint", recv.URL, "--subscribe", "orders", "--max-attempts", "1", "--output", "json")).SigningSecret
+	recv.SetSecret(secret)
+	ids := h.Publish(h.CreateAPIKey("orders"), "orders", map[string]any{"body": map[string]int{"n": 1}})
+
+	type deadLetter struct {
+		ID        int64  `json:"id"`
+		MessageID string `json:"message_id"`
+		LastError string `json:"last_error"`
+	}
+	var dls []deadLetter
+	require.Eventually(t, func() bool {
+		dls = jsonOf[[]deadLetter](t, run("dead-letters", "list", "billing", "--output", "json"))
+		return len(dls) == 1
+	}, 15*time.Second, 50*time.Millisecond)
+	require.Equal(t, ids[0].ID, dls[0].MessageID)
+	require.Contains(t, run("dead-letters", "list", "billing"), ids[0].ID)
+
+	failing.Store(false)
+	out := run("dead-letters", "redrive", "billing", "--ids", fmt.Sprint(dls[0].ID), "--output", "json")
+	require.Equal(t, int64(1), jsonOf[map[string]int64](t, out)["redriven"])
+	recv.WaitCount(1, 15*time.Second)
+	require.Equal(t, "[]\n", run("dead-letters", "list", "billing", "--output", "json"), "no pending dead letter left")
 }
