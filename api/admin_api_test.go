@@ -236,6 +236,7 @@ func TestAdminAPIMatchesSpec(t *testing.T) {
 	}](t, sc.do("GET", "/api/v1/users", tok, nil, 200))
 	require.Len(t, users.Items, 2)
 	viewer := decode[struct{ Token string }](t, sc.do("POST", "/api/v1/auth/login", "", map[string]string{"username": "vic", "password": "viewer password"}, 200)).Token
+	sc.do("POST", "/api/v1/auth/refresh", viewer, nil, 200) // any role may refresh its token
 	sc.do("PATCH", "/api/v1/groups/billing", viewer, map[string]any{"rate_limit": 1}, 403)
 	sc.do("GET", "/api/v1/users", viewer, nil, 403)
 	require.Empty(t, decode[group](t, sc.do("GET", "/api/v1/groups/billing", viewer, nil, 200)).SigningSecret, "viewers never see secrets")
@@ -244,6 +245,7 @@ func TestAdminAPIMatchesSpec(t *testing.T) {
 	viewer = decode[struct{ Token string }](t, sc.do("POST", "/api/v1/auth/login", "", map[string]string{"username": "vic", "password": "viewer password"}, 200)).Token
 	sc.do("POST", fmt.Sprintf("/api/v1/users/%d/revoke-tokens", u.ID), tok, nil, 204)
 	sc.do("GET", "/api/v1/topics", viewer, nil, 401)
+	sc.do("POST", "/api/v1/auth/refresh", viewer, nil, 401)
 	adminID := users.Items[0].ID
 	sc.do("PATCH", fmt.Sprintf("/api/v1/users/%d", adminID), tok, map[string]any{"role": "viewer"}, 409)
 	sc.do("DELETE", fmt.Sprintf("/api/v1/users/%d", adminID), tok, nil, 409)

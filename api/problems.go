@@ -201,7 +201,7 @@ func (s *Server) writeProblem(err error, c echo.Context) {
 	p := fromError(err)
 	switch {
 	case p.Status == http.StatusServiceUnavailable:
-		c.Response().Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+		c.Response().Header().Set("Retry-After", retryAfter(p))
 		s.log.Warn("request unavailable", "method", c.Request().Method, "path", c.Path(), "err", err)
 	case p.Status >= 500:
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
@@ -210,4 +210,14 @@ func (s *Server) writeProblem(err error, c echo.Context) {
 	c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 	c.Response().WriteHeader(p.Status)
 	_, _ = c.Response().Write(b)
+}
+
+// retryAfter is the Retry-After (seconds) of a 503: 5 s while a topic's queues
+// take no writes (an operator's change), RetryAfterSeconds (2 s) when MySQL or Redis
+// failed or did not answer in time.
+func retryAfter(p *Problem) string {
+	if p.Type == ProblemBase+string(ProblemQueueUnavailable) {
+		return "5"
+	}
+	return strconv.Itoa(RetryAfterSeconds)
 }

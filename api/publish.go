@@ -275,6 +275,9 @@ func (s *Server) buildMessages(c echo.Context, topic *models.Topic, in []publish
 			msg.Headers[lname] = val
 		}
 		q := keyless
+		if m.Key == "" && q.State != models.QueueReadWrite {
+			return nil, fmt.Errorf("topic %s: every queue is read-only: %w", topic.Name, models.ErrQueueUnavailable)
+		}
 		if m.Key != "" {
 			q = topic.Queues[keySlot(m.Key)%len(topic.Queues)]
 			if q.State != models.QueueReadWrite {
@@ -296,7 +299,8 @@ func keySlot(key string) int {
 	return int(h.Sum32() % models.KeySlots)
 }
 
-// nextQueue picks the writable queue for a request's keyless messages, round-robin.
+// nextQueue picks the writable queue for a request's keyless messages, round-robin;
+// when every queue is read-only it returns one of them (buildMessages refuses it).
 func (s *Server) nextQueue(t *models.Topic) models.Queue {
 	v, _ := s.rr.LoadOrStore(t.ID, new(uint64))
 	n := atomic.AddUint64(v.(*uint64), 1)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -43,6 +44,7 @@ var routeTable = []route{
 	{http.MethodPost, "/v1/topics/:topic/messages", (*Server).publish, publisher},
 
 	{http.MethodPost, "/api/v1/auth/login", (*Server).login, public},
+	{http.MethodPost, "/api/v1/auth/refresh", (*Server).tokenRefresh, viewer},
 
 	{http.MethodGet, "/api/v1/topics", (*Server).topicList, viewer},
 	{http.MethodPost, "/api/v1/topics", (*Server).topicCreate, operator},
@@ -84,25 +86,67 @@ var routeTable = []route{
 
 // register adds routeTable to e. Routes under /v1 and /api/v1 hang off groups
 // whose middleware authenticates first, so an unknown path below them answers 401
-// to a caller without credentials, as any route there would.
+// to a caller without credentials, as any route there would. Every GET route also
+// answers HEAD (RFC 9110 §9.3.2), and a known path asked with another method
+// answers 405 with Allow, whatever the credentials.
 func (s *Server) register(e *echo.Echo) {
 	data := e.Group("/v1", s.publishDeadline, s.requireAPIKey)
 	control := e.Group("/api/v1", s.requireJWT, validPathNames)
+	allowed := map[string][]string{} // path → methods, in table order
+	var paths []string
 	for _, r := range routeTable {
+		methods := []string{r.method}
+		if r.method == http.MethodGet {
+			methods = append(methods, http.MethodHead)
+		}
+		if allowed[r.path] == nil {
+			paths = append(paths, r.path)
+		}
+		allowed[r.path] = append(allowed[r.path], methods...)
 		h := func(c echo.Context) error { return r.handler(s, c) }
-		switch r.access {
-		case public:
-			e.Add(r.method, r.path, h)
-		case publisher:
-			data.Add(r.method, strings.TrimPrefix(r.path, "/v1"), h)
-		case viewer:
-			control.Add(r.method, strings.TrimPrefix(r.path, "/api/v1"), h)
-		case operator:
-			control.Add(r.method, strings.TrimPrefix(r.path, "/api/v1"), h, requireRole(models.RoleOperator))
-		case admin:
-			control.Add(r.method, strings.TrimPrefix(r.path, "/api/v1"), h, requireRole(models.RoleAdmin))
+		for _, m := range methods {
+			var added *echo.Route
+			switch r.access {
+			case public:
+				added = e.Add(m, r.path, h)
+			case publisher:
+				added = data.Add(m, strings.TrimPrefix(r.path, "/v1"), h)
+			case viewer:
+				added = control.Add(m, strings.TrimPrefix(r.path, "/api/v1"), h)
+			case operator:
+				added = control.Add(m, strings.TrimPrefix(r.path, "/api/v1"), h, requireRole(models.RoleOperator))
+			case admin:
+				added = control.Add(m, strings.TrimPrefix(r.path, "/api/v1"), h, requireRole(models.RoleAdmin))
+			}
+			if m == http.MethodHead {
+				added.Name = derivedRoute
+			}
 		}
 	}
+	for _, p := range paths {
+		allow := strings.Join(allowed[p], ", ")
+		for _, m := range otherMethods(allowed[p]) {
+			e.Add(m, p, func(c echo.Context) error {
+				c.Response().Header().Set(echo.HeaderAllow, allow)
+				return problem(ProblemMethodNotAllowed, c.Request().Method+" is not allowed here; allowed: "+allow)
+			}).Name = derivedRoute
+		}
+	}
+}
+
+// derivedRoute names the routes register adds beside the table (HEAD for GET,
+// 405 answers), which Routes leaves out.
+const derivedRoute = "herald.derived"
+
+// otherMethods returns the common methods not in have.
+func otherMethods(have []string) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if !slices.Contains(have, m) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Route is one registered method and path, in Echo's syntax (`:name` parameters).
@@ -110,11 +154,15 @@ type Route struct {
 	Method, Path string
 }
 
-// Routes lists every route the server answers, for tests that hold the OpenAPI
+// Routes lists every route of the table the server answers (not the HEAD and 405
+// routes derived from it), for tests that hold the OpenAPI
 // document to the code.
 func (s *Server) Routes() []Route {
 	var out []Route
 	for _, r := range s.e.Routes() {
+		if r.Name == derivedRoute {
+			continue
+		}
 		out = append(out, Route{Method: r.Method, Path: r.Path})
 	}
 	return out

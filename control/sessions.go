@@ -28,3 +28,10 @@ func (c *Control) Authenticate(ctx context.Context, raw string) (*models.User, e
 	}
 	return u, nil
 }
+
+// TokenExpiry returns when a token expires, after verifying it as Authenticate
+// does (the caller has usually just done so). Errors wrap models.ErrUnauthorized.
+func (c *Control) TokenExpiry(raw string) (time.Time, error) {
+	tok, err := auth.ParseToken(c.secret, raw)
+	return tok.ExpiresAt, err
+}

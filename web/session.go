@@ -105,6 +105,7 @@ func (s *Console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 		if err == nil && ck.Value != "" {
 			if u, err := s.ctl.Authenticate(c.Request().Context(), ck.Value); err == nil {
 				c.Set("user", u)
+				s.refreshSession(c, ck.Value, u)
 				return next(c)
 			}
 		}

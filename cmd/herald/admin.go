@@ -36,11 +36,11 @@ func openMigratedStore(ctx context.Context, cfg config.Config) (*store.Store, er
 
 func runMigrate(ctx context.Context, args []string) error {
 	fs, vals := newFlags("migrate")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, "usage: herald migrate up|down|status [flags]\n\nApply, undo (one step) or show the schema migrations."); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return errors.New("usage: herald migrate up|down|status")
+		return usagef("usage: herald migrate up|down|status")
 	}
 	st, err := openStore(ctx, vals)
 	if err != nil {
@@ -58,7 +58,7 @@ func runMigrate(ctx context.Context, args []string) error {
 		}
 	case "status":
 	default:
-		return errors.New("usage: herald migrate up|down|status")
+		return usagef("usage: herald migrate up|down|status")
 	}
 	s, err := st.MigrationStatus(ctx)
 	if err != nil {
@@ -73,13 +73,13 @@ var cliActor = control.Actor{Username: "cli", Via: "cli"}
 
 func runUser(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: herald user create --username U --password P [--role admin|operator|viewer]")
+		return usagef("usage: herald user create --username U --password P [--role admin|operator|viewer]")
 	}
 	fs, vals := newFlags("user create")
 	name := fs.String("username", "", "username")
 	pw := fs.String("password", "", "password, 8 to 72 bytes")
 	role := fs.String("role", "admin", "admin, operator or viewer")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:], "usage: herald user create --username U --password P [--role admin|operator|viewer]\n\nCreate a user directly in the database (HERALD_MYSQL_DSN)."); err != nil {
 		return err
 	}
 	return withControl(ctx, vals, func(ctl *control.Control) error {
@@ -93,12 +93,12 @@ func runUser(ctx context.Context, args []string) error {
 
 func runAPIKey(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: herald apikey create --name N --topics 'orders,orders.*'")
+		return usagef("usage: herald apikey create --name N --topics 'orders,orders.*'")
 	}
 	fs, vals := newFlags("apikey create")
 	name := fs.String("name", "", "a label for the key")
 	topics := fs.String("topics", "", "comma-separated topic names or patterns (* matches any run of characters)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:], "usage: herald apikey create --name N --topics 'orders,orders.*'\n\nCreate an API key directly in the database (HERALD_MYSQL_DSN); 'herald key create' does it over HTTP."); err != nil {
 		return err
 	}
 	return withControl(ctx, vals, func(ctl *control.Control) error {

@@ -6,9 +6,12 @@
 //	herald user create --username U --password P [--role admin|operator|viewer]
 //	herald apikey create --name N --topics 'orders,orders.*'
 //	herald version
+//	herald login | topic … | group … | dead-letters … | key …   (the control plane over HTTP)
 //
 // Settings come from HERALD_* environment variables; the flags --mysql-dsn,
-// --redis-addr, --http-addr, --metrics-addr and --namespace override them.
+// --redis-addr, --http-addr, --metrics-addr and --namespace override them. The
+// HTTP commands (cli*.go) are built on the client package; their exit codes are
+// the exit* constants.
 package main
 
 import (
@@ -16,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -31,13 +35,12 @@ var version = "dev"
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if err := run(log, os.Args[1:]); err != nil {
+	err := run(log, os.Args[1:])
+	if err != nil && !errors.Is(err, errHelpShown) {
 		fmt.Fprintln(os.Stderr, "herald:", err)
-		os.Exit(1)
 	}
+	os.Exit(exitCode(err))
 }
-
-const usage = `usage: herald <all|api|dispatcher|worker|maintenance|migrate|user|apikey|version> [flags]`
 
 // globalFlags are the flags every command takes; each overrides one HERALD_*
 // setting on the loaded Config (the environment itself is left alone).
@@ -78,12 +81,28 @@ func loadConfig(vals map[string]*string) (config.Config, error) {
 
 func run(log *slog.Logger, args []string) error {
 	if len(args) == 0 {
-		return errors.New(usage)
+		return usagef("%s", topUsage())
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmd, rest := args[0], args[1:]
+	if _, ok := cliResources[cmd]; ok {
+		return runResource(ctx, os.Stdout, cmd, rest)
+	}
+	switch {
+	case isHelp(cmd) && len(rest) == 0:
+		fmt.Print(topUsage())
+		return errHelpShown
+	case isHelp(cmd):
+		if _, ok := cliResources[rest[0]]; ok {
+			fmt.Print(resourceUsage(rest[0]))
+			return errHelpShown
+		}
+		return run(log, append(rest[:1:1], "--help"))
+	}
 	switch cmd {
+	case "login":
+		return runCLICommand(ctx, os.Stdout, loginCommand, rest)
 	case "version":
 		fmt.Println("herald", version)
 		return nil
@@ -96,14 +115,30 @@ func run(log *slog.Logger, args []string) error {
 	case "apikey":
 		return runAPIKey(ctx, rest)
 	}
-	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	return usagef("unknown command %q; run 'herald --help'", cmd)
+}
+
+// roleSummaries describe each role in its --help.
+var roleSummaries = map[string]string{
+	"all":         "Run every role in one process.",
+	"api":         "Run the REST API and the console (HERALD_HTTP_ADDR).",
+	"dispatcher":  "Run a dispatcher: cursors, leases, delivery jobs, reports and commits.",
+	"worker":      "Run a worker: POSTs delivery jobs to endpoints.",
+	"maintenance": "Run maintenance (one leader at a time): dead-letter outbox, lag samples, pruning, partitions.",
 }
 
 func runRoles(ctx context.Context, log *slog.Logger, cmd string, args []string) error {
 	fs, vals := newFlags(cmd)
-	demoMode := fs.Bool("demo", false, "set up and run the demo (make run): admin, topic, receiver, group, API key")
-	if err := fs.Parse(args); err != nil {
+	demoMode := new(bool)
+	if cmd == "all" {
+		demoMode = fs.Bool("demo", false, "set up and run the demo (make run): admin, topic, receiver, group, API key")
+	}
+	if err := parseFlags(fs, args, "usage: herald "+cmd+" [flags]\n\n"+roleSummaries[cmd]+
+		" Settings come from HERALD_* variables (README, Roles and settings); these flags override them."); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("herald %s takes no arguments, not %q", cmd, fs.Arg(0))
 	}
 	if *demoMode {
 		if err := prepareDemoEnv(); err != nil {
@@ -113,6 +148,12 @@ func runRoles(ctx context.Context, log *slog.Logger, cmd string, args []string) 
 	cfg, err := loadConfig(vals)
 	if err != nil {
 		return err
+	}
+	for _, name := range config.UnknownVariables(os.Environ()) {
+		log.Warn("unknown setting ignored; check its spelling against README's table", "variable", name)
+	}
+	for _, w := range cfg.Warnings() {
+		log.Warn(w)
 	}
 	roles := app.All
 	switch cmd {
@@ -152,4 +193,23 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// parseFlags parses a database or role command's flags: --help prints head and
+// the flags to stdout (errHelpShown), a bad flag is a usage error.
+func parseFlags(fs *flag.FlagSet, args []string, head string) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	if err == nil {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString(head + "\n\nflags:\n")
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Print(b.String())
+		return errHelpShown
+	}
+	return usagef("%v\n%s", err, b.String())
 }

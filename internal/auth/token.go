@@ -25,6 +25,9 @@ type claims struct {
 type Token struct {
 	UserID       int64
 	TokenVersion int64
+	// ExpiresAt is the token's exp claim; a console session or the CLI refreshes
+	// the token once less than half of TokenTTL is left.
+	ExpiresAt time.Time
 }
 
 // IssueToken signs an HS256 JWT for u with secret, valid for TokenTTL from now, and
@@ -48,5 +51,5 @@ func ParseToken(secret []byte, raw string) (Token, error) {
 		return Token{}, fmt.Errorf("%w: invalid token: %w", models.ErrUnauthorized, err)
 	}
 	id, _ := strconv.ParseInt(cl.Subject, 10, 64)
-	return Token{UserID: id, TokenVersion: cl.TokenVersion}, nil
+	return Token{UserID: id, TokenVersion: cl.TokenVersion, ExpiresAt: cl.ExpiresAt.Time}, nil
 }

@@ -160,7 +160,11 @@ func Load() (Config, error) {
 	return c, nil
 }
 
-// Validate checks settings that every role needs.
+// Validate checks settings that every role needs, with their bounds: durations
+// (intervals, timeouts, TTLs) > 0, counts and byte sizes ≥ 1, the dispatcher lease
+// at least twice its heartbeat, the maintenance renewal below its lease, attempt
+// retention at least 24 h, bcrypt cost 4 to 31. Every violation is reported, joined.
+// Warnings lists what is allowed but probably wrong.
 func (c Config) Validate() error {
 	var errs []error
 	if c.MySQLDSN == "" {
@@ -186,6 +190,44 @@ func (c Config) Validate() error {
 	}
 	if c.Worker.Concurrency < 1 {
 		errs = append(errs, errors.New("HERALD_WORKER_CONCURRENCY must be ≥1"))
+	}
+	for _, p := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"HERALD_DISPATCHER_POLL_INTERVAL", c.Dispatcher.PollInterval},
+		{"HERALD_DISPATCHER_GAP_TIMEOUT", c.Dispatcher.GapTimeout},
+		{"HERALD_DISPATCHER_JOB_DEADLINE_BASE", c.Dispatcher.JobDeadlineBase},
+		{"HERALD_DISPATCHER_RETURN_BACKOFF", c.Dispatcher.ReturnBackoff},
+		{"HERALD_DISPATCHER_COMMIT_INTERVAL", c.Dispatcher.CommitInterval},
+		{"HERALD_DISPATCHER_DISABLE_AFTER", c.Dispatcher.DisableAfter},
+		{"HERALD_WORKER_TASK_CHECK_INTERVAL", c.Worker.TaskCheckInterval},
+		{"HERALD_WORKER_SHUTDOWN_TIMEOUT", c.Worker.ShutdownTimeout},
+		{"HERALD_WORKER_HEARTBEAT_TTL", c.Worker.HeartbeatTTL},
+		{"HERALD_WORKER_PROGRESS_INTERVAL", c.Worker.ProgressInterval},
+		{"HERALD_MAINTENANCE_OUTBOX_INTERVAL", c.Maintenance.OutboxInterval},
+		{"HERALD_MAINTENANCE_LAG_INTERVAL", c.Maintenance.LagInterval},
+	} {
+		if p.d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be > 0, not %s", p.name, p.d))
+		}
+	}
+	for _, p := range []struct {
+		name string
+		n    int64
+	}{
+		{"HERALD_PUBLISH_LANES", int64(c.PublishLanes)},
+		{"HERALD_DISPATCHER_JOB_MAX_BYTES", int64(c.Dispatcher.JobMaxBytes)},
+		{"HERALD_DISPATCHER_MAX_JOBS_IN_FLIGHT", int64(c.Dispatcher.MaxJobsInFlight)},
+		{"HERALD_DISPATCHER_MAX_GENERATIONS", int64(c.Dispatcher.MaxGenerations)},
+		{"HERALD_WORKER_RESPONSE_CAP_BYTES", c.Worker.ResponseCapBytes},
+	} {
+		if p.n < 1 {
+			errs = append(errs, fmt.Errorf("%s must be ≥1, not %d", p.name, p.n))
+		}
+	}
+	if c.Maintenance.AttemptRetention < 24*time.Hour {
+		errs = append(errs, errors.New("HERALD_MAINTENANCE_ATTEMPT_RETENTION must be at least 24h (attempts are kept in daily partitions)"))
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// print writes v as indented JSON with --output json, else the table head + rows.
+func (s *session) print(v any, head []string, rows [][]string) error {
+	if s.json {
+		enc := json.NewEncoder(s.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// done reports a change without a body (a delete): a line in table mode, {"ok":…} in JSON.
+func (s *session) done(what string) error {
+	if s.json {
+		return s.print(map[string]string{"ok": what}, nil, nil)
+	}
+	_, err := fmt.Fprintln(s.out, what)
+	return err
+}
+
+func itoa[T ~int | ~int64](n T) string { return strconv.FormatInt(int64(n), 10) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,58 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestUnknownVariables: a misspelt HERALD_* name is reported; settings, the CLI's
+// and scripts' names, HERALD_TEST_* and HERALD_DEMO_* and other variables are not.
+func TestUnknownVariables(t *testing.T) {
+	t.Parallel()
+	got := UnknownVariables([]string{"HERALD_WORKER_CONCURENCY=3", "HERALD_WORKER_CONCURRENCY=3", "HERALD_MYSQL_DSN=x",
+		"HERALD_DISPATCHER_LEASE_DURATION=3s", "HERALD_TOKEN=t", "HERALD_URL=u", "HERALD_TEST_MYSQL_DSN=x", "HERALD_DEMO_RECEIVER_ADDR=:1",
+		"PATH=/bin", "HERALD_HTTP_ADR=:1", "HERALD_HTTP_ADR=:2"})
+	require.Equal(t, []string{"HERALD_HTTP_ADR", "HERALD_WORKER_CONCURENCY"}, got)
+	vars := Variables()
+	require.Contains(t, vars, "HERALD_MAINTENANCE_ATTEMPT_RETENTION")
+	require.Contains(t, vars, "HERALD_ENCRYPTION_OLD_KEYS")
+}
+
+// TestValidateBounds: the defaults pass; each documented bound is enforced and
+// every violation is reported at once.
+func TestValidateBounds(t *testing.T) {
+	t.Parallel()
+	base, err := Load()
+	require.NoError(t, err)
+	require.NoError(t, base.Validate())
+	require.Empty(t, base.Warnings(), "the defaults are sound")
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Config)
+		want   string
+	}{
+		{"poll interval", func(c *Config) { c.Dispatcher.PollInterval = 0 }, "HERALD_DISPATCHER_POLL_INTERVAL must be > 0"},
+		{"task check interval", func(c *Config) { c.Worker.TaskCheckInterval = -time.Millisecond }, "HERALD_WORKER_TASK_CHECK_INTERVAL must be > 0"},
+		{"shutdown timeout", func(c *Config) { c.Worker.ShutdownTimeout = 0 }, "HERALD_WORKER_SHUTDOWN_TIMEOUT must be > 0"},
+		{"lag interval", func(c *Config) { c.Maintenance.LagInterval = 0 }, "HERALD_MAINTENANCE_LAG_INTERVAL must be > 0"},
+		{"publish lanes", func(c *Config) { c.PublishLanes = 0 }, "HERALD_PUBLISH_LANES must be ≥1"},
+		{"response cap", func(c *Config) { c.Worker.ResponseCapBytes = 0 }, "HERALD_WORKER_RESPONSE_CAP_BYTES must be ≥1"},
+		{"retention", func(c *Config) { c.Maintenance.AttemptRetention = time.Hour }, "HERALD_MAINTENANCE_ATTEMPT_RETENTION must be at least 24h"},
+	} {
+		c := base
+		tc.mutate(&c)
+		require.ErrorContains(t, c.Validate(), tc.want, tc.name)
+	}
+	c := base
+	c.Dispatcher.PollInterval, c.Worker.ProgressInterval = 0, 0
+	require.Len(t, strings.Split(c.Validate().Error(), "\n"), 2, "every violation is reported")
+
+	c = base
+	c.Worker.ShutdownTimeout = 31 * time.Second
+	require.NoError(t, c.Validate(), "below the bound is allowed (tests and short-timeout deployments)")
+	require.Len(t, c.Warnings(), 1)
+	require.Contains(t, c.Warnings()[0], "HERALD_WORKER_SHUTDOWN_TIMEOUT is 31s")
+}

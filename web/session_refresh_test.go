@@ -1,0 +1,48 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/auth"
+	"github.com/heraldhq/herald/internal/testinfra"
+)
+
+// TestSessionRefreshedPastHalfLife: a console request with a session token past
+// half its life gets a new cookie valid for a full hour; a young token is kept.
+func TestSessionRefreshedPastHalfLife(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHerald(t, nil)
+	u, err := h.Store.UserGetByUsername(context.Background(), testinfra.AdminUser)
+	require.NoError(t, err)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	session := func(issued time.Time) *http.Cookie {
+		tok, _, err := auth.IssueToken([]byte(h.Cfg.JWTSecret), u, issued)
+		require.NoError(t, err)
+		req, _ := http.NewRequest("GET", h.BaseURL+"/console/", nil)
+		req.AddCookie(&http.Cookie{Name: "herald_session", Value: tok})
+		resp, err := noRedirect.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 200, resp.StatusCode)
+		for _, c := range resp.Cookies() {
+			if c.Name == "herald_session" {
+				return c
+			}
+		}
+		return nil
+	}
+	require.Nil(t, session(time.Now().Add(-10*time.Minute)), "20 min used of 60: kept")
+	ck := session(time.Now().Add(-40 * time.Minute))
+	require.NotNil(t, ck, "40 min used of 60: refreshed")
+	require.True(t, ck.HttpOnly)
+	require.Equal(t, http.SameSiteStrictMode, ck.SameSite)
+	require.WithinDuration(t, time.Now().Add(time.Hour), ck.Expires, 2*time.Second)
+	tok, err := auth.ParseToken([]byte(h.Cfg.JWTSecret), ck.Value)
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now().Add(time.Hour), tok.ExpiresAt, 2*time.Second)
+}
