@@ -60,13 +60,16 @@ type groupCreateRequest struct {
 	MaxAttempts   *int              `json:"max_attempts"`
 	RetrySchedule []int             `json:"retry_schedule"`
 	Ordered       bool              `json:"ordered"`
-	ConsumeFrom   string            `json:"consume_from"`
+	// OrderedOnExhausted is dead_letter (default) or pause.
+	OrderedOnExhausted string `json:"ordered_on_exhausted"`
+	ConsumeFrom        string `json:"consume_from"`
 }
 
 func (r groupCreateRequest) spec() control.GroupSpec {
 	s := control.GroupSpec{Name: r.Name, EndpointURL: r.EndpointURL, BatchSize: r.BatchSize, BatchMaxBytes: r.BatchMaxBytes,
 		BatchWindowMS: r.BatchWindowMS, MaxInFlight: r.MaxInFlight, RateLimit: r.RateLimit, TimeoutMS: r.TimeoutMS,
-		MaxAttempts: r.MaxAttempts, RetrySchedule: r.RetrySchedule, Ordered: r.Ordered, ConsumeFrom: r.ConsumeFrom}
+		MaxAttempts: r.MaxAttempts, RetrySchedule: r.RetrySchedule, Ordered: r.Ordered,
+		OrderedOnExhausted: models.OnExhausted(r.OrderedOnExhausted), ConsumeFrom: r.ConsumeFrom}
 	for _, sub := range r.Subscriptions {
 		s.Subscriptions = append(s.Subscriptions, models.Subscription{Topic: sub.Topic, Tags: sub.Tags})
 	}
