@@ -12,6 +12,7 @@ import (
 // A cursor whose fence fails was reset or taken over: it is dropped and reclaimed at
 // the next rebalance from its new committed state.
 func (d *Dispatcher) commit(ctx context.Context) {
+	d.saveBlocks(ctx)
 	var commits []store.CursorCommit
 	for _, cs := range d.cursors {
 		if !cs.dirty {

@@ -21,6 +21,11 @@ CREATE TABLE ordered_blocks (
   PRIMARY KEY (group_id, queue_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 
+-- A cursor of an ordered group released while its owner still had a POST in flight
+-- is not sent from before hold_until (that POST's timeout), like RocketMQ's queue
+-- lock expiry.
+ALTER TABLE cursors ADD COLUMN hold_until DATETIME(3) NULL;
+
 -- A topic's key placement: slot → queue id, 1,024 slots (fnv32a(key) % 1024). NULL
 -- until first needed; it is then frozen from the queues the topic had.
 ALTER TABLE topics ADD COLUMN key_slots MEDIUMTEXT NULL;
