@@ -153,6 +153,8 @@ type GroupStatsDTO struct {
 	BreakerOpenUntil    *string `json:"breaker_open_until"`
 	RetryMessages       int64   `json:"retry_messages"`
 	DeadLetters         int64   `json:"dead_letters_pending"`
+	// BlockedQueues lists, for an ordered group, each queue stopped on a failed head.
+	BlockedQueues []BlockedQueueDTO `json:"blocked_queues"`
 }
 
 func fmtTime(t *time.Time) *string {
@@ -185,7 +187,11 @@ func (s *Server) groupStats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, GroupStatsDTO{Group: g.Name, Status: string(g.Status), PausedReason: g.PausedReason,
+	blocked, err := s.st.OrderedBlocksByGroups(ctx, []int64{g.ID}, false)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, GroupStatsDTO{BlockedQueues: blockedQueueDTOs(blocked), Group: g.Name, Status: string(g.Status), PausedReason: g.PausedReason,
 		LagMessages: lagMsgs, LagSeconds: lagSecs, RateLimit: g.RateLimit, EffectiveRate: h.EffectiveRate,
 		ConsecutiveFailures: h.ConsecutiveFailures, SuccessesMinute: h.SuccessesMinute, FailuresMinute: h.FailuresMinute,
 		LastStatus: h.LastStatus, LastError: h.LastError, LastSuccessAt: fmtTime(h.LastSuccessAt), FailingSince: fmtTime(h.FailingSince),
