@@ -41,7 +41,7 @@ func blockedQueueDTOs(bs []models.OrderedBlock) []BlockedQueueDTO {
 	return out
 }
 
-func (s *Server) queueSkip(c echo.Context) error  { return s.queueAction(c, true) }
+func (s *Server) queueSkip(c echo.Context) error   { return s.queueAction(c, true) }
 func (s *Server) queueResume(c echo.Context) error { return s.queueAction(c, false) }
 
 // queueAction skips or resumes a blocked queue of an ordered group: 202, since the
