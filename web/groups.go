@@ -241,7 +241,7 @@ func (s *Console) consoleGroupSettings(c echo.Context) error {
 	}
 	spec := control.GroupSpec{EndpointURL: strings.TrimSpace(form["endpoint_url"]), Ordered: form["ordered"] == "true",
 		OrderedOnExhausted: models.OnExhausted(form["ordered_on_exhausted"]),
-		Subscriptions: parseSubscriptions(form["subscriptions"]), ConsumeFrom: g.ConsumeFrom, BatchMaxBytes: &g.BatchMaxBytes}
+		Subscriptions:      parseSubscriptions(form["subscriptions"]), ConsumeFrom: g.ConsumeFrom, BatchMaxBytes: &g.BatchMaxBytes}
 	for _, f := range []struct {
 		name string
 		dst  **int
