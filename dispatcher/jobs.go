@@ -95,6 +95,7 @@ func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState
 	if g.Ordered {
 		return d.cutOrdered(ctx, gs, cs, now, probe)
 	}
+	cs.clearBlock() // no longer ordered: a block left from then is void
 	if len(cs.pending) == 0 || cs.jobs >= d.cfg.MaxJobsInFlight || gs.inflightP >= g.MaxInFlight || cs.takeover != nil {
 		return false
 	}
