@@ -448,9 +448,10 @@ func TestOrderedTopicGrowth(t *testing.T) {
 }
 
 // TestOrderedTakeoverKeepsOrder kills -9 the dispatcher owning an ordered group while
-// its POSTs run: the dispatcher that takes the cursors over waits out the dead
-// owner's last POST (timeout_ms), so no queue ever has two POSTs open, and every key
-// is acknowledged in order, with repeats only of acknowledged messages, in order.
+// one of its POSTs is held open for 5 s: the dispatcher that takes the cursors over
+// (after the dead owner's lease) waits out that POST (timeout_ms), so no queue ever
+// has two POSTs open, and every key is acknowledged in order, with repeats only of
+// acknowledged messages, in order.
 func TestOrderedTakeoverKeepsOrder(t *testing.T) {
 	t.Parallel()
 	h := testinfra.StartHeraldRoles(t, app.Roles{API: true, Worker: true}, nil)
@@ -458,12 +459,23 @@ func TestOrderedTakeoverKeepsOrder(t *testing.T) {
 	victim, _ := startDispatcherProcess(t, h)
 	r := testinfra.NewReceiver(t)
 	o := newOrderLog()
-	o.respond(r, 40*time.Millisecond, func(orderedMsg, int) int { return 204 })
-	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", map[string]any{"timeout_ms": 1500})))
-	apiKey := h.CreateAPIKey("ord")
 	keys, n := keyNames(4), 30
+	held := make(chan struct{})
+	o.respond(r, 20*time.Millisecond, func(m orderedMsg, tried int) int {
+		if m.K == keys[0] && m.N == 5 && tried == 0 {
+			close(held)
+			time.Sleep(5 * time.Second) // open while the owner dies and another claims the queue
+		}
+		return 204
+	})
+	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", map[string]any{"timeout_ms": 7000})))
+	apiKey := h.CreateAPIKey("ord")
 	publishSeq(t, h, apiKey, "ord", keys, 0, n)
-	require.Eventually(t, func() bool { return len(o.ackedOf(keys[0])) >= 5 }, 15*time.Second, 5*time.Millisecond)
+	select {
+	case <-held:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the held POST never arrived")
+	}
 	require.NoError(t, victim.Process.Signal(syscall.SIGKILL))
 	_ = victim.Wait()
 	startDispatcherProcess(t, h)
