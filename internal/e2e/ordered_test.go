@@ -448,7 +448,7 @@ func TestOrderedTopicGrowth(t *testing.T) {
 }
 
 // TestOrderedTakeoverKeepsOrder kills -9 the dispatcher owning an ordered group while
-// one of its POSTs is held open for 5 s: the dispatcher that takes the cursors over
+// one of its POSTs is held open for 7 s: the dispatcher that takes the cursors over
 // (after the dead owner's lease) waits out that POST (timeout_ms), so no queue ever
 // has two POSTs open, and every key is acknowledged in order, with repeats only of
 // acknowledged messages, in order.
@@ -461,14 +461,16 @@ func TestOrderedTakeoverKeepsOrder(t *testing.T) {
 	o := newOrderLog()
 	keys, n := keyNames(4), 30
 	held := make(chan struct{})
+	var heldAt time.Time
 	o.respond(r, 20*time.Millisecond, func(m orderedMsg, tried int) int {
 		if m.K == keys[0] && m.N == 5 && tried == 0 {
+			heldAt = time.Now()
 			close(held)
-			time.Sleep(5 * time.Second) // open while the owner dies and another claims the queue
+			time.Sleep(7 * time.Second) // open while the owner dies and another claims the queue (≤ 4 s)
 		}
 		return 204
 	})
-	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", map[string]any{"timeout_ms": 7000})))
+	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", map[string]any{"timeout_ms": 9000})))
 	apiKey := h.CreateAPIKey("ord")
 	publishSeq(t, h, apiKey, "ord", keys, 0, n)
 	select {
@@ -477,6 +479,7 @@ func TestOrderedTakeoverKeepsOrder(t *testing.T) {
 		t.Fatal("the held POST never arrived")
 	}
 	require.NoError(t, victim.Process.Signal(syscall.SIGKILL))
+	killedAt := time.Now()
 	_ = victim.Wait()
 	startDispatcherProcess(t, h)
 	require.Eventually(t, func() bool {
@@ -488,6 +491,7 @@ func TestOrderedTakeoverKeepsOrder(t *testing.T) {
 		}
 		return true
 	}, 45*time.Second, 10*time.Millisecond, "not every message was acknowledged after the takeover")
+	t.Logf("%s acknowledged %v (killed %v after the held POST arrived)", keys[0], o.ackedOf(keys[0]), killedAt.Sub(heldAt))
 	requireInOrder(t, o, keys, n, true)
 	require.Equal(t, 1, o.maxPerQueue, "the new owner sent while the old owner's POST was open")
 }
