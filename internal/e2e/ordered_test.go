@@ -454,6 +454,21 @@ func TestOrderedTopicGrowth(t *testing.T) {
 // acknowledged messages, in order.
 func TestOrderedTakeoverKeepsOrder(t *testing.T) {
 	t.Parallel()
+	orderedHandOver(t, syscall.SIGKILL)
+}
+
+// TestOrderedGracefulReleaseWaits stops the owning dispatcher gracefully while one of
+// its POSTs is open: it releases the cursors at once, but marked held for timeout_ms,
+// so the next owner, claiming them at once, still waits for that POST.
+func TestOrderedGracefulReleaseWaits(t *testing.T) {
+	t.Parallel()
+	orderedHandOver(t, syscall.SIGTERM)
+}
+
+// orderedHandOver stops the dispatcher process owning an ordered group with sig while
+// a POST of key-0 is held open 7 s, starts another, and checks order and one POST
+// per queue.
+func orderedHandOver(t *testing.T, sig syscall.Signal) {
 	h := testinfra.StartHeraldRoles(t, app.Roles{API: true, Worker: true}, nil)
 	h.CreateTopic("ord", 2)
 	victim, _ := startDispatcherProcess(t, h)
@@ -466,7 +481,7 @@ func TestOrderedTakeoverKeepsOrder(t *testing.T) {
 		if m.K == keys[0] && m.N == 5 && tried == 0 {
 			heldAt = time.Now()
 			close(held)
-			time.Sleep(7 * time.Second) // open while the owner dies and another claims the queue (≤ 4 s)
+			time.Sleep(7 * time.Second) // open while the owner goes and another claims the queue (≤ 4 s)
 		}
 		return 204
 	})
@@ -478,8 +493,8 @@ func TestOrderedTakeoverKeepsOrder(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the held POST never arrived")
 	}
-	require.NoError(t, victim.Process.Signal(syscall.SIGKILL))
-	killedAt := time.Now()
+	require.NoError(t, victim.Process.Signal(sig))
+	stoppedAt := time.Now()
 	_ = victim.Wait()
 	startDispatcherProcess(t, h)
 	require.Eventually(t, func() bool {
@@ -490,8 +505,8 @@ func TestOrderedTakeoverKeepsOrder(t *testing.T) {
 			}
 		}
 		return true
-	}, 45*time.Second, 10*time.Millisecond, "not every message was acknowledged after the takeover")
-	t.Logf("%s acknowledged %v (killed %v after the held POST arrived)", keys[0], o.ackedOf(keys[0]), killedAt.Sub(heldAt))
+	}, 45*time.Second, 10*time.Millisecond, "not every message was acknowledged after the hand-over")
+	t.Logf("%s acknowledged %v (owner stopped %v after the held POST arrived)", keys[0], o.ackedOf(keys[0]), stoppedAt.Sub(heldAt))
 	requireInOrder(t, o, keys, n, true)
 	require.Equal(t, 1, o.maxPerQueue, "the new owner sent while the old owner's POST was open")
 }
