@@ -15,7 +15,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 GOLANGCI_LINT_VERSION ?= v2.15.0
 FIXTURES ?= testdata/github-webhooks
 
-.PHONY: help build services migrate run test fuzz browser lint bench clean
+.PHONY: help build services migrate run test fuzz browser lint bench bench-ordered clean
 
 help: ## list the targets
 	@echo "usage: make <target>"
@@ -78,6 +78,10 @@ lint: ## golangci-lint (pinned, GOLANGCI_LINT_VERSION) with the import rules in 
 
 bench: services build ## run the load generator over the fixtures (FIXTURES=dir)
 	$(GO) run ./bench/cmd/heraldbench -fixtures "$(FIXTURES)"
+
+bench-ordered: services ## an ordered group's throughput: 8 queues against a 1 ms endpoint, batch size 1 and 10
+	HERALD_TEST_MYSQL_DSN="$${HERALD_TEST_MYSQL_DSN:-root@tcp(127.0.0.1:3306)/}" HERALD_TEST_REDIS_ADDR="$${HERALD_TEST_REDIS_ADDR:-127.0.0.1:6379}" \
+		$(GO) test -run '^$$' -bench BenchmarkOrderedCeiling -benchtime 1x ./internal/e2e/
 
 clean: ## remove build output
 	rm -rf bin

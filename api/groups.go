@@ -60,13 +60,16 @@ type groupCreateRequest struct {
 	MaxAttempts   *int              `json:"max_attempts"`
 	RetrySchedule []int             `json:"retry_schedule"`
 	Ordered       bool              `json:"ordered"`
-	ConsumeFrom   string            `json:"consume_from"`
+	// OrderedOnExhausted is dead_letter (default) or pause.
+	OrderedOnExhausted string `json:"ordered_on_exhausted"`
+	ConsumeFrom        string `json:"consume_from"`
 }
 
 func (r groupCreateRequest) spec() control.GroupSpec {
 	s := control.GroupSpec{Name: r.Name, EndpointURL: r.EndpointURL, BatchSize: r.BatchSize, BatchMaxBytes: r.BatchMaxBytes,
 		BatchWindowMS: r.BatchWindowMS, MaxInFlight: r.MaxInFlight, RateLimit: r.RateLimit, TimeoutMS: r.TimeoutMS,
-		MaxAttempts: r.MaxAttempts, RetrySchedule: r.RetrySchedule, Ordered: r.Ordered, ConsumeFrom: r.ConsumeFrom}
+		MaxAttempts: r.MaxAttempts, RetrySchedule: r.RetrySchedule, Ordered: r.Ordered,
+		OrderedOnExhausted: models.OnExhausted(r.OrderedOnExhausted), ConsumeFrom: r.ConsumeFrom}
 	for _, sub := range r.Subscriptions {
 		s.Subscriptions = append(s.Subscriptions, models.Subscription{Topic: sub.Topic, Tags: sub.Tags})
 	}
@@ -150,6 +153,8 @@ type GroupStatsDTO struct {
 	BreakerOpenUntil    *string `json:"breaker_open_until"`
 	RetryMessages       int64   `json:"retry_messages"`
 	DeadLetters         int64   `json:"dead_letters_pending"`
+	// BlockedQueues lists, for an ordered group, each queue stopped on a failed head.
+	BlockedQueues []BlockedQueueDTO `json:"blocked_queues"`
 }
 
 func fmtTime(t *time.Time) *string {
@@ -182,7 +187,11 @@ func (s *Server) groupStats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, GroupStatsDTO{Group: g.Name, Status: string(g.Status), PausedReason: g.PausedReason,
+	blocked, err := s.st.OrderedBlocksByGroups(ctx, []int64{g.ID}, false)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, GroupStatsDTO{BlockedQueues: blockedQueueDTOs(blocked), Group: g.Name, Status: string(g.Status), PausedReason: g.PausedReason,
 		LagMessages: lagMsgs, LagSeconds: lagSecs, RateLimit: g.RateLimit, EffectiveRate: h.EffectiveRate,
 		ConsecutiveFailures: h.ConsecutiveFailures, SuccessesMinute: h.SuccessesMinute, FailuresMinute: h.FailuresMinute,
 		LastStatus: h.LastStatus, LastError: h.LastError, LastSuccessAt: fmtTime(h.LastSuccessAt), FailingSince: fmtTime(h.FailingSince),

@@ -279,8 +279,9 @@ func (s *Server) buildMessages(c echo.Context, topic *models.Topic, in []publish
 			return nil, fmt.Errorf("topic %s: every queue is read-only: %w", topic.Name, models.ErrQueueUnavailable)
 		}
 		if m.Key != "" {
-			q = topic.Queues[keySlot(m.Key)%len(topic.Queues)]
-			if q.State != models.QueueReadWrite {
+			var ok bool
+			q, ok = topic.SlotQueue(keySlot(m.Key))
+			if !ok || q.State != models.QueueReadWrite {
 				return nil, fmt.Errorf("key %q: %w", m.Key, models.ErrQueueUnavailable)
 			}
 		}

@@ -30,7 +30,9 @@ type GroupSpec struct {
 	MaxAttempts   *int
 	RetrySchedule []int
 	Ordered       bool
-	ConsumeFrom   string
+	// OrderedOnExhausted is dead_letter (default) or pause; see models.OnExhausted.
+	OrderedOnExhausted models.OnExhausted
+	ConsumeFrom        string
 }
 
 func orDefault(p *int, def int) int {
@@ -55,6 +57,10 @@ func (spec GroupSpec) apply(g *models.Group) {
 		g.RetrySchedule = models.DefaultRetrySchedule
 	}
 	g.Ordered = spec.Ordered
+	g.OrderedOnExhausted = spec.OrderedOnExhausted
+	if g.OrderedOnExhausted == "" {
+		g.OrderedOnExhausted = models.OnExhaustedDeadLetter
+	}
 	g.ConsumeFrom = spec.ConsumeFrom
 	if g.ConsumeFrom == "" {
 		g.ConsumeFrom = models.ConsumeLatest
@@ -80,7 +86,9 @@ type GroupSettings struct {
 	MaxAttempts   int                   `json:"max_attempts"`
 	RetrySchedule []int                 `json:"retry_schedule"`
 	Ordered       bool                  `json:"ordered"`
-	ConsumeFrom   string                `json:"consume_from"`
+	// OrderedOnExhausted is dead_letter or pause (models.OnExhausted).
+	OrderedOnExhausted models.OnExhausted `json:"ordered_on_exhausted"`
+	ConsumeFrom        string             `json:"consume_from"`
 }
 
 // SubscriptionSetting is a subscription in JSON; empty Tags means every tag.
@@ -93,8 +101,8 @@ type SubscriptionSetting struct {
 func SettingsOf(g *models.Group) GroupSettings {
 	s := GroupSettings{EndpointURL: g.EndpointURL, BatchSize: g.BatchSize, BatchMaxBytes: g.BatchMaxBytes,
 		BatchWindowMS: g.BatchWindowMS, MaxInFlight: g.MaxInFlight, RateLimit: g.RateLimit, TimeoutMS: g.TimeoutMS,
-		MaxAttempts: g.MaxAttempts, RetrySchedule: g.RetrySchedule, Ordered: g.Ordered, ConsumeFrom: g.ConsumeFrom,
-		Subscriptions: []SubscriptionSetting{}}
+		MaxAttempts: g.MaxAttempts, RetrySchedule: g.RetrySchedule, Ordered: g.Ordered, OrderedOnExhausted: g.OrderedOnExhausted,
+		ConsumeFrom: g.ConsumeFrom, Subscriptions: []SubscriptionSetting{}}
 	for _, sub := range g.Subscriptions {
 		tags := sub.Tags
 		if tags == nil {

@@ -13,6 +13,7 @@ import (
 // the next rebalance from its new committed state.
 func (d *Dispatcher) commit(ctx context.Context) {
 	d.reported, d.lastCommit = false, d.now()
+	d.saveBlocks(ctx)
 	var commits []store.CursorCommit
 	for _, cs := range d.cursors {
 		if !cs.dirty {

@@ -45,6 +45,10 @@ type cursorState struct {
 	dirty     bool      // changed since the last commit
 	takeover  *takeover // claimed from another owner, not served until its reports are applied
 	ranges    int       // listed ranges ≤ committed, as holeRanges(committed) would return them
+	// block, for an ordered group, is the head it is stopped on (ordered.go);
+	// blockDirty marks it changed since ordered_blocks was written.
+	block      *orderedBlock
+	blockDirty bool
 }
 
 func newCursorState(c models.Cursor, g *groupState) *cursorState {

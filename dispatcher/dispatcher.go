@@ -223,13 +223,12 @@ func (d *Dispatcher) shutdown() {
 	defer cancel()
 	d.commit(ctx)
 	d.deleteGroupMetrics()
-	ids := make([]int64, 0, len(d.cursors))
-	for id := range d.cursors {
-		ids = append(ids, id)
+	all := make([]*cursorState, 0, len(d.cursors))
+	for _, cs := range d.cursors {
+		all = append(all, cs)
 	}
-	if err := d.st.CursorsRelease(ctx, d.id, ids); err != nil {
-		d.log.Warn("release cursors", "err", err)
-	}
+	ids, held := d.releasable(all)
+	d.release(ctx, ids, held)
 	if err := d.st.DispatcherDelete(ctx, d.id); err != nil {
 		d.log.Warn("delete dispatcher row", "err", err)
 	}

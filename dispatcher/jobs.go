@@ -92,6 +92,10 @@ func (d *Dispatcher) cutProbe(ctx context.Context, gs *groupState, now time.Time
 // whether it did. A probe is one batch.
 func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState, now time.Time, probe bool) bool {
 	g := gs.g
+	if g.Ordered {
+		return d.cutOrdered(ctx, gs, cs, now, probe)
+	}
+	cs.clearBlock() // no longer ordered: a block left from then is void
 	if len(cs.pending) == 0 || cs.jobs >= d.cfg.MaxJobsInFlight || gs.inflightP >= g.MaxInFlight || cs.takeover != nil {
 		return false
 	}
@@ -250,6 +254,10 @@ func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 		if js.job.Generation+1 >= d.cfg.MaxGenerations {
 			d.log.Warn("job exhausted its generations without reports; its messages go to the retry topic", "task", id, "class", "no_report")
 			js.group.lastError = "no_report"
+			if js.job.Ordered {
+				d.orderedNoReport(js)
+				continue
+			}
 			d.noReport(ctx, js)
 			continue
 		}

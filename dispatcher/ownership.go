@@ -109,6 +109,7 @@ func (d *Dispatcher) rebalance(ctx context.Context) {
 		return
 	}
 	fences := map[int64]map[int64]int64{} // group → queue → claimed version
+	fresh := map[*cursorState]bool{}
 	for _, c := range cursors {
 		if cs, ok := d.cursors[c.ID]; ok {
 			if c.Version == cs.version && c.Owner == d.id {
@@ -132,10 +133,17 @@ func (d *Dispatcher) rebalance(ctx context.Context) {
 			fences[c.GroupID] = map[int64]int64{}
 		}
 		fences[c.GroupID][c.QueueID] = claimed.Version
-		if claimed.PrevOwner != "" && claimed.PrevOwner != d.id {
-			d.holdForTakeover(cs, claimed.PrevOwner, claimed.PrevVersion)
+		fresh[cs] = true
+		hold := orderedHold(d.groups[c.GroupID].g)
+		switch {
+		case claimed.PrevOwner != "" && claimed.PrevOwner != d.id:
+			d.holdForTakeover(cs, claimed.PrevOwner, claimed.PrevVersion, hold)
+		case claimed.HoldLeft > 0:
+			// Released while its owner still had an ordered POST in flight.
+			d.holdForTakeover(cs, "", claimed.PrevVersion, claimed.HoldLeft)
 		}
 	}
+	d.loadBlocks(ctx, fresh)
 	// Before anything is cut from the claimed cursors: the previous owner's jobs still
 	// queued on asynq or running at a worker stop sending.
 	for g, vs := range fences {
@@ -182,14 +190,11 @@ func (d *Dispatcher) dropCursor(cs *cursorState) {
 func (d *Dispatcher) releaseGroup(ctx context.Context, id int64) {
 	gs := d.groups[id]
 	d.commit(ctx)
-	var ids []int64
+	ids, held := d.releasable(gs.cursors)
 	for _, cs := range slices.Clone(gs.cursors) {
-		ids = append(ids, cs.id)
 		d.dropCursor(cs)
 	}
-	if err := d.st.CursorsRelease(ctx, d.id, ids); err != nil {
-		d.log.Warn("release cursors", "group", id, "err", err)
-	}
+	d.release(ctx, ids, held)
 	delete(d.groups, id)
 }
 

@@ -110,6 +110,9 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 	for _, rs := range [][]delivery.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
 		for _, off := range delivery.Expand(rs) {
 			cs.markDone(off)
+			if cs.block != nil && cs.block.offset == off {
+				cs.clearBlock() // the blocked head went out (or became a dead letter)
+			}
 		}
 	}
 	if js == nil {
@@ -134,6 +137,11 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 				continue
 			}
 			p := pendingMsg{offset: off, createdAt: inf.createdAt, returns: inf.returns}
+			if reason == delivery.ReasonBlocked {
+				// Behind an ordered job's failed POST: the cursor's block holds them.
+				back = append(back, p)
+				continue
+			}
 			if reason == delivery.ReasonShutdown {
 				p.returns++
 				p.notBefore = nowMS + d.returnBackoff(inf.returns).Milliseconds()
@@ -145,6 +153,9 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 			d.wakeBy(time.UnixMilli(p.notBefore))
 			back = append(back, p)
 		}
+	}
+	if r.InPlace != nil {
+		back = append(back, d.applyInPlace(cs, js, r.InPlace)...)
 	}
 	// Back in offset order: a throttled message is the first sent when the pause ends.
 	cs.requeue(back)

@@ -30,8 +30,10 @@ type takeover struct {
 	at      time.Time
 }
 
-func (d *Dispatcher) holdForTakeover(cs *cursorState, from string, version int64) {
-	cs.takeover = &takeover{from: from, version: version, at: d.now().Add(takeoverGrace)}
+// holdForTakeover holds cs for hold (takeoverGrace, or orderedHold for an ordered
+// group); from "" holds without replaying reports (a release with a POST in flight).
+func (d *Dispatcher) holdForTakeover(cs *cursorState, from string, version int64, hold time.Duration) {
+	cs.takeover = &takeover{from: from, version: version, at: d.now().Add(hold)}
 	d.takeovers[cs] = struct{}{}
 	d.wakeBy(cs.takeover.at)
 }
@@ -55,6 +57,14 @@ func (d *Dispatcher) finishTakeovers(ctx context.Context) {
 		due[cs.takeover.from] = append(due[cs.takeover.from], cs)
 	}
 	for from, css := range due {
+		if from == "" {
+			for _, cs := range css {
+				cs.takeover = nil
+				delete(d.takeovers, cs)
+				d.dirtyQ[cs.queueID] = true
+			}
+			continue
+		}
 		key := d.keys.Reports(from)
 		vals, err := d.rdb.LRange(ctx, key, 0, takeoverReplayMax-1).Result()
 		if err != nil {

@@ -64,7 +64,9 @@ func (s Subscription) Matches(tag string) bool {
 // BatchWindowMS is how long a partial batch may wait (AWS Lambda's batching window);
 // MaxInFlight is parallel POSTs for the whole group; RateLimit is messages/s (0 =
 // unlimited); TimeoutMS bounds one POST; MaxAttempts and RetrySchedule (seconds)
-// drive retries. ConfigVersion grows on every change so caches can tell stale copies.
+// drive retries. Ordered groups send one POST at a time per queue, in offset order,
+// and retry a failed head in place; OrderedOnExhausted (default dead_letter) says
+// what happens when it exhausts MaxAttempts. ConfigVersion grows on every change so caches can tell stale copies.
 // SigningSecret is the current `whsec_` secret; after a rotation PreviousSigningSecret
 // keeps signing too until PreviousSecretExpiresAt (see SigningSecrets).
 type Group struct {
@@ -84,6 +86,7 @@ type Group struct {
 	MaxAttempts             int
 	RetrySchedule           []int
 	Ordered                 bool
+	OrderedOnExhausted      OnExhausted
 	ConsumeFrom             string
 	Status                  GroupStatus
 	PausedReason            string
@@ -123,6 +126,9 @@ func (g *Group) ApplyDefaults() {
 	}
 	if len(g.RetrySchedule) == 0 {
 		g.RetrySchedule = slices.Clone(DefaultRetrySchedule)
+	}
+	if g.OrderedOnExhausted == "" {
+		g.OrderedOnExhausted = OnExhaustedDeadLetter
 	}
 	if g.ConsumeFrom == "" {
 		g.ConsumeFrom = ConsumeLatest
@@ -176,6 +182,9 @@ func (g *Group) Validate() error {
 		if s < 1 || s > 7*86400 {
 			v.Add("/retry_schedule/"+itoa(i), "delays are 1 to 604800 seconds")
 		}
+	}
+	if !slices.Contains(OnExhaustedValues(), g.OrderedOnExhausted) {
+		v.Add("/ordered_on_exhausted", "must be dead_letter or pause")
 	}
 	switch g.ConsumeFrom {
 	case ConsumeEarliest, ConsumeLatest:

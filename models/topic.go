@@ -18,11 +18,40 @@ const MaxQueuesPerTopic = 64
 
 // Topic is a named stream publishers write to. Its queues all live on NodeID.
 type Topic struct {
-	ID        int64
-	Name      string
-	NodeID    int64
-	Queues    []Queue
+	ID     int64
+	Name   string
+	NodeID int64
+	Queues []Queue
+	// Slots maps each of the KeySlots key slots to a queue id (a topic's key
+	// placement, PMQ-style metadata); nil for a topic created before slot tables,
+	// whose keys map to queue position slot % len(Queues) until it first grows.
+	Slots     []int64
 	CreatedAt time.Time
+}
+
+// SlotQueue returns the queue keyed messages of slot go to, and false when the slot
+// table names a queue the topic does not have.
+func (t *Topic) SlotQueue(slot int) (Queue, bool) {
+	if len(t.Slots) != KeySlots {
+		return t.Queues[slot%len(t.Queues)], true
+	}
+	id := t.Slots[slot%KeySlots]
+	for _, q := range t.Queues {
+		if q.ID == id {
+			return q, true
+		}
+	}
+	return Queue{}, false
+}
+
+// InitialSlots returns the slot table of queues (ordered by position) as keys mapped
+// before slot tables existed: slot i to queue i % len(queues).
+func InitialSlots(queues []Queue) []int64 {
+	out := make([]int64, KeySlots)
+	for i := range out {
+		out[i] = queues[i%len(queues)].ID
+	}
+	return out
 }
 
 // Queue is one partition of a topic, stored as one MySQL table named by its ID
@@ -47,5 +76,6 @@ func QueueTableName(id int64) string {
 }
 
 // KeySlots is the fixed number of key slots; a keyed message goes to slot
-// fnv32a(key) % KeySlots and the slot maps to queue position slot % len(queues).
+// fnv32a(key) % KeySlots and the topic's slot table (Topic.Slots) names its queue.
+// Growing a topic moves no slot: new queues take keyless messages only.
 const KeySlots = 1024

@@ -99,6 +99,8 @@ type groupPage struct {
 	Test                      *control.TestSendResult
 	Attempts                  []attemptView
 	Health                    store.GroupHealth
+	// Blocked lists an ordered group's queues stopped on a failed head.
+	Blocked []blockedView
 }
 
 // groupForm holds the settings form's values for g.
@@ -111,7 +113,8 @@ func groupForm(g *models.Group) map[string]string {
 	return map[string]string{"endpoint_url": d.EndpointURL, "batch_size": strconv.Itoa(d.BatchSize),
 		"batch_window_ms": strconv.Itoa(d.BatchWindowMS), "max_in_flight": strconv.Itoa(d.MaxInFlight),
 		"rate_limit": strconv.Itoa(d.RateLimit), "timeout_ms": strconv.Itoa(d.TimeoutMS), "max_attempts": strconv.Itoa(d.MaxAttempts),
-		"retry_schedule": strings.Join(sched, ", "), "ordered": strconv.FormatBool(d.Ordered), "subscriptions": formatSubscriptions(d.Subscriptions)}
+		"retry_schedule": strings.Join(sched, ", "), "ordered": strconv.FormatBool(d.Ordered),
+		"ordered_on_exhausted": string(d.OrderedOnExhausted), "subscriptions": formatSubscriptions(d.Subscriptions)}
 }
 
 func (s *Console) consoleGroup(c echo.Context) error {
@@ -170,6 +173,13 @@ func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notic
 		return err
 	}
 	page.Attempts = attemptViews(as, nil)
+	if g.Ordered {
+		bs, err := s.ctl.BlockedQueues(ctx, g.Name)
+		if err != nil {
+			return err
+		}
+		page.Blocked = blockedViews(bs)
+	}
 	return s.render(c, status, "group", "groups", "Group "+g.Name, page, notice, errLine)
 }
 
@@ -223,13 +233,15 @@ func (s *Console) consoleGroupSettings(c echo.Context) error {
 		form[k] = c.FormValue(k)
 	}
 	form["ordered"] = strconv.FormatBool(c.FormValue("ordered") == "true")
+	form["ordered_on_exhausted"] = c.FormValue("ordered_on_exhausted")
 	errs := map[string]string{}
 	g, err := s.st.GroupGetByName(c.Request().Context(), c.Param("group"))
 	if err != nil {
 		return err
 	}
 	spec := control.GroupSpec{EndpointURL: strings.TrimSpace(form["endpoint_url"]), Ordered: form["ordered"] == "true",
-		Subscriptions: parseSubscriptions(form["subscriptions"]), ConsumeFrom: g.ConsumeFrom, BatchMaxBytes: &g.BatchMaxBytes}
+		OrderedOnExhausted: models.OnExhausted(form["ordered_on_exhausted"]),
+		Subscriptions:      parseSubscriptions(form["subscriptions"]), ConsumeFrom: g.ConsumeFrom, BatchMaxBytes: &g.BatchMaxBytes}
 	for _, f := range []struct {
 		name string
 		dst  **int

@@ -58,6 +58,8 @@ func (s *Console) Routes(e *echo.Echo) {
 	con.POST("/groups/:group/rotate", page(op(s.consoleGroupRotate)))
 	con.POST("/groups/:group/secret", page(op(s.consoleGroupSecret)))
 	con.POST("/groups/:group/test", page(op(s.consoleGroupTest)))
+	con.POST("/groups/:group/queues/:queue/skip", page(op(s.consoleQueueAction(true))))
+	con.POST("/groups/:group/queues/:queue/resume", page(op(s.consoleQueueAction(false))))
 	con.GET("/dead-letters", page(s.consoleDeadLetters))
 	con.POST("/dead-letters/:group/redrive", page(op(s.consoleDeadLetterAction(true))))
 	con.POST("/dead-letters/:group/purge", page(op(s.consoleDeadLetterAction(false))))

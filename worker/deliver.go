@@ -221,6 +221,10 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 		r.w.recordAttempts(r.g, wid, b, r.attempt, Outcome{Kind: KindDelivered, Status: out.Status}, ms, nil)
 		return
 	}
+	if r.job.Ordered {
+		r.failOrdered(ctx, b, failedIDs, out, c, wid, ms, excerpt)
+		return
+	}
 	c.Failures, c.TailFailures, c.FailedMsgs, c.LastError = 1, 1, len(fails), out.String()
 	metrics.Failed.WithLabelValues(name, string(out.Class)).Add(float64(len(fails)))
 	// A partial answer is a failed attempt for the messages it named only.

@@ -27,6 +27,7 @@ type reporter struct {
 	nextDueMS int64
 	counters  delivery.Counters
 	final     bool
+	inPlace   *delivery.InPlace
 	beating   atomic.Bool // the heartbeat key was written
 }
 
@@ -83,13 +84,13 @@ func (r *reporter) returned(reason delivery.Reason, offsets []int64, c delivery.
 // it first deletes the delivered messages' retry rows and makes returned ones due again.
 func (r *reporter) flush(final bool) {
 	r.mu.Lock()
-	if r.final || (!final && len(r.sent) == 0 && len(r.back) == 0 && len(r.retried) == 0 && len(r.dead) == 0) {
+	if r.final || (!final && len(r.sent) == 0 && len(r.back) == 0 && len(r.retried) == 0 && len(r.dead) == 0 && r.inPlace == nil) {
 		r.mu.Unlock()
 		return
 	}
 	rep := delivery.Report{TaskID: r.taskID, Group: r.job.Group, Queue: r.job.Queue, Version: r.job.Version, Generation: r.job.Generation,
 		Delivered: delivery.Ranges(r.sent), RetryWritten: delivery.Ranges(r.retried), DeadLettered: delivery.Ranges(r.dead), NextDueMS: r.nextDueMS,
-		Counters: r.counters, Final: final, Retry: r.job.Retry, Probe: r.job.Probe}
+		Counters: r.counters, Final: final, Retry: r.job.Retry, Probe: r.job.Probe, InPlace: r.inPlace}
 	var back []int64
 	if len(r.back) > 0 {
 		rep.Returned = map[delivery.Reason][]delivery.Range{}
@@ -99,6 +100,7 @@ func (r *reporter) flush(final bool) {
 		}
 	}
 	sent := r.sent
+	r.inPlace = nil
 	r.sent, r.retried, r.dead, r.back, r.nextDueMS, r.counters, r.final = nil, nil, nil, map[delivery.Reason][]int64{}, 0, delivery.Counters{}, final
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -70,6 +70,10 @@ type Job struct {
 	BatchKeys []int64 `json:"bk,omitempty"`
 	// Probe marks the half-open breaker's single test batch.
 	Probe bool `json:"pr,omitempty"`
+	// Ordered marks a job of an ordered group (Parallelism 1): its batches go out one
+	// after another, and the first failed POST stops it; the failed messages are
+	// reported as InPlace and the unsent ones returned with ReasonBlocked.
+	Ordered bool `json:"ord,omitempty"`
 }
 
 // TaskID is `<group>:<queue>:<version>:<first>-<last>:g<generation>`, so a repeated
@@ -122,7 +126,23 @@ const (
 	// takeover moved the cursor); its unsent messages are dropped, since the cursor's
 	// new version owns that range now.
 	ReasonFenced Reason = "fenced"
+	// ReasonBlocked: an ordered job stopped at a failed POST; these later messages
+	// were not sent and wait behind the failed ones.
+	ReasonBlocked Reason = "blocked"
 )
+
+// InPlace is an ordered job's failed POST to be retried in place (RocketMQ's
+// ConsumeMessageOrderlyService SUSPEND_CURRENT_QUEUE_A_MOMENT): Offsets (one POST's
+// messages from the earliest failed) failed attempt Attempt and are sent again, the
+// same messages, at AtMS (Unix ms). Paused means max_attempts is exhausted and the
+// group's ordered_on_exhausted is pause: the queue waits for an operator.
+type InPlace struct {
+	Offsets   []Range `json:"off"`
+	Attempt   int     `json:"a"`
+	AtMS      int64   `json:"at,omitempty"`
+	Paused    bool    `json:"p,omitempty"`
+	LastError string  `json:"le,omitempty"`
+}
 
 // Counters summarise a report's POSTs so breaker and stats need no Redis write per
 // POST. Latencies are ms. TailFailures counts failed POSTs after the last success
@@ -163,4 +183,6 @@ type Report struct {
 	Probe        bool               `json:"pr,omitempty"`
 	Counters     Counters           `json:"c"`
 	Final        bool               `json:"fin,omitempty"`
+	// InPlace, for an ordered job, is its failed POST to retry in place (see InPlace).
+	InPlace *InPlace `json:"ip,omitempty"`
 }

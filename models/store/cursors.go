@@ -37,6 +37,9 @@ type CursorClaimed struct {
 	models.Cursor
 	PrevOwner   string
 	PrevVersion int64
+	// HoldLeft is how long the cursor stays held by a release made while a POST was
+	// in flight (CursorsReleaseHeld); 0 otherwise.
+	HoldLeft time.Duration
 }
 
 // CursorClaim makes owner the owner of cursor id and bumps its version, in one UPDATE
@@ -65,7 +68,11 @@ func (s *Store) CursorClaim(ctx context.Context, id int64, owner string) (c Curs
 	if r.Owner != owner {
 		return c, false, nil
 	}
-	return CursorClaimed{Cursor: toCursor(r), PrevOwner: before.Owner, PrevVersion: before.Version}, true, nil
+	hold, err := s.cursorHoldLeft(ctx, id)
+	if err != nil {
+		return c, false, err
+	}
+	return CursorClaimed{Cursor: toCursor(r), PrevOwner: before.Owner, PrevVersion: before.Version, HoldLeft: hold}, true, nil
 }
 
 // CursorCommit is one fenced cursor update: Offset and Holes are written only if the

@@ -30,6 +30,7 @@ type groupRow struct {
 	MaxAttempts             int
 	RetrySchedule           string
 	Ordered                 bool
+	OrderedOnExhausted      string
 	ConsumeFrom             string
 	Status                  string
 	PausedReason            string
@@ -79,7 +80,8 @@ func (s *Store) GroupCreate(ctx context.Context, g *models.Group) error {
 		BatchSize: g.BatchSize, BatchMaxBytes: g.BatchMaxBytes, BatchWindowMS: g.BatchWindowMS,
 		MaxInFlight: g.MaxInFlight, RateLimit: g.RateLimit, TimeoutMS: g.TimeoutMS,
 		MaxAttempts: g.MaxAttempts, RetrySchedule: string(schedule), Ordered: g.Ordered,
-		ConsumeFrom: g.ConsumeFrom, Status: string(g.Status), PausedReason: g.PausedReason,
+		OrderedOnExhausted: string(g.OrderedOnExhausted),
+		ConsumeFrom:        g.ConsumeFrom, Status: string(g.Status), PausedReason: g.PausedReason,
 		ConfigVersion: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	return s.WithTx(ctx, func(tx *Store) error {
@@ -250,7 +252,8 @@ func (s *Store) withSubscriptions(ctx context.Context, rows []groupRow) ([]*mode
 			Subscriptions: byGroup[r.ID], BatchSize: r.BatchSize, BatchMaxBytes: r.BatchMaxBytes,
 			BatchWindowMS: r.BatchWindowMS, MaxInFlight: r.MaxInFlight, RateLimit: r.RateLimit,
 			TimeoutMS: r.TimeoutMS, MaxAttempts: r.MaxAttempts, Ordered: r.Ordered,
-			ConsumeFrom: r.ConsumeFrom, Status: models.GroupStatus(r.Status), PausedReason: r.PausedReason,
+			OrderedOnExhausted: models.OnExhausted(r.OrderedOnExhausted),
+			ConsumeFrom:        r.ConsumeFrom, Status: models.GroupStatus(r.Status), PausedReason: r.PausedReason,
 			ConfigVersion: r.ConfigVersion, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		}
 		_ = json.Unmarshal([]byte(r.RetrySchedule), &g.RetrySchedule)
@@ -299,7 +302,7 @@ func (s *Store) GroupUpdate(ctx context.Context, g *models.Group) error {
 			"endpoint_url": g.EndpointURL, "batch_size": g.BatchSize, "batch_max_bytes": g.BatchMaxBytes,
 			"batch_window_ms": g.BatchWindowMS, "max_in_flight": g.MaxInFlight, "rate_limit": g.RateLimit,
 			"timeout_ms": g.TimeoutMS, "max_attempts": g.MaxAttempts, "retry_schedule": string(schedule),
-			"ordered": g.Ordered, "consume_from": g.ConsumeFrom,
+			"ordered": g.Ordered, "ordered_on_exhausted": string(g.OrderedOnExhausted), "consume_from": g.ConsumeFrom,
 			"config_version": gorm.Expr("config_version + 1"), "updated_at": now,
 		})
 		if res.Error != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ type topicRow struct {
 	ID        int64 `gorm:"primaryKey"`
 	Name      string
 	NodeID    int64
+	KeySlots  *string // JSON array of models.KeySlots queue ids (migration 000007)
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -89,6 +91,11 @@ func (s *Store) topicCreate(ctx context.Context, name string, n int, reserved bo
 		if err := tx.db.Create(&qs).Error; err != nil {
 			return fmt.Errorf("insert queues: %w", err)
 		}
+		slots := encodeSlots(models.InitialSlots(toTopic(tr, qs).Queues))
+		tr.KeySlots = &slots
+		if err := tx.db.Model(&topicRow{}).Where("id = ?", tr.ID).Update("key_slots", slots).Error; err != nil {
+			return fmt.Errorf("write key slots: %w", err)
+		}
 		return nil
 	})
 	if err != nil {
@@ -108,6 +115,12 @@ func toTopic(tr topicRow, qs []queueRow) *models.Topic {
 	t := &models.Topic{ID: tr.ID, Name: tr.Name, NodeID: tr.NodeID, CreatedAt: tr.CreatedAt}
 	for _, q := range qs {
 		t.Queues = append(t.Queues, models.Queue{ID: q.ID, TopicID: q.TopicID, NodeID: q.NodeID, Position: q.Position, State: models.QueueState(q.State)})
+	}
+	if tr.KeySlots != nil {
+		var slots []int64
+		if json.Unmarshal([]byte(*tr.KeySlots), &slots) == nil && len(slots) == models.KeySlots {
+			t.Slots = slots
+		}
 	}
 	return t
 }
@@ -286,8 +299,9 @@ func (s *Store) TopicDelete(ctx context.Context, name string) error {
 
 // TopicAddQueues grows topic t to n queues: new queue rows and tables, and a cursor at
 // offset 0 on each new queue for every subscribed group (whatever their
-// consume_from). Keyed messages map slot % queue count, so growing a topic moves
-// keys to other queues: order per key holds only within each era. It returns a
+// consume_from). No key slot moves: a topic without a slot table gets one frozen
+// from its current queues first, so every key stays on its queue and per-key order
+// holds across growth; the new queues take keyless messages only. It returns a
 // *ValidationError when n is below the current count or above MaxQueuesPerTopic.
 func (s *Store) TopicAddQueues(ctx context.Context, t *models.Topic, n int) error {
 	if n < len(t.Queues) || n > models.MaxQueuesPerTopic {
@@ -296,6 +310,12 @@ func (s *Store) TopicAddQueues(ctx context.Context, t *models.Topic, n int) erro
 	}
 	if n == len(t.Queues) {
 		return nil
+	}
+	if len(t.Slots) != models.KeySlots {
+		t.Slots = models.InitialSlots(t.Queues)
+		if err := s.db.WithContext(ctx).Model(&topicRow{}).Where("id = ? AND key_slots IS NULL", t.ID).Update("key_slots", encodeSlots(t.Slots)).Error; err != nil {
+			return fmt.Errorf("freeze key slots of topic %d: %w", t.ID, err)
+		}
 	}
 	// DDL commits implicitly, so the steps are separate: queue rows first (read-only,
 	// so no publish picks them yet), then their tables and cursors, then writable.
@@ -376,4 +396,10 @@ func (s *Store) TopicCount(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("count topics: %w", err)
 	}
 	return n, nil
+}
+
+// encodeSlots renders a slot table as its JSON column value.
+func encodeSlots(slots []int64) string {
+	b, _ := json.Marshal(slots)
+	return string(b)
 }

@@ -1,0 +1,142 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/heraldhq/herald/models"
+)
+
+// OrderedBlocksByGroups returns the blocked queues of the given groups, by group then
+// queue. onlyActions limits them to those with an operator action waiting.
+func (s *Store) OrderedBlocksByGroups(ctx context.Context, groupIDs []int64, onlyActions bool) ([]models.OrderedBlock, error) {
+	if len(groupIDs) == 0 {
+		return nil, nil
+	}
+	q := "SELECT group_id, queue_id, msg_offset, msg_count, attempts, next_at, paused, last_error, action, updated_at FROM ordered_blocks WHERE group_id IN (?" +
+		strings.Repeat(",?", len(groupIDs)-1) + ")"
+	if onlyActions {
+		q += " AND action <> ''"
+	}
+	args := make([]any, len(groupIDs))
+	for i, id := range groupIDs {
+		args[i] = id
+	}
+	rows, err := s.sql.QueryContext(ctx, q+" ORDER BY group_id, queue_id", args...)
+	if err != nil {
+		return nil, fmt.Errorf("read ordered blocks: %w", err)
+	}
+	defer rows.Close()
+	var out []models.OrderedBlock
+	for rows.Next() {
+		var b models.OrderedBlock
+		var next sql.NullTime
+		if err := rows.Scan(&b.GroupID, &b.QueueID, &b.Offset, &b.Count, &b.Attempts, &next, &b.Paused, &b.LastError, &b.Action, &b.UpdatedAt); err != nil {
+			return nil, fmt.Errorf("read ordered blocks: %w", err)
+		}
+		if next.Valid {
+			b.NextAt = next.Time
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// OrderedBlocksSave writes the owner's view of blocked queues in one transaction:
+// each of set is inserted or updated (an operator's pending action is kept), each
+// (group, queue) of cleared is deleted.
+func (s *Store) OrderedBlocksSave(ctx context.Context, set []models.OrderedBlock, cleared [][2]int64) error {
+	if len(set) == 0 && len(cleared) == 0 {
+		return nil
+	}
+	tx, err := s.begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin ordered blocks: %w", err)
+	}
+	defer tx.Rollback()
+	for _, b := range set {
+		var next any
+		if !b.NextAt.IsZero() {
+			next = b.NextAt.UTC()
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO ordered_blocks (group_id, queue_id, msg_offset, msg_count, attempts, next_at, paused, last_error, updated_at)
+			VALUES (?,?,?,?,?,?,?,?,NOW(3)) ON DUPLICATE KEY UPDATE msg_offset = VALUES(msg_offset), msg_count = VALUES(msg_count), attempts = VALUES(attempts),
+			next_at = VALUES(next_at), paused = VALUES(paused), last_error = VALUES(last_error), updated_at = NOW(3)`,
+			b.GroupID, b.QueueID, b.Offset, b.Count, b.Attempts, next, b.Paused, truncate(b.LastError, 255)); err != nil {
+			return fmt.Errorf("write ordered block %d/%d: %w", b.GroupID, b.QueueID, err)
+		}
+	}
+	for _, gq := range cleared {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM ordered_blocks WHERE group_id = ? AND queue_id = ?", gq[0], gq[1]); err != nil {
+			return fmt.Errorf("clear ordered block %d/%d: %w", gq[0], gq[1], err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit ordered blocks: %w", err)
+	}
+	return nil
+}
+
+// OrderedBlockAction leaves an operator's action (models.OrderedActionSkip or
+// OrderedActionResume) on the blocked queue (group, queue) for its owner to apply.
+// Errors: models.ErrNotFound when that queue is not blocked.
+func (s *Store) OrderedBlockAction(ctx context.Context, groupID, queueID int64, action string) (models.OrderedBlock, error) {
+	res, err := s.sql.ExecContext(ctx, "UPDATE ordered_blocks SET action = ?, updated_at = NOW(3) WHERE group_id = ? AND queue_id = ?", action, groupID, queueID)
+	if err != nil {
+		return models.OrderedBlock{}, fmt.Errorf("set ordered block action %d/%d: %w", groupID, queueID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return models.OrderedBlock{}, fmt.Errorf("blocked queue %d of group %d: %w", queueID, groupID, models.ErrNotFound)
+	}
+	bs, err := s.OrderedBlocksByGroups(ctx, []int64{groupID}, false)
+	if err != nil {
+		return models.OrderedBlock{}, err
+	}
+	for _, b := range bs {
+		if b.QueueID == queueID {
+			return b, nil
+		}
+	}
+	return models.OrderedBlock{}, fmt.Errorf("blocked queue %d of group %d: %w", queueID, groupID, models.ErrNotFound)
+}
+
+// OrderedBlockActionDone clears action from (group, queue) once its owner applied it.
+func (s *Store) OrderedBlockActionDone(ctx context.Context, groupID, queueID int64, action string) error {
+	_, err := s.sql.ExecContext(ctx, "UPDATE ordered_blocks SET action = '' WHERE group_id = ? AND queue_id = ? AND action = ?", groupID, queueID, action)
+	if err != nil {
+		return fmt.Errorf("clear ordered block action %d/%d: %w", groupID, queueID, err)
+	}
+	return nil
+}
+
+// CursorsReleaseHeld releases cursors like CursorsRelease, and sets hold_until to
+// hold from now (database time): the next owner sends nothing from them before, as
+// the previous owner may still have a POST in flight (ordered groups).
+func (s *Store) CursorsReleaseHeld(ctx context.Context, owner string, ids []int64, hold time.Duration) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	q := "UPDATE cursors SET owner = '', hold_until = NOW(3) + INTERVAL ? MICROSECOND, updated_at = NOW(3) WHERE owner = ? AND id IN (?" + strings.Repeat(",?", len(ids)-1) + ")"
+	args := []any{hold.Microseconds(), owner}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	if _, err := s.sql.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("release held cursors: %w", err)
+	}
+	return nil
+}
+
+// cursorHoldLeft returns how long cursor id is still held after a release with a
+// POST in flight (0 when not held).
+func (s *Store) cursorHoldLeft(ctx context.Context, id int64) (time.Duration, error) {
+	var us sql.NullInt64
+	err := s.sql.QueryRowContext(ctx, "SELECT GREATEST(0, TIMESTAMPDIFF(MICROSECOND, NOW(3), hold_until)) FROM cursors WHERE id = ?", id).Scan(&us)
+	if err != nil {
+		return 0, fmt.Errorf("read hold of cursor %d: %w", id, err)
+	}
+	return time.Duration(us.Int64) * time.Microsecond, nil
+}

@@ -1,0 +1,58 @@
+package web
+
+import (
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/heraldhq/herald/models"
+)
+
+// blockedView is one blocked queue of an ordered group on its page.
+type blockedView struct {
+	Queue     int64
+	MessageID string
+	Count     int
+	Attempts  int
+	NextAt    string
+	Paused    bool
+	LastError string
+	Action    string
+}
+
+func blockedViews(bs []models.OrderedBlock) []blockedView {
+	out := make([]blockedView, 0, len(bs))
+	for _, b := range bs {
+		v := blockedView{Queue: b.QueueID, MessageID: models.MessageID(b.QueueID, b.Offset), Count: b.Count, Attempts: b.Attempts,
+			Paused: b.Paused, LastError: b.LastError, Action: b.Action}
+		if !b.NextAt.IsZero() {
+			v.NextAt = b.NextAt.UTC().Format("2006-01-02 15:04:05.000")
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// consoleQueueAction skips (dead-letters) or resumes the head a blocked ordered queue
+// waits on, through control (audited); the owning dispatcher applies it within a
+// heartbeat.
+func (s *Console) consoleQueueAction(skip bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		q, err := strconv.ParseInt(c.Param("queue"), 10, 64)
+		if err != nil {
+			return failure(404, "no queue "+c.Param("queue"))
+		}
+		ctx, group := c.Request().Context(), c.Param("group")
+		verb := "resumed"
+		if skip {
+			verb = "skipped"
+			_, err = s.ctl.SkipBlockedQueue(ctx, actorOf(c), group, q)
+		} else {
+			_, err = s.ctl.ResumeBlockedQueue(ctx, actorOf(c), group, q)
+		}
+		if err != nil {
+			return err
+		}
+		return redirectWith(c, consolePath+"/groups/"+group, "Queue "+c.Param("queue")+" will be "+verb+" within a second.")
+	}
+}

@@ -1,0 +1,66 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/models/store"
+)
+
+// failOrdered handles a failed POST of an ordered job (ordered groups):
+// the messages before the earliest failed one are delivered; that one and the rest
+// of the batch are retried in place (reported as InPlace, due after the group's
+// retry schedule) and the job stops, its later batches returned as blocked. When
+// the attempt was the group's max_attempts, ordered_on_exhausted decides: pause
+// reports the queue paused on them; dead_letter makes the first failed message a
+// dead letter (written before the report) and hands the others back to be sent
+// again from attempt 1. No retry row is written: ordered groups do not use the
+// retry topic.
+func (r *jobRun) failOrdered(ctx context.Context, b []models.Message, failedIDs map[string]bool, out Outcome, c delivery.Counters, wid string, ms int64, excerpt []byte) {
+	r.stop.Store(string(delivery.ReasonBlocked))
+	k := 0
+	for k < len(b) && !failedIDs[models.MessageID(b[k].QueueID, b[k].Offset)] {
+		k++
+	}
+	okMsgs, failed := b[:k], b[k:]
+	c.Failures, c.TailFailures, c.FailedMsgs, c.LastError = 1, 1, len(failed), out.String()
+	metrics.Failed.WithLabelValues(r.g.Name, string(out.Class)).Add(float64(len(failed)))
+	r.w.recordAttempts(r.g, wid, failed, r.attempt, out, ms, excerpt)
+	if len(okMsgs) > 0 {
+		r.w.recordAttempts(r.g, wid, okMsgs, r.attempt, Outcome{Kind: KindDelivered, Status: out.Status}, ms, nil)
+		r.rep.delivered(offsetsOf(okMsgs), delivery.Counters{Delivered: len(okMsgs)})
+	}
+	head := failed[0]
+	attempt := r.attempt(head.Offset)
+	if attempt >= r.g.MaxAttempts && r.g.OrderedOnExhausted != models.OnExhaustedPause {
+		f := store.Failure{QueueID: head.QueueID, Offset: head.Offset, Attempt: attempt, LastStatus: out.Status, LastError: out.String()}
+		res, err := r.w.st.RetryRecord(context.WithoutCancel(ctx), r.g.ID, attempt, r.g.RetrySchedule, []store.Failure{f})
+		if err != nil {
+			r.w.log.Warn("write ordered dead letter", "group", r.g.ID, "err", err)
+			c.Failures, c.TailFailures = 0, 0
+			r.rep.returned(delivery.ReasonShutdown, offsetsOf(failed), c)
+			return
+		}
+		r.rep.failed(nil, res.DeadLettered, time.Time{}, c)
+		r.rep.returned(delivery.ReasonBlocked, offsetsOf(failed[1:]), delivery.Counters{})
+		return
+	}
+	ip := &delivery.InPlace{Offsets: delivery.Ranges(offsetsOf(failed)), Attempt: attempt, LastError: out.String()}
+	if attempt >= r.g.MaxAttempts {
+		ip.Paused = true
+	} else {
+		ip.AtMS = time.Now().Add(models.RetryDelay(r.g.RetrySchedule, attempt+1)).UnixMilli()
+	}
+	r.rep.retryInPlace(ip, c)
+}
+
+// retryInPlace records an ordered job's failed POST to be sent again in place.
+func (r *reporter) retryInPlace(ip *delivery.InPlace, c delivery.Counters) {
+	r.mu.Lock()
+	r.inPlace = ip
+	r.add(c)
+	r.mu.Unlock()
+}
