@@ -85,11 +85,14 @@ type Group struct {
 	RetrySchedule           []int
 	Ordered                 bool
 	ConsumeFrom             string
-	Status                  GroupStatus
-	PausedReason            string
-	ConfigVersion           int64
-	CreatedAt               time.Time
-	UpdatedAt               time.Time
+	// DeadLetterRetentionHours is how long dead letters are kept before maintenance
+	// deletes them (default DefaultDeadLetterRetentionHours, 336 h).
+	DeadLetterRetentionHours int
+	Status                   GroupStatus
+	PausedReason             string
+	ConfigVersion            int64
+	CreatedAt                time.Time
+	UpdatedAt                time.Time
 }
 
 // SigningSecrets returns the secrets that sign a POST made at now: the current one,
@@ -126,6 +129,9 @@ func (g *Group) ApplyDefaults() {
 	}
 	if g.ConsumeFrom == "" {
 		g.ConsumeFrom = ConsumeLatest
+	}
+	if g.DeadLetterRetentionHours == 0 {
+		g.DeadLetterRetentionHours = DefaultDeadLetterRetentionHours
 	}
 	if g.Status == "" {
 		g.Status = GroupRunning

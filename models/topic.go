@@ -17,12 +17,17 @@ const (
 const MaxQueuesPerTopic = 64
 
 // Topic is a named stream publishers write to. Its queues all live on NodeID.
+// RetentionHours (default DefaultRetentionHours) is how long its messages are kept
+// and RetentionPolicy (default RetentionConsumed) whether a lagging group holds
+// older ones back.
 type Topic struct {
-	ID        int64
-	Name      string
-	NodeID    int64
-	Queues    []Queue
-	CreatedAt time.Time
+	ID              int64
+	Name            string
+	NodeID          int64
+	Queues          []Queue
+	RetentionHours  int
+	RetentionPolicy RetentionPolicy
+	CreatedAt       time.Time
 }
 
 // Queue is one partition of a topic, stored as one MySQL table named by its ID

@@ -30,11 +30,13 @@ type groupRow struct {
 	RetrySchedule           string
 	Ordered                 bool
 	ConsumeFrom             string
-	Status                  string
-	PausedReason            string
-	ConfigVersion           int64
-	CreatedAt               time.Time
-	UpdatedAt               time.Time
+	// DeadLetterRetentionHours bounds how long dead letters are kept (migration 000008).
+	DeadLetterRetentionHours int
+	Status                   string
+	PausedReason             string
+	ConfigVersion            int64
+	CreatedAt                time.Time
+	UpdatedAt                time.Time
 }
 
 func (groupRow) TableName() string { return "consumer_groups" }
@@ -79,7 +81,7 @@ func (s *Store) GroupCreate(ctx context.Context, g *models.Group) error {
 		MaxInFlight: g.MaxInFlight, RateLimit: g.RateLimit, TimeoutMS: g.TimeoutMS,
 		MaxAttempts: g.MaxAttempts, RetrySchedule: string(schedule), Ordered: g.Ordered,
 		ConsumeFrom: g.ConsumeFrom, Status: string(g.Status), PausedReason: g.PausedReason,
-		ConfigVersion: 1, CreatedAt: now, UpdatedAt: now,
+		DeadLetterRetentionHours: dlRetention(g.DeadLetterRetentionHours), ConfigVersion: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	return s.WithTx(ctx, func(tx *Store) error {
 		if err := tx.db.Create(&row).Error; err != nil {
@@ -246,7 +248,7 @@ func (s *Store) withSubscriptions(ctx context.Context, rows []groupRow) ([]*mode
 			BatchWindowMS: r.BatchWindowMS, MaxInFlight: r.MaxInFlight, RateLimit: r.RateLimit,
 			TimeoutMS: r.TimeoutMS, MaxAttempts: r.MaxAttempts, Ordered: r.Ordered,
 			ConsumeFrom: r.ConsumeFrom, Status: models.GroupStatus(r.Status), PausedReason: r.PausedReason,
-			ConfigVersion: r.ConfigVersion, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+			DeadLetterRetentionHours: r.DeadLetterRetentionHours, ConfigVersion: r.ConfigVersion, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		}
 		_ = json.Unmarshal([]byte(r.RetrySchedule), &g.RetrySchedule)
 		out = append(out, g)
@@ -288,7 +290,7 @@ func (s *Store) GroupUpdate(ctx context.Context, g *models.Group) error {
 			"endpoint_url": g.EndpointURL, "batch_size": g.BatchSize, "batch_max_bytes": g.BatchMaxBytes,
 			"batch_window_ms": g.BatchWindowMS, "max_in_flight": g.MaxInFlight, "rate_limit": g.RateLimit,
 			"timeout_ms": g.TimeoutMS, "max_attempts": g.MaxAttempts, "retry_schedule": string(schedule),
-			"ordered": g.Ordered, "consume_from": g.ConsumeFrom,
+			"ordered": g.Ordered, "consume_from": g.ConsumeFrom, "dead_letter_retention_hours": dlRetention(g.DeadLetterRetentionHours),
 			"config_version": gorm.Expr("config_version + 1"), "updated_at": now,
 		})
 		if res.Error != nil {
@@ -332,4 +334,12 @@ func (s *Store) GroupUpdate(ctx context.Context, g *models.Group) error {
 		}
 		return nil
 	})
+}
+
+// dlRetention is h, or the default 336 h when zero.
+func dlRetention(h int) int {
+	if h == 0 {
+		return models.DefaultDeadLetterRetentionHours
+	}
+	return h
 }
