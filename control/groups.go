@@ -29,6 +29,8 @@ type GroupSpec struct {
 	RetrySchedule []int
 	Ordered       bool
 	ConsumeFrom   string
+	// DeadLetterRetentionHours is how long dead letters are kept (1 to 8,760; nil: 336).
+	DeadLetterRetentionHours *int
 }
 
 func orDefault(p *int, def int) int {
@@ -53,6 +55,7 @@ func (spec GroupSpec) apply(g *models.Group) {
 		g.RetrySchedule = models.DefaultRetrySchedule
 	}
 	g.Ordered = spec.Ordered
+	g.DeadLetterRetentionHours = orDefault(spec.DeadLetterRetentionHours, models.DefaultDeadLetterRetentionHours)
 	g.ConsumeFrom = spec.ConsumeFrom
 	if g.ConsumeFrom == "" {
 		g.ConsumeFrom = models.ConsumeLatest
@@ -79,6 +82,8 @@ type GroupSettings struct {
 	RetrySchedule []int                 `json:"retry_schedule"`
 	Ordered       bool                  `json:"ordered"`
 	ConsumeFrom   string                `json:"consume_from"`
+	// DeadLetterRetentionHours is how long dead letters are kept, in hours (default 336).
+	DeadLetterRetentionHours int `json:"dead_letter_retention_hours"`
 }
 
 // SubscriptionSetting is a subscription in JSON; empty Tags means every tag.
@@ -92,7 +97,7 @@ func SettingsOf(g *models.Group) GroupSettings {
 	s := GroupSettings{EndpointURL: g.EndpointURL, BatchSize: g.BatchSize, BatchMaxBytes: g.BatchMaxBytes,
 		BatchWindowMS: g.BatchWindowMS, MaxInFlight: g.MaxInFlight, RateLimit: g.RateLimit, TimeoutMS: g.TimeoutMS,
 		MaxAttempts: g.MaxAttempts, RetrySchedule: g.RetrySchedule, Ordered: g.Ordered, ConsumeFrom: g.ConsumeFrom,
-		Subscriptions: []SubscriptionSetting{}}
+		DeadLetterRetentionHours: g.DeadLetterRetentionHours, Subscriptions: []SubscriptionSetting{}}
 	for _, sub := range g.Subscriptions {
 		tags := sub.Tags
 		if tags == nil {

@@ -174,6 +174,9 @@ func (g *Group) Validate() error {
 	rangeCheck(&v, "/rate_limit", g.RateLimit, 0, 1_000_000)
 	rangeCheck(&v, "/timeout_ms", g.TimeoutMS, 100, MaxTimeoutMS)
 	rangeCheck(&v, "/max_attempts", g.MaxAttempts, 1, 100)
+	if g.DeadLetterRetentionHours != 0 { // 0 takes the default
+		rangeCheck(&v, "/dead_letter_retention_hours", g.DeadLetterRetentionHours, 1, MaxRetentionHours)
+	}
 	for i, s := range g.RetrySchedule {
 		if s < 1 || s > 7*86400 {
 			v.Add("/retry_schedule/"+itoa(i), "delays are 1 to 604800 seconds")
