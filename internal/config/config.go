@@ -74,6 +74,18 @@ type Maintenance struct {
 	// AttemptRetention is how long delivery attempts are kept (daily partitions,
 	// checked hourly). Default 168h.
 	AttemptRetention time.Duration `env:"ATTEMPT_RETENTION" envDefault:"168h"`
+	// RetentionInterval is how often topic retention, dead-letter expiry and the purge
+	// of deleted groups' rows run; a run that leaves work runs again at the next
+	// lease renewal. Default 1m.
+	RetentionInterval time.Duration `env:"RETENTION_INTERVAL" envDefault:"1m"`
+	// RetentionChunk is how many rows one pruning DELETE removes at most. Default 1000.
+	RetentionChunk int `env:"RETENTION_CHUNK" envDefault:"1000"`
+	// RetentionBudget bounds one retention run's time, so lease renewals and the
+	// outbox are not held up; the rest waits for the next run. Default 1s.
+	RetentionBudget time.Duration `env:"RETENTION_BUDGET" envDefault:"1s"`
+	// HygieneInterval is how often Redis keys of dead dispatchers and deleted groups
+	// are removed (report lists, fence hashes). Default 1m.
+	HygieneInterval time.Duration `env:"HYGIENE_INTERVAL" envDefault:"1m"`
 }
 
 // Dispatcher tunes the dispatcher role (DESIGN §4).
