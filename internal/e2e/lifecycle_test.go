@@ -226,7 +226,9 @@ func TestRedisKeysAfterDispatcherDies(t *testing.T) {
 		}
 		return out
 	}
-	require.Eventually(t, func() bool { return len(orphans()) == 0 }, 10*time.Second, 50*time.Millisecond, "orphaned keys: %v", orphans)
+	var left []string
+	require.Eventually(t, func() bool { left = orphans(); return len(left) == 0 }, 10*time.Second, 50*time.Millisecond, "orphaned keys")
+	require.Empty(t, left)
 
 	h.Admin("DELETE", "/groups/k", nil, 200)
 	require.Eventually(t, func() bool { return h.Redis.Exists(ctx, keys.Fence(groupID)).Val() == 0 }, 10*time.Second, 50*time.Millisecond,
