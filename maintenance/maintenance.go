@@ -189,6 +189,7 @@ func withDefaults(cfg config.Maintenance) config.Maintenance {
 	def(&cfg.AttemptRetention, 168*time.Hour)
 	def(&cfg.RetentionInterval, time.Minute)
 	def(&cfg.RetentionBudget, time.Second)
+	def(&cfg.RetentionPause, 200*time.Millisecond)
 	def(&cfg.HygieneInterval, time.Minute)
 	if cfg.RetentionChunk <= 0 {
 		cfg.RetentionChunk = 1000

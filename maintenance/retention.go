@@ -95,6 +95,11 @@ func (m *Maintainer) pruneQueue(ctx context.Context, q int64, topic string, over
 		if done {
 			return true
 		}
+		select {
+		case <-time.After(m.cfg.RetentionPause):
+		case <-ctx.Done():
+			return false
+		}
 		if over() {
 			return false
 		}

@@ -35,7 +35,7 @@ func setupRetention(t *testing.T) retentionSetup {
 	b := bundle{st: st, rdb: rdb, keys: delivery.Keys{Namespace: ns}, cfg: config.Maintenance{LeaseDuration: 2 * time.Second,
 		RenewInterval: 100 * time.Millisecond, OutboxInterval: time.Hour, LagInterval: time.Hour, AttemptRetention: 168 * time.Hour}}
 	b.cfg.RetentionInterval, b.cfg.RetentionChunk, b.cfg.RetentionBudget = 20*time.Millisecond, 7, time.Second
-	b.cfg.HygieneInterval = time.Hour
+	b.cfg.HygieneInterval, b.cfg.RetentionPause = time.Hour, time.Millisecond
 	ctx := context.Background()
 	topic, err := st.TopicCreate(ctx, "orders", 1)
 	require.NoError(t, err)
