@@ -1,7 +1,8 @@
 // Package maintenance is Herald's maintenance role: the background work that must
 // run once per deployment, not once per replica — the dead-letter outbox, lag
-// sampling and pruning of the per-minute rollups, and the hourly partition DDL of
-// the delivery-attempt log. Every process that runs the role competes for one lease
+// sampling and pruning of the per-minute rollups, the hourly partition DDL of the
+// delivery-attempt log, topic retention (retention.go), dead-letter expiry, the
+// purge of deleted groups' rows, and Redis hygiene (hygiene.go). Every process that runs the role competes for one lease
 // in MySQL (maintenance_leases, database time, like the dispatchers' leases); the
 // holder does the work, the others only retry the lease. The model is river's
 // maintenance services, run by its elected leader.
