@@ -90,6 +90,9 @@ type Maintenance struct {
 	// HygieneInterval is how often Redis keys of dead dispatchers and deleted groups
 	// are removed (report lists, fence hashes). Default 1m.
 	HygieneInterval time.Duration `env:"HYGIENE_INTERVAL" envDefault:"1m"`
+	// DeletedGroupGrace is how long a deleted group's dead letters and attempt log
+	// are kept (read by the api role, which deletes groups). Default 168h.
+	DeletedGroupGrace time.Duration `env:"DELETED_GROUP_GRACE" envDefault:"168h"`
 }
 
 // Dispatcher tunes the dispatcher role (DESIGN §4).
