@@ -33,7 +33,9 @@ type GroupDeletion struct {
 // is set. Before it answers, every worker is fenced off the group's jobs (queued,
 // running, retries alike: no POST starts after the answer) and the owner
 // dispatcher is told, so it drops the group at its next rebalance. Audited as
-// group.delete. Errors: models.ErrNotFound; a *store.InUseError (models.ErrInUse)
+// group.delete. Without Redis (the CLI) no fence is raised: workers stop within
+// their 1 s group cache, and jobs already running may send until then. Errors:
+// models.ErrNotFound; a *store.InUseError (models.ErrInUse)
 // naming the other groups subscribed to its dead-letter topic, in which case
 // nothing changes.
 func (c *Control) DeleteGroup(ctx context.Context, a Actor, name string, purge bool) (GroupDeletion, error) {
