@@ -226,6 +226,22 @@ func TestAdminAPIMatchesSpec(t *testing.T) {
 	sc.do("DELETE", "/api/v1/topics/orders", tok, nil, 409)
 	sc.do("DELETE", "/api/v1/topics/spare", tok, nil, 204)
 	sc.do("GET", "/api/v1/topics/spare", tok, nil, 404)
+	sc.do("PATCH", "/api/v1/topics/orders", tok, map[string]any{"retention_hours": 24, "retention_policy": "strict"}, 200)
+	sc.do("PATCH", "/api/v1/topics/orders", tok, map[string]any{"retention_policy": "never"}, 422)
+	ret := decode[struct {
+		RetentionHours int `json:"retention_hours"`
+		Retention      struct {
+			HeldBackBy []string `json:"held_back_by"`
+		} `json:"retention"`
+	}](t, sc.do("GET", "/api/v1/topics/orders", tok, nil, 200))
+	require.Equal(t, 24, ret.RetentionHours)
+	require.NotNil(t, ret.Retention.HeldBackBy)
+
+	// Groups: delete (the dead-letter topic goes with it), then a forced topic delete.
+	sc.do("DELETE", "/api/v1/groups/flaky?purge=maybe", tok, nil, 422)
+	sc.do("DELETE", "/api/v1/groups/flaky?purge=true", tok, nil, 200)
+	sc.do("DELETE", "/api/v1/groups/flaky", tok, nil, 404)
+	sc.do("GET", "/api/v1/topics/flaky.dlq", tok, nil, 404)
 
 	// Users: roles, token revocation, the last admin.
 	u := decode[struct{ ID int64 }](t, sc.do("POST", "/api/v1/users", tok, map[string]any{"username": "vic", "password": "viewer password", "role": "viewer"}, 201))

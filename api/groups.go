@@ -63,13 +63,16 @@ type groupCreateRequest struct {
 	// OrderedOnExhausted is dead_letter (default) or pause.
 	OrderedOnExhausted string `json:"ordered_on_exhausted"`
 	ConsumeFrom        string `json:"consume_from"`
+	// DeadLetterRetentionHours is how long dead letters are kept (hours, default 336).
+	DeadLetterRetentionHours *int `json:"dead_letter_retention_hours"`
 }
 
 func (r groupCreateRequest) spec() control.GroupSpec {
 	s := control.GroupSpec{Name: r.Name, EndpointURL: r.EndpointURL, BatchSize: r.BatchSize, BatchMaxBytes: r.BatchMaxBytes,
 		BatchWindowMS: r.BatchWindowMS, MaxInFlight: r.MaxInFlight, RateLimit: r.RateLimit, TimeoutMS: r.TimeoutMS,
 		MaxAttempts: r.MaxAttempts, RetrySchedule: r.RetrySchedule, Ordered: r.Ordered,
-		OrderedOnExhausted: models.OnExhausted(r.OrderedOnExhausted), ConsumeFrom: r.ConsumeFrom}
+		OrderedOnExhausted: models.OnExhausted(r.OrderedOnExhausted), ConsumeFrom: r.ConsumeFrom,
+		DeadLetterRetentionHours: r.DeadLetterRetentionHours}
 	for _, sub := range r.Subscriptions {
 		s.Subscriptions = append(s.Subscriptions, models.Subscription{Topic: sub.Topic, Tags: sub.Tags})
 	}
@@ -103,6 +106,20 @@ func (s *Server) groupGet(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, groupDTO(g, true))
+}
+
+// groupDelete removes the group (`?purge=true`: its dead letters and attempt log at
+// once) and answers what went.
+func (s *Server) groupDelete(c echo.Context) error {
+	purge, err := boolQuery(c, "purge")
+	if err != nil {
+		return err
+	}
+	out, err := s.ctl.DeleteGroup(c.Request().Context(), actor(c), c.Param("group"), purge)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) groupList(c echo.Context) error {

@@ -58,6 +58,7 @@ var routeTable = []route{
 	{http.MethodPost, "/api/v1/groups", (*Server).groupCreate, operator},
 	{http.MethodGet, "/api/v1/groups/:group", (*Server).groupGet, viewer},
 	{http.MethodPatch, "/api/v1/groups/:group", (*Server).groupUpdate, operator},
+	{http.MethodDelete, "/api/v1/groups/:group", (*Server).groupDelete, operator},
 	{http.MethodPost, "/api/v1/groups/:group/pause", (*Server).groupPause, operator},
 	{http.MethodPost, "/api/v1/groups/:group/resume", (*Server).groupResume, operator},
 	{http.MethodGet, "/api/v1/groups/:group/stats", (*Server).groupStats, viewer},

@@ -50,6 +50,9 @@ type Options struct {
 	// PublishTimeout bounds a publish's database work (HERALD_PUBLISH_TIMEOUT); past it
 	// the answer is 503 with Retry-After. 0 means groupcommit.DefaultFlushTimeout (10 s).
 	PublishTimeout time.Duration
+	// DeletedGroupGrace is how long a deleted group's dead letters and attempt log
+	// are kept (HERALD_MAINTENANCE_DELETED_GROUP_GRACE; 0: 7 days).
+	DeletedGroupGrace time.Duration
 }
 
 // Server serves the api role. Create it with New; Handler exposes routes for tests.
@@ -74,7 +77,8 @@ type Server struct {
 // publishes to complete.
 func New(opts Options, st *store.Store, rdb redis.UniversalClient, writer *groupcommit.Writer, n *notify.Notifier, guard ssrf.Guard, log *slog.Logger) *Server {
 	s := &Server{opts: opts, st: st, rdb: rdb, writer: writer, notifier: n, guard: guard, log: log}
-	s.ctl = control.New(control.Config{Store: st, Redis: rdb, Keys: opts.Keys, Notifier: n, Guard: guard, Log: log, JWTSecret: opts.JWTSecret, BcryptCost: opts.BcryptCost})
+	s.ctl = control.New(control.Config{Store: st, Redis: rdb, Keys: opts.Keys, Notifier: n, Guard: guard, Log: log, JWTSecret: opts.JWTSecret, BcryptCost: opts.BcryptCost,
+		DeletedGroupGrace: opts.DeletedGroupGrace})
 	s.ctl.OnTopicChange(func(name string) { s.topics.Delete(name) })
 	s.ctl.OnKeyRevoke(func(prefix string) { s.keys.Delete(prefix) })
 	e := echo.New()

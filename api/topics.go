@@ -11,13 +11,18 @@ import (
 )
 
 // TopicDTO is a topic as the admin API shows it.
-// PublishedLastHour (messages) comes from the per-minute rollups.
+// PublishedLastHour (messages) comes from the per-minute rollups. RetentionHours and
+// RetentionPolicy are its retention settings; Retention, on a single topic's read
+// only, what retention holds back and what strict retention dropped.
 type TopicDTO struct {
-	ID                int64      `json:"id"`
-	Name              string     `json:"name"`
-	Queues            []QueueDTO `json:"queues"`
-	PublishedLastHour int64      `json:"published_last_hour"`
-	CreatedAt         string     `json:"created_at"`
+	ID                int64                   `json:"id"`
+	Name              string                  `json:"name"`
+	Queues            []QueueDTO              `json:"queues"`
+	PublishedLastHour int64                   `json:"published_last_hour"`
+	RetentionHours    int                     `json:"retention_hours"`
+	RetentionPolicy   string                  `json:"retention_policy"`
+	Retention         *control.TopicRetention `json:"retention,omitempty"`
+	CreatedAt         string                  `json:"created_at"`
 }
 
 // QueueDTO is one queue of a topic. MinOffset and MaxOffset are the lowest and
@@ -33,7 +38,7 @@ type QueueDTO struct {
 
 func topicDTO(t *models.Topic, st control.TopicStats) TopicDTO {
 	out := TopicDTO{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt.UTC().Format(timeFormat), Queues: []QueueDTO{},
-		PublishedLastHour: st.PublishedLastHour[t.ID]}
+		PublishedLastHour: st.PublishedLastHour[t.ID], RetentionHours: t.RetentionHours, RetentionPolicy: string(t.RetentionPolicy)}
 	for _, q := range t.Queues {
 		r := st.Offsets[q.ID]
 		out.Queues = append(out.Queues, QueueDTO{ID: q.ID, Position: q.Position, State: string(q.State), Node: q.NodeID,
@@ -55,18 +60,26 @@ func (s *Server) topicDTOs(ctx context.Context, ts []*models.Topic) ([]TopicDTO,
 	return out, nil
 }
 
-// topicResponse answers with t and its stats.
+// topicResponse answers with t, its stats and its retention state.
 func (s *Server) topicResponse(c echo.Context, t *models.Topic) error {
-	out, err := s.topicDTOs(c.Request().Context(), []*models.Topic{t})
+	ctx := c.Request().Context()
+	out, err := s.topicDTOs(ctx, []*models.Topic{t})
 	if err != nil {
 		return err
 	}
+	r, err := s.ctl.TopicRetention(ctx, t)
+	if err != nil {
+		return err
+	}
+	out[0].Retention = &r
 	return c.JSON(http.StatusOK, out[0])
 }
 
 type topicCreateRequest struct {
-	Name   string `json:"name"`
-	Queues *int   `json:"queues"`
+	Name            string  `json:"name"`
+	Queues          *int    `json:"queues"`
+	RetentionHours  *int    `json:"retention_hours"`
+	RetentionPolicy *string `json:"retention_policy"`
 }
 
 func (s *Server) topicCreate(c echo.Context) error {
@@ -74,7 +87,11 @@ func (s *Server) topicCreate(c echo.Context) error {
 	if err := bodyOf(c, 64<<10, &req); err != nil {
 		return err
 	}
-	t, err := s.ctl.CreateTopic(c.Request().Context(), actor(c), control.TopicSpec{Name: req.Name, Queues: req.Queues})
+	spec := control.TopicSpec{Name: req.Name, Queues: req.Queues, RetentionHours: req.RetentionHours}
+	if req.RetentionPolicy != nil {
+		spec.RetentionPolicy = models.RetentionPolicy(*req.RetentionPolicy)
+	}
+	t, err := s.ctl.CreateTopic(c.Request().Context(), actor(c), spec)
 	if err != nil {
 		return err
 	}
@@ -107,9 +124,12 @@ func (s *Server) topicList(c echo.Context) error {
 
 // topicUpdateRequest is a merge patch of a topic: Queues grows the topic to that many
 // queues; ReadOnlyQueues lists the queue ids that take no publishes (replaced whole).
+// RetentionHours and RetentionPolicy replace the topic's retention.
 type topicUpdateRequest struct {
-	Queues         *int     `json:"queues"`
-	ReadOnlyQueues *[]int64 `json:"read_only_queues"`
+	Queues          *int                    `json:"queues"`
+	ReadOnlyQueues  *[]int64                `json:"read_only_queues"`
+	RetentionHours  *int                    `json:"retention_hours"`
+	RetentionPolicy *models.RetentionPolicy `json:"retention_policy"`
 }
 
 func (s *Server) topicUpdate(c echo.Context) error {
@@ -117,16 +137,44 @@ func (s *Server) topicUpdate(c echo.Context) error {
 	if err := bodyOf(c, 64<<10, &req); err != nil {
 		return err
 	}
-	t, err := s.ctl.PatchTopic(c.Request().Context(), actor(c), c.Param("topic"), control.TopicPatch{Queues: req.Queues, ReadOnlyQueues: req.ReadOnlyQueues})
+	t, err := s.ctl.PatchTopic(c.Request().Context(), actor(c), c.Param("topic"), control.TopicPatch{Queues: req.Queues, ReadOnlyQueues: req.ReadOnlyQueues,
+		RetentionHours: req.RetentionHours, RetentionPolicy: req.RetentionPolicy})
 	if err != nil {
 		return err
 	}
 	return s.topicResponse(c, t)
 }
 
+// topicDeleteResponse answers a forced delete that removed subscriptions: the
+// topic's name and the groups that lost theirs.
+type topicDeleteResponse struct {
+	Name               string   `json:"name"`
+	UnsubscribedGroups []string `json:"unsubscribed_groups"`
+}
+
+// topicDelete answers 204, or 200 naming the groups a `?force=true` unsubscribed.
 func (s *Server) topicDelete(c echo.Context) error {
-	if err := s.ctl.DeleteTopic(c.Request().Context(), actor(c), c.Param("topic")); err != nil {
+	force, err := boolQuery(c, "force")
+	if err != nil {
 		return err
 	}
-	return c.NoContent(http.StatusNoContent)
+	groups, err := s.ctl.DeleteTopic(c.Request().Context(), actor(c), c.Param("topic"), force)
+	if err != nil {
+		return err
+	}
+	if len(groups) == 0 {
+		return c.NoContent(http.StatusNoContent)
+	}
+	return c.JSON(http.StatusOK, topicDeleteResponse{Name: c.Param("topic"), UnsubscribedGroups: groups})
+}
+
+// boolQuery reads query parameter name as true or false (absent: false).
+func boolQuery(c echo.Context, name string) (bool, error) {
+	switch c.QueryParam(name) {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	}
+	return false, &models.ValidationError{Errors: []models.FieldError{{Pointer: "/" + name, Detail: "must be true or false"}}}
 }

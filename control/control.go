@@ -16,6 +16,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -45,6 +46,8 @@ var System = Actor{Username: "system"}
 // hashes (0: auth.DefaultBcryptCost, 12). Redis and Keys, when Redis is set, let an
 // offset reset raise the workers' cursor fences (internal/fence) before it answers;
 // without Redis (the CLI) a reset is stored and jobs cut before it may still be sent.
+// DeletedGroupGrace is how long a deleted group's dead letters and attempt log are
+// kept (0: DefaultDeletedGroupGrace, 7 days).
 type Config struct {
 	Store      *store.Store
 	Redis      redis.Scripter
@@ -54,6 +57,8 @@ type Config struct {
 	Log        *slog.Logger
 	JWTSecret  string
 	BcryptCost int
+
+	DeletedGroupGrace time.Duration
 }
 
 // Control performs the actions. Create it with New; it is safe for concurrent use.
@@ -68,6 +73,7 @@ type Control struct {
 	cost     int
 
 	logins *loginThrottle // shared by every transport's login
+	deletedGroupGrace time.Duration
 
 	onTopicChange hooks // names of changed or deleted topics
 	onKeyRevoke   hooks // prefixes of revoked API keys
@@ -100,7 +106,12 @@ func New(cfg Config) *Control {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Control{st: cfg.Store, rdb: cfg.Redis, keys: cfg.Keys, notifier: cfg.Notifier, guard: cfg.Guard, log: log, secret: []byte(cfg.JWTSecret), cost: cfg.BcryptCost, logins: newLoginThrottle()}
+	grace := cfg.DeletedGroupGrace
+	if grace <= 0 {
+		grace = DefaultDeletedGroupGrace
+	}
+	return &Control{st: cfg.Store, rdb: cfg.Redis, keys: cfg.Keys, notifier: cfg.Notifier, guard: cfg.Guard, log: log,
+		secret: []byte(cfg.JWTSecret), cost: cfg.BcryptCost, deletedGroupGrace: grace, logins: newLoginThrottle()}
 }
 
 // OnTopicChange registers fn to run after a topic's queues change or the topic is

@@ -33,6 +33,8 @@ type GroupSpec struct {
 	// OrderedOnExhausted is dead_letter (default) or pause; see models.OnExhausted.
 	OrderedOnExhausted models.OnExhausted
 	ConsumeFrom        string
+	// DeadLetterRetentionHours is how long dead letters are kept (1 to 8,760; nil: 336).
+	DeadLetterRetentionHours *int
 }
 
 func orDefault(p *int, def int) int {
@@ -61,6 +63,7 @@ func (spec GroupSpec) apply(g *models.Group) {
 	if g.OrderedOnExhausted == "" {
 		g.OrderedOnExhausted = models.OnExhaustedDeadLetter
 	}
+	g.DeadLetterRetentionHours = orDefault(spec.DeadLetterRetentionHours, models.DefaultDeadLetterRetentionHours)
 	g.ConsumeFrom = spec.ConsumeFrom
 	if g.ConsumeFrom == "" {
 		g.ConsumeFrom = models.ConsumeLatest
@@ -89,6 +92,8 @@ type GroupSettings struct {
 	// OrderedOnExhausted is dead_letter or pause (models.OnExhausted).
 	OrderedOnExhausted models.OnExhausted `json:"ordered_on_exhausted"`
 	ConsumeFrom        string             `json:"consume_from"`
+	// DeadLetterRetentionHours is how long dead letters are kept, in hours (default 336).
+	DeadLetterRetentionHours int `json:"dead_letter_retention_hours"`
 }
 
 // SubscriptionSetting is a subscription in JSON; empty Tags means every tag.
@@ -102,7 +107,7 @@ func SettingsOf(g *models.Group) GroupSettings {
 	s := GroupSettings{EndpointURL: g.EndpointURL, BatchSize: g.BatchSize, BatchMaxBytes: g.BatchMaxBytes,
 		BatchWindowMS: g.BatchWindowMS, MaxInFlight: g.MaxInFlight, RateLimit: g.RateLimit, TimeoutMS: g.TimeoutMS,
 		MaxAttempts: g.MaxAttempts, RetrySchedule: g.RetrySchedule, Ordered: g.Ordered, OrderedOnExhausted: g.OrderedOnExhausted,
-		ConsumeFrom: g.ConsumeFrom, Subscriptions: []SubscriptionSetting{}}
+		ConsumeFrom: g.ConsumeFrom, DeadLetterRetentionHours: g.DeadLetterRetentionHours, Subscriptions: []SubscriptionSetting{}}
 	for _, sub := range g.Subscriptions {
 		tags := sub.Tags
 		if tags == nil {

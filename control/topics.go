@@ -2,6 +2,8 @@ package control
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/heraldhq/herald/models"
@@ -11,27 +13,36 @@ import (
 // DefaultQueues is how many queues a topic gets when its spec names none.
 const DefaultQueues = 4
 
-// TopicSpec creates a topic: Name (models.ValidName, no .dlq suffix) and Queues (1 to
-// models.MaxQueuesPerTopic; nil: DefaultQueues).
+// TopicSpec creates a topic: Name (models.ValidName, no .dlq suffix), Queues (1 to
+// models.MaxQueuesPerTopic; nil: DefaultQueues), RetentionHours (1 to
+// models.MaxRetentionHours; nil: 168) and RetentionPolicy ("consumed" or "strict";
+// empty: consumed).
 type TopicSpec struct {
-	Name   string
-	Queues *int
+	Name            string
+	Queues          *int
+	RetentionHours  *int
+	RetentionPolicy models.RetentionPolicy
 }
 
 // TopicPatch changes a topic: Queues grows it to that many queues (never shrinks);
 // ReadOnlyQueues lists the queue ids that take no publishes (replaced whole). Nil
 // fields stay as they are.
+// RetentionHours and RetentionPolicy replace the topic's retention (see TopicSpec).
 type TopicPatch struct {
-	Queues         *int
-	ReadOnlyQueues *[]int64
+	Queues          *int
+	ReadOnlyQueues  *[]int64
+	RetentionHours  *int
+	RetentionPolicy *models.RetentionPolicy
 }
 
 // topicRecord is a topic as the audit log records it.
 type topicRecord struct {
-	ID        int64         `json:"id"`
-	Name      string        `json:"name"`
-	Queues    []queueRecord `json:"queues"`
-	CreatedAt time.Time     `json:"created_at"`
+	ID              int64         `json:"id"`
+	Name            string        `json:"name"`
+	Queues          []queueRecord `json:"queues"`
+	RetentionHours  int           `json:"retention_hours"`
+	RetentionPolicy string        `json:"retention_policy"`
+	CreatedAt       time.Time     `json:"created_at"`
 }
 
 type queueRecord struct {
@@ -42,7 +53,8 @@ type queueRecord struct {
 }
 
 func recordOfTopic(t *models.Topic) topicRecord {
-	r := topicRecord{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt.UTC(), Queues: []queueRecord{}}
+	r := topicRecord{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt.UTC(), Queues: []queueRecord{},
+		RetentionHours: t.RetentionHours, RetentionPolicy: string(t.RetentionPolicy)}
 	for _, q := range t.Queues {
 		r.Queues = append(r.Queues, queueRecord{ID: q.ID, Position: q.Position, State: string(q.State), Node: q.NodeID})
 	}
@@ -51,15 +63,29 @@ func recordOfTopic(t *models.Topic) topicRecord {
 
 // CreateTopic creates a topic with its queues and audits it (topic.create). Errors:
 // models.ErrConflict for a taken name, a *models.ValidationError for a bad name or
-// queue count.
+// queue count, retention or policy (checked before anything is stored).
 func (c *Control) CreateTopic(ctx context.Context, a Actor, spec TopicSpec) (*models.Topic, error) {
 	n := DefaultQueues
 	if spec.Queues != nil {
 		n = *spec.Queues
 	}
+	hours := orDefault(spec.RetentionHours, models.DefaultRetentionHours)
+	policy := spec.RetentionPolicy
+	if policy == "" {
+		policy = models.RetentionConsumed
+	}
+	if err := checkRetention(hours, policy); err != nil {
+		return nil, err
+	}
 	t, err := c.st.TopicCreate(ctx, spec.Name, n)
 	if err != nil {
 		return nil, err
+	}
+	if hours != t.RetentionHours || policy != t.RetentionPolicy {
+		if err := c.st.TopicSetRetention(ctx, t.ID, hours, policy); err != nil {
+			return nil, err
+		}
+		t.RetentionHours, t.RetentionPolicy = hours, policy
 	}
 	c.Record(ctx, a, "topic.create", t.Name, nil, recordOfTopic(t))
 	return t, nil
@@ -74,6 +100,22 @@ func (c *Control) PatchTopic(ctx context.Context, a Actor, name string, p TopicP
 		return nil, err
 	}
 	before := recordOfTopic(t)
+	if p.RetentionHours != nil || p.RetentionPolicy != nil {
+		hours, policy := t.RetentionHours, t.RetentionPolicy
+		if p.RetentionHours != nil {
+			hours = *p.RetentionHours
+		}
+		if p.RetentionPolicy != nil {
+			policy = *p.RetentionPolicy
+		}
+		if err := checkRetention(hours, policy); err != nil {
+			return nil, err
+		}
+		if err := c.st.TopicSetRetention(ctx, t.ID, hours, policy); err != nil {
+			return nil, err
+		}
+		t.RetentionHours, t.RetentionPolicy = hours, policy
+	}
 	if p.Queues != nil {
 		if err := c.st.TopicAddQueues(ctx, t, *p.Queues); err != nil {
 			return nil, err
@@ -94,15 +136,44 @@ func (c *Control) PatchTopic(ctx context.Context, a Actor, name string, p TopicP
 	return t, nil
 }
 
-// DeleteTopic removes a topic and its messages and audits it (topic.delete). Errors:
-// ErrNotFound, or ErrInUse while a group subscribes to it.
-func (c *Control) DeleteTopic(ctx context.Context, a Actor, name string) error {
-	if err := c.st.TopicDelete(ctx, name); err != nil {
-		return err
+// DeleteTopic removes a topic, its queue tables and their messages, and audits it
+// (topic.delete). While groups subscribe to it, it changes nothing and returns a
+// *store.InUseError naming them (matching models.ErrInUse), unless force is set:
+// then their subscriptions, cursors and retry rows on the topic go first, the
+// groups' dispatchers are told, and the names of the groups that lost a
+// subscription are returned (and audited). Errors: models.ErrNotFound.
+func (c *Control) DeleteTopic(ctx context.Context, a Actor, name string, force bool) (unsubscribed []string, err error) {
+	t, err := c.st.TopicGetByName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	unsubscribed, err = c.st.TopicDelete(ctx, name, force)
+	if err != nil {
+		return nil, err
 	}
 	c.onTopicChange.run(name)
-	c.Record(ctx, a, "topic.delete", name, map[string]string{"name": name}, nil)
-	return nil
+	for _, g := range unsubscribed {
+		if gr, err := c.st.GroupGetByName(ctx, g); err == nil {
+			c.notifyGroup(ctx, gr.ID)
+		}
+	}
+	if unsubscribed == nil {
+		unsubscribed = []string{}
+	}
+	c.Record(ctx, a, "topic.delete", name, recordOfTopic(t), map[string]any{"force": force, "unsubscribed_groups": unsubscribed})
+	return unsubscribed, nil
+}
+
+// checkRetention validates a topic's retention before anything is stored.
+func checkRetention(hours int, policy models.RetentionPolicy) error {
+	var v models.ValidationError
+	if hours < 1 || hours > models.MaxRetentionHours {
+		v.Add("/retention_hours", fmt.Sprintf("must be between 1 and %d", models.MaxRetentionHours))
+	}
+	if !slices.Contains(models.RetentionPolicies(), policy) {
+		v.Add("/retention_policy", "must be consumed or strict")
+	}
+	return v.Err()
 }
 
 // ListTopics returns one page of topics in id order.

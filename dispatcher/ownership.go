@@ -108,6 +108,19 @@ func (d *Dispatcher) rebalance(ctx context.Context) {
 		d.log.Warn("read cursors", "err", err)
 		return
 	}
+	// A cursor deleted in MySQL (its topic removed, its subscription dropped) is
+	// dropped here, so its queue is not read nor its jobs cut any longer.
+	inDB := make(map[int64]bool, len(cursors))
+	for _, c := range cursors {
+		inDB[c.ID] = true
+	}
+	for _, id := range want {
+		for _, cs := range slices.Clone(d.groups[id].cursors) {
+			if !inDB[cs.id] {
+				d.dropCursor(cs)
+			}
+		}
+	}
 	fences := map[int64]map[int64]int64{} // group → queue → claimed version
 	fresh := map[*cursorState]bool{}
 	for _, c := range cursors {

@@ -1,7 +1,8 @@
 // Package maintenance is Herald's maintenance role: the background work that must
 // run once per deployment, not once per replica — the dead-letter outbox, lag
-// sampling and pruning of the per-minute rollups, and the hourly partition DDL of
-// the delivery-attempt log. Every process that runs the role competes for one lease
+// sampling and pruning of the per-minute rollups, the hourly partition DDL of the
+// delivery-attempt log, topic retention (retention.go), dead-letter expiry, the
+// purge of deleted groups' rows, and Redis hygiene (hygiene.go). Every process that runs the role competes for one lease
 // in MySQL (maintenance_leases, database time, like the dispatchers' leases); the
 // holder does the work, the others only retry the lease. The model is river's
 // maintenance services, run by its elected leader.
@@ -45,12 +46,15 @@ type Maintainer struct {
 	id       string
 	now      func() time.Time
 
-	leaderUntil atomic.Int64 // local Unix ns until which the lease is surely ours; 0 = not leader
-	outboxAgain bool         // the last outbox run filled its batch
+	leaderUntil    atomic.Int64 // local Unix ns until which the lease is surely ours; 0 = not leader
+	outboxAgain    bool         // the last outbox run filled its batch
+	retentionAgain bool         // the last retention run stopped at its budget
+	retentionNext  int          // index of the queue the next retention run starts at
 }
 
 // New returns a Maintainer with a fresh random holder id.
 func New(cfg config.Maintenance, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, log *slog.Logger) *Maintainer {
+	cfg = withDefaults(cfg)
 	host, _ := os.Hostname()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -86,6 +90,10 @@ func (m *Maintainer) Run(ctx context.Context) error {
 	defer lag.Stop()
 	hour := time.NewTicker(hourly)
 	defer hour.Stop()
+	retention := time.NewTicker(m.cfg.RetentionInterval)
+	defer retention.Stop()
+	hygiene := time.NewTicker(m.cfg.HygieneInterval)
+	defer hygiene.Stop()
 	defer m.release()
 	m.renew(ctx)
 	for {
@@ -108,6 +116,21 @@ func (m *Maintainer) Run(ctx context.Context) error {
 			if m.Leader() {
 				m.runHourly(ctx)
 			}
+		case <-retention.C:
+			m.retentionAgain = m.runRetention(ctx)
+		case <-hygiene.C:
+			m.runHygiene(ctx)
+		}
+		// A retention backlog is pruned budget after budget, between renewals.
+		if m.retentionAgain && ctx.Err() == nil && m.Leader() {
+			select {
+			case <-renew.C:
+				m.renew(ctx)
+			case <-time.After(retentionAgainDelay):
+			case <-ctx.Done():
+				return nil
+			}
+			m.retentionAgain = m.runRetention(ctx)
 		}
 		// A dead-letter backlog drains batch after batch, renewing the lease on time.
 		for m.outboxAgain && ctx.Err() == nil && m.Leader() {
@@ -148,7 +171,31 @@ func (m *Maintainer) renew(ctx context.Context) {
 		m.runOutbox(ctx)
 		m.sampleLag(ctx)
 		m.runHourly(ctx)
+		m.runHygiene(ctx)
+		m.retentionAgain = m.runRetention(ctx)
 	}
+}
+
+// withDefaults fills zero settings of cfg with config's documented defaults.
+func withDefaults(cfg config.Maintenance) config.Maintenance {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.LeaseDuration, 15*time.Second)
+	def(&cfg.RenewInterval, 2*time.Second)
+	def(&cfg.OutboxInterval, 5*time.Second)
+	def(&cfg.LagInterval, 20*time.Second)
+	def(&cfg.AttemptRetention, 168*time.Hour)
+	def(&cfg.RetentionInterval, time.Minute)
+	def(&cfg.RetentionBudget, time.Second)
+	def(&cfg.RetentionPause, 200*time.Millisecond)
+	def(&cfg.HygieneInterval, time.Minute)
+	if cfg.RetentionChunk <= 0 {
+		cfg.RetentionChunk = 1000
+	}
+	return cfg
 }
 
 func (m *Maintainer) release() {

@@ -88,11 +88,14 @@ type Group struct {
 	Ordered                 bool
 	OrderedOnExhausted      OnExhausted
 	ConsumeFrom             string
-	Status                  GroupStatus
-	PausedReason            string
-	ConfigVersion           int64
-	CreatedAt               time.Time
-	UpdatedAt               time.Time
+	// DeadLetterRetentionHours is how long dead letters are kept before maintenance
+	// deletes them (default DefaultDeadLetterRetentionHours, 336 h).
+	DeadLetterRetentionHours int
+	Status                   GroupStatus
+	PausedReason             string
+	ConfigVersion            int64
+	CreatedAt                time.Time
+	UpdatedAt                time.Time
 }
 
 // SigningSecrets returns the secrets that sign a POST made at now: the current one,
@@ -132,6 +135,9 @@ func (g *Group) ApplyDefaults() {
 	}
 	if g.ConsumeFrom == "" {
 		g.ConsumeFrom = ConsumeLatest
+	}
+	if g.DeadLetterRetentionHours == 0 {
+		g.DeadLetterRetentionHours = DefaultDeadLetterRetentionHours
 	}
 	if g.Status == "" {
 		g.Status = GroupRunning
@@ -178,6 +184,9 @@ func (g *Group) Validate() error {
 	rangeCheck(&v, "/rate_limit", g.RateLimit, 0, 1_000_000)
 	rangeCheck(&v, "/timeout_ms", g.TimeoutMS, 100, MaxTimeoutMS)
 	rangeCheck(&v, "/max_attempts", g.MaxAttempts, 1, 100)
+	if g.DeadLetterRetentionHours != 0 { // 0 takes the default
+		rangeCheck(&v, "/dead_letter_retention_hours", g.DeadLetterRetentionHours, 1, MaxRetentionHours)
+	}
 	for i, s := range g.RetrySchedule {
 		if s < 1 || s > 7*86400 {
 			v.Add("/retry_schedule/"+itoa(i), "delays are 1 to 604800 seconds")

@@ -17,6 +17,9 @@ const (
 const MaxQueuesPerTopic = 64
 
 // Topic is a named stream publishers write to. Its queues all live on NodeID.
+// RetentionHours (default DefaultRetentionHours) is how long its messages are kept
+// and RetentionPolicy (default RetentionConsumed) whether a lagging group holds
+// older ones back.
 type Topic struct {
 	ID     int64
 	Name   string
@@ -25,8 +28,10 @@ type Topic struct {
 	// Slots maps each of the KeySlots key slots to a queue id (a topic's key
 	// placement, PMQ-style metadata); nil for a topic created before slot tables,
 	// whose keys map to queue position slot % len(Queues) until it first grows.
-	Slots     []int64
-	CreatedAt time.Time
+	Slots           []int64
+	RetentionHours  int
+	RetentionPolicy RetentionPolicy
+	CreatedAt       time.Time
 }
 
 // SlotQueue returns the queue keyed messages of slot go to, and false when the slot

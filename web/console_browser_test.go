@@ -331,6 +331,22 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.shot("overview")
 	b.noInjectedMarkup()
 
+	// Retention and deletion: a topic with a subscriber is deleted only when forced,
+	// and the notice names the group that lost its subscription; then the group goes.
+	b.open("/console/topics/risky")
+	require.Contains(t, b.text("#retention"), "168 h, policy consumed")
+	b.fill("#retention-hours", "48")
+	b.submit("#set-retention")
+	require.Contains(t, b.text(".notice"), "48 h")
+	b.submit("#delete-topic")
+	require.Contains(t, b.text("main"), "flaky", "409 names the subscriber")
+	b.run(chromedp.Click(chromedp.CSS("#force-delete")))
+	b.submit("#delete-topic")
+	require.Contains(t, b.text(".notice"), "lost their subscription: flaky")
+	b.open("/console/groups/flaky")
+	b.submit("#delete-group")
+	require.Contains(t, b.text(".notice"), "Group flaky deleted")
+
 	// Signing out ends the session.
 	b.submit("header form button")
 	b.open("/console/")

@@ -291,6 +291,25 @@ func (s *Console) consoleGroupStatus(st models.GroupStatus) echo.HandlerFunc {
 	}
 }
 
+// consoleGroupDelete deletes the group; the form's purge box also removes its dead
+// letters and attempt log at once.
+func (s *Console) consoleGroupDelete(c echo.Context) error {
+	name := c.Param("group")
+	out, err := s.ctl.DeleteGroup(c.Request().Context(), actorOf(c), name, c.FormValue("purge") == "true")
+	if err != nil {
+		if status, _, _ := describe(err); status == http.StatusConflict {
+			_, line, _ := formErrors(err)
+			return s.renderGroup(c, http.StatusConflict, groupPage{}, "", line)
+		}
+		return err
+	}
+	notice := "Group " + name + " deleted."
+	if !out.Purged {
+		notice += " Its dead letters and attempt log are kept until " + fmtTime(out.PurgeAfter) + "."
+	}
+	return redirectWith(c, consolePath+"/groups", notice)
+}
+
 func (s *Console) consoleGroupReset(c echo.Context) error {
 	req := control.OffsetReset{To: c.FormValue("to")}
 	if req.To == "timestamp" {

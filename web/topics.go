@@ -115,6 +115,7 @@ type topicPage struct {
 	Messages    []messageSummaryView
 	NextURL     string
 	Errors      map[string]string
+	Retention   control.TopicRetention
 }
 
 func (s *Console) consoleTopic(c echo.Context) error {
@@ -141,7 +142,11 @@ func (s *Console) renderTopic(c echo.Context, status int, errs map[string]string
 	if err != nil {
 		return err
 	}
-	page := topicPage{Topic: dtos[0], Subscribers: subs, Chart: statsChart(points, true), Errors: errs,
+	ret, err := s.ctl.TopicRetention(ctx, t)
+	if err != nil {
+		return err
+	}
+	page := topicPage{Topic: dtos[0], Subscribers: subs, Chart: statsChart(points, true), Errors: errs, Retention: ret,
 		Filter: messageFilterForm{Key: c.QueryParam("key"), Tag: c.QueryParam("tag"), From: c.QueryParam("from"), To: c.QueryParam("to")}}
 	q, err := control.ParseMessageQuery(control.MessageQueryParams{Key: c.QueryParam("key"), Tag: c.QueryParam("tag"),
 		From: c.QueryParam("from"), To: c.QueryParam("to"), Limit: c.QueryParam("limit"), Cursor: c.QueryParam("cursor")})
@@ -172,16 +177,39 @@ func (s *Console) consoleTopicQueues(c echo.Context) error {
 	})
 }
 
+// consoleTopicDelete deletes the topic; the form's force box also removes the
+// subscriptions of the groups on it, which the notice names.
 func (s *Console) consoleTopicDelete(c echo.Context) error {
 	name := c.Param("topic")
-	if err := s.ctl.DeleteTopic(c.Request().Context(), actorOf(c), name); err != nil {
+	groups, err := s.ctl.DeleteTopic(c.Request().Context(), actorOf(c), name, c.FormValue("force") == "true")
+	if err != nil {
 		if status, _, _ := describe(err); status == http.StatusConflict {
 			_, line, _ := formErrors(err)
 			return s.renderTopic(c, http.StatusConflict, map[string]string{}, line)
 		}
 		return err
 	}
-	return redirectWith(c, consolePath+"/topics", "Topic "+name+" deleted.")
+	notice := "Topic " + name + " deleted."
+	if len(groups) > 0 {
+		notice += " Groups that lost their subscription: " + strings.Join(groups, ", ") + "."
+	}
+	return redirectWith(c, consolePath+"/topics", notice)
+}
+
+// consoleTopicRetention sets the topic's retention hours and policy.
+func (s *Console) consoleTopicRetention(c echo.Context) error {
+	hours, err := strconv.Atoi(strings.TrimSpace(c.FormValue("retention_hours")))
+	if err != nil {
+		return s.renderTopic(c, http.StatusUnprocessableEntity, map[string]string{"/retention_hours": "a whole number of hours"}, "")
+	}
+	policy := models.RetentionPolicy(c.FormValue("retention_policy"))
+	t, err := s.ctl.PatchTopic(c.Request().Context(), actorOf(c), c.Param("topic"), control.TopicPatch{RetentionHours: &hours, RetentionPolicy: &policy})
+	if err == nil {
+		return redirectWith(c, consolePath+"/topics/"+t.Name, fmt.Sprintf("Topic %s keeps messages %d h (%s).", t.Name, t.RetentionHours, t.RetentionPolicy))
+	}
+	return rerender(err, func(fields map[string]string, line string) error {
+		return s.renderTopic(c, http.StatusUnprocessableEntity, fields, line)
+	})
 }
 
 type messagePage struct {

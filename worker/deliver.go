@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,8 +44,16 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 			rep.returned(delivery.ReasonFenced, offsets, delivery.Counters{})
 			return nil
 		}
+	} else if w.fences.Retired(j.Group, j.Queue) {
+		rep.returned(delivery.ReasonFenced, offsets, delivery.Counters{}) // the group was deleted
+		return nil
 	}
 	g, err := w.group(ctx, j.Group)
+	if errors.Is(err, models.ErrNotFound) {
+		// Deleted: nothing is sent; the returned messages have no cursor left to go to.
+		rep.returned(delivery.ReasonFenced, offsets, delivery.Counters{})
+		return nil
+	}
 	if err != nil {
 		w.log.Warn("load group for job", "group", j.Group, "err", err)
 		rep.returned(delivery.ReasonShutdown, offsets, delivery.Counters{})
@@ -157,7 +166,7 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 		r.rep.returned(delivery.ReasonShutdown, offsets, delivery.Counters{})
 		return
 	}
-	if !r.job.Retry && r.w.fences.Stale(r.job.Group, r.job.Queue, r.job.Version) {
+	if (!r.job.Retry && r.w.fences.Stale(r.job.Group, r.job.Queue, r.job.Version)) || r.w.fences.Retired(r.job.Group, r.job.Queue) {
 		r.stop.Store(string(delivery.ReasonFenced)) // in memory: no Redis command per POST
 	}
 	if s := r.stopReason(); s != "" {

@@ -89,7 +89,8 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		a.Writer = groupcommit.New(st, n, log)
 		a.Writer.Lanes = cfg.PublishLanes
 		a.Writer.FlushTimeout = cfg.PublishTimeout
-		a.API = api.New(api.Options{JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost, Keys: keys, PublishTimeout: cfg.PublishTimeout}, st, rdb, a.Writer, n, guard, log)
+		a.API = api.New(api.Options{JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost, Keys: keys, PublishTimeout: cfg.PublishTimeout,
+			DeletedGroupGrace: cfg.Maintenance.DeletedGroupGrace}, st, rdb, a.Writer, n, guard, log)
 		a.API.Mount(web.New(web.Config{Control: a.API.Control(), Log: log, CookieSecure: cfg.CookieSecure}).Routes)
 	}
 	if roles.Dispatcher {

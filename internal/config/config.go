@@ -85,6 +85,25 @@ type Maintenance struct {
 	// AttemptRetention is how long delivery attempts are kept (daily partitions,
 	// checked hourly). Default 168h.
 	AttemptRetention time.Duration `env:"ATTEMPT_RETENTION" envDefault:"168h"`
+	// RetentionInterval is how often topic retention, dead-letter expiry and the purge
+	// of deleted groups' rows run; a run that leaves work runs again at the next
+	// lease renewal. Default 1m.
+	RetentionInterval time.Duration `env:"RETENTION_INTERVAL" envDefault:"1m"`
+	// RetentionChunk is how many rows one pruning DELETE removes at most. Default 1000.
+	RetentionChunk int `env:"RETENTION_CHUNK" envDefault:"1000"`
+	// RetentionPause is the wait between two pruning DELETEs, so publishes keep
+	// their latency: 1,000 rows per 200 ms prune at most ≈5,000 rows/s, five times
+	// a 1,000 msg/s publish rate (docs/decisions.md). Default 200ms.
+	RetentionPause time.Duration `env:"RETENTION_PAUSE" envDefault:"200ms"`
+	// RetentionBudget bounds one retention run's time, so lease renewals and the
+	// outbox are not held up; the rest waits for the next run. Default 1s.
+	RetentionBudget time.Duration `env:"RETENTION_BUDGET" envDefault:"1s"`
+	// HygieneInterval is how often Redis keys of dead dispatchers and deleted groups
+	// are removed (report lists, fence hashes). Default 1m.
+	HygieneInterval time.Duration `env:"HYGIENE_INTERVAL" envDefault:"1m"`
+	// DeletedGroupGrace is how long a deleted group's dead letters and attempt log
+	// are kept (read by the api role, which deletes groups). Default 168h.
+	DeletedGroupGrace time.Duration `env:"DELETED_GROUP_GRACE" envDefault:"168h"`
 }
 
 // Dispatcher tunes the dispatcher role: leases, reads, jobs, commits.

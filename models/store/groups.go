@@ -32,11 +32,13 @@ type groupRow struct {
 	Ordered                 bool
 	OrderedOnExhausted      string
 	ConsumeFrom             string
-	Status                  string
-	PausedReason            string
-	ConfigVersion           int64
-	CreatedAt               time.Time
-	UpdatedAt               time.Time
+	// DeadLetterRetentionHours bounds how long dead letters are kept (migration 000008).
+	DeadLetterRetentionHours int
+	Status                   string
+	PausedReason             string
+	ConfigVersion            int64
+	CreatedAt                time.Time
+	UpdatedAt                time.Time
 }
 
 func (groupRow) TableName() string { return "consumer_groups" }
@@ -82,7 +84,7 @@ func (s *Store) GroupCreate(ctx context.Context, g *models.Group) error {
 		MaxAttempts: g.MaxAttempts, RetrySchedule: string(schedule), Ordered: g.Ordered,
 		OrderedOnExhausted: string(g.OrderedOnExhausted),
 		ConsumeFrom:        g.ConsumeFrom, Status: string(g.Status), PausedReason: g.PausedReason,
-		ConfigVersion: 1, CreatedAt: now, UpdatedAt: now,
+		DeadLetterRetentionHours: dlRetention(g.DeadLetterRetentionHours), ConfigVersion: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	return s.WithTx(ctx, func(tx *Store) error {
 		if err := tx.db.Create(&row).Error; err != nil {
@@ -254,7 +256,7 @@ func (s *Store) withSubscriptions(ctx context.Context, rows []groupRow) ([]*mode
 			TimeoutMS: r.TimeoutMS, MaxAttempts: r.MaxAttempts, Ordered: r.Ordered,
 			OrderedOnExhausted: models.OnExhausted(r.OrderedOnExhausted),
 			ConsumeFrom:        r.ConsumeFrom, Status: models.GroupStatus(r.Status), PausedReason: r.PausedReason,
-			ConfigVersion: r.ConfigVersion, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+			DeadLetterRetentionHours: r.DeadLetterRetentionHours, ConfigVersion: r.ConfigVersion, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		}
 		_ = json.Unmarshal([]byte(r.RetrySchedule), &g.RetrySchedule)
 		out = append(out, g)
@@ -303,7 +305,8 @@ func (s *Store) GroupUpdate(ctx context.Context, g *models.Group) error {
 			"batch_window_ms": g.BatchWindowMS, "max_in_flight": g.MaxInFlight, "rate_limit": g.RateLimit,
 			"timeout_ms": g.TimeoutMS, "max_attempts": g.MaxAttempts, "retry_schedule": string(schedule),
 			"ordered": g.Ordered, "ordered_on_exhausted": string(g.OrderedOnExhausted), "consume_from": g.ConsumeFrom,
-			"config_version": gorm.Expr("config_version + 1"), "updated_at": now,
+			"dead_letter_retention_hours": dlRetention(g.DeadLetterRetentionHours),
+			"config_version":              gorm.Expr("config_version + 1"), "updated_at": now,
 		})
 		if res.Error != nil {
 			return fmt.Errorf("update group %d: %w", g.ID, res.Error)
@@ -353,4 +356,12 @@ func (s *Store) GroupUpdate(ctx context.Context, g *models.Group) error {
 		}
 		return nil
 	})
+}
+
+// dlRetention is h, or the default 336 h when zero.
+func dlRetention(h int) int {
+	if h == 0 {
+		return models.DefaultDeadLetterRetentionHours
+	}
+	return h
 }

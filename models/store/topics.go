@@ -12,12 +12,14 @@ import (
 )
 
 type topicRow struct {
-	ID        int64 `gorm:"primaryKey"`
-	Name      string
-	NodeID    int64
-	KeySlots  *string // JSON array of models.KeySlots queue ids (migration 000007)
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ID              int64 `gorm:"primaryKey"`
+	Name            string
+	NodeID          int64
+	KeySlots        *string // JSON array of models.KeySlots queue ids (migration 000007)
+	RetentionHours  int
+	RetentionPolicy string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 func (topicRow) TableName() string { return "topics" }
@@ -75,7 +77,7 @@ func (s *Store) topicCreate(ctx context.Context, name string, n int, reserved bo
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	tr := topicRow{Name: name, NodeID: 1, CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}
+	tr := topicRow{Name: name, NodeID: 1, RetentionHours: models.DefaultRetentionHours, RetentionPolicy: string(models.RetentionConsumed), CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}
 	var qs []queueRow
 	err := s.WithTx(ctx, func(tx *Store) error {
 		if err := tx.db.Create(&tr).Error; err != nil {
@@ -112,7 +114,8 @@ func (s *Store) topicCreate(ctx context.Context, name string, n int, reserved bo
 }
 
 func toTopic(tr topicRow, qs []queueRow) *models.Topic {
-	t := &models.Topic{ID: tr.ID, Name: tr.Name, NodeID: tr.NodeID, CreatedAt: tr.CreatedAt}
+	t := &models.Topic{ID: tr.ID, Name: tr.Name, NodeID: tr.NodeID, RetentionHours: tr.RetentionHours,
+		RetentionPolicy: models.RetentionPolicy(tr.RetentionPolicy), CreatedAt: tr.CreatedAt}
 	for _, q := range qs {
 		t.Queues = append(t.Queues, models.Queue{ID: q.ID, TopicID: q.TopicID, NodeID: q.NodeID, Position: q.Position, State: models.QueueState(q.State)})
 	}
@@ -260,22 +263,49 @@ func (s *Store) TopicSubscribers(ctx context.Context, topicID int64) ([]string, 
 	return names, nil
 }
 
-// TopicDelete removes a topic, its queues and their tables. It refuses with an error
-// wrapping models.ErrInUse while any group subscribes to it, and ErrNotFound for an
-// unknown name. Dropping the tables deletes the messages: it cannot be undone.
-func (s *Store) TopicDelete(ctx context.Context, name string) error {
+// TopicDelete removes a topic, its queues and their tables. While groups subscribe
+// to it, it refuses with an error wrapping models.ErrInUse that names them and
+// changes nothing, unless force is set: then it first removes those subscriptions
+// with the groups' cursors and retry rows on its queues (bumping each group's
+// config_version), and returns the names of the groups that lost them. ErrNotFound
+// for an unknown name. Dropping the tables deletes the messages: it cannot be undone.
+func (s *Store) TopicDelete(ctx context.Context, name string, force bool) (unsubscribed []string, err error) {
 	t, err := s.TopicGetByName(ctx, name)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	qids := make([]int64, len(t.Queues))
+	for i, q := range t.Queues {
+		qids[i] = q.ID
 	}
 	err = s.WithTx(ctx, func(tx *Store) error {
-		var n int64
-		if err := tx.db.Raw("SELECT COUNT(*) FROM subscriptions WHERE topic_id = ? FOR UPDATE", t.ID).Scan(&n).Error; err != nil {
-			return fmt.Errorf("count subscribers: %w", err)
+		if err := tx.db.Raw("SELECT id FROM topics WHERE id = ? FOR UPDATE", t.ID).Scan(new(int64)).Error; err != nil {
+			return fmt.Errorf("lock topic: %w", err)
 		}
-		if n > 0 {
-			subs, _ := tx.TopicSubscribers(ctx, t.ID)
-			return fmt.Errorf("topic %s has subscribers (%s): %w", name, strings.Join(subs, ", "), models.ErrInUse)
+		subs, err := tx.TopicSubscribers(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		if len(subs) > 0 && !force {
+			return &InUseError{What: "topic " + name, By: subs}
+		}
+		unsubscribed = subs
+		if len(subs) > 0 {
+			err := tx.db.Exec(`UPDATE consumer_groups SET config_version = config_version + 1, updated_at = NOW(3)
+				WHERE id IN (SELECT group_id FROM subscriptions WHERE topic_id = ?)`, t.ID).Error
+			if err != nil {
+				return fmt.Errorf("touch subscribed groups: %w", err)
+			}
+			if err := tx.db.Exec("DELETE FROM subscriptions WHERE topic_id = ?", t.ID).Error; err != nil {
+				return fmt.Errorf("delete subscriptions: %w", err)
+			}
+		}
+		if len(qids) > 0 {
+			for _, stmt := range []string{"DELETE FROM cursors WHERE queue_id IN ?", "DELETE FROM retry_messages WHERE queue_id IN ?", "DELETE FROM retention_expired WHERE queue_id IN ?"} {
+				if err := tx.db.Exec(stmt, qids).Error; err != nil {
+					return fmt.Errorf("delete rows of the topic's queues: %w", err)
+				}
+			}
 		}
 		if err := tx.db.Exec("DELETE FROM queues WHERE topic_id = ?", t.ID).Error; err != nil {
 			return fmt.Errorf("delete queues: %w", err)
@@ -286,14 +316,54 @@ func (s *Store) TopicDelete(ctx context.Context, name string) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, q := range t.Queues {
-		if _, err := s.sql.ExecContext(ctx, "DROP TABLE IF EXISTS "+models.QueueTableName(q.ID)); err != nil {
-			return fmt.Errorf("drop queue table %d: %w", q.ID, err)
+	for _, q := range qids {
+		if _, err := s.sql.ExecContext(ctx, "DROP TABLE IF EXISTS "+models.QueueTableName(q)); err != nil {
+			return unsubscribed, fmt.Errorf("drop queue table %d: %w", q, err)
 		}
 	}
 	_, _ = s.sql.ExecContext(ctx, "DELETE FROM stats_minutely WHERE group_id = 0 AND topic_id = ?", t.ID)
+	return unsubscribed, nil
+}
+
+// InUseError is a removal refused because others still reference the resource:
+// What names it ("topic orders") and By the referencing groups, by name. It matches
+// models.ErrInUse.
+type InUseError struct {
+	What string
+	By   []string
+}
+
+// Error is e.g. "topic orders has subscribers (billing, crm): still in use".
+func (e *InUseError) Error() string {
+	return fmt.Sprintf("%s has subscribers (%s): %v", e.What, strings.Join(e.By, ", "), models.ErrInUse)
+}
+
+// Unwrap returns models.ErrInUse.
+func (e *InUseError) Unwrap() error { return models.ErrInUse }
+
+// TopicSetRetention sets topic id's retention: hours (1 to models.MaxRetentionHours)
+// and policy. Errors: a *models.ValidationError, ErrNotFound.
+func (s *Store) TopicSetRetention(ctx context.Context, id int64, hours int, policy models.RetentionPolicy) error {
+	var v models.ValidationError
+	if hours < 1 || hours > models.MaxRetentionHours {
+		v.Add("/retention_hours", fmt.Sprintf("must be between 1 and %d", models.MaxRetentionHours))
+	}
+	if !slices.Contains(models.RetentionPolicies(), policy) {
+		v.Add("/retention_policy", "must be consumed or strict")
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	res := s.db.WithContext(ctx).Model(&topicRow{}).Where("id = ?", id).Updates(map[string]any{
+		"retention_hours": hours, "retention_policy": string(policy), "updated_at": time.Now().UTC()})
+	if res.Error != nil {
+		return fmt.Errorf("set retention of topic %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("topic %d: %w", id, models.ErrNotFound)
+	}
 	return nil
 }
 

@@ -162,7 +162,9 @@ func (r *result) storageRow(ctx context.Context, db *sql.DB, schema string, queu
 	case u.rows == 0:
 		r.info("MySQL bytes per message", fmt.Sprintf("n/a (0 rows, %d bytes)", u.bytes))
 	default:
-		r.info("MySQL bytes per message", fmt.Sprintf("%.0f B (%.1f MiB / %d rows, data+index after ANALYZE)", float64(u.bytes)/float64(u.rows), float64(u.bytes)/(1<<20), u.rows))
+		per := float64(u.bytes) / float64(u.rows)
+		r.info("MySQL bytes per message", fmt.Sprintf("%.0f B (%.1f MiB / %d rows, data+index after ANALYZE)", per, float64(u.bytes)/(1<<20), u.rows))
+		r.info("MySQL disk per day at 1,000 msg/s", fmt.Sprintf("%.0f GB (86.4 M messages of this scenario's size)", per*86_400_000/1e9))
 	}
 }
 
