@@ -61,12 +61,20 @@ type groupCreateRequest struct {
 	RetrySchedule []int             `json:"retry_schedule"`
 	Ordered       bool              `json:"ordered"`
 	ConsumeFrom   string            `json:"consume_from"`
+	// PushAuth (null: off), EndpointHeaders and BasicAuth: see control.GroupSpec.
+	PushAuth        *control.PushAuthSetting `json:"push_auth"`
+	EndpointHeaders map[string]string        `json:"endpoint_headers"`
+	BasicAuth       *models.BasicAuth        `json:"basic_auth"`
 }
 
 func (r groupCreateRequest) spec() control.GroupSpec {
 	s := control.GroupSpec{Name: r.Name, EndpointURL: r.EndpointURL, BatchSize: r.BatchSize, BatchMaxBytes: r.BatchMaxBytes,
 		BatchWindowMS: r.BatchWindowMS, MaxInFlight: r.MaxInFlight, RateLimit: r.RateLimit, TimeoutMS: r.TimeoutMS,
-		MaxAttempts: r.MaxAttempts, RetrySchedule: r.RetrySchedule, Ordered: r.Ordered, ConsumeFrom: r.ConsumeFrom}
+		MaxAttempts: r.MaxAttempts, RetrySchedule: r.RetrySchedule, Ordered: r.Ordered, ConsumeFrom: r.ConsumeFrom,
+		EndpointHeaders: r.EndpointHeaders, BasicAuth: r.BasicAuth}
+	if r.PushAuth != nil {
+		s.PushAuth = &models.PushAuth{Audience: r.PushAuth.Audience}
+	}
 	for _, sub := range r.Subscriptions {
 		s.Subscriptions = append(s.Subscriptions, models.Subscription{Topic: sub.Topic, Tags: sub.Tags})
 	}

@@ -39,6 +39,7 @@ var routeTable = []route{
 	{http.MethodGet, "/healthz", (*Server).healthz, public},
 	{http.MethodGet, "/readyz", (*Server).ready, public},
 	{http.MethodGet, "/openapi.yaml", (*Server).openapi, public},
+	{http.MethodGet, "/.well-known/jwks.json", (*Server).jwks, public},
 
 	{http.MethodPost, "/v1/topics/:topic/messages", (*Server).publish, publisher},
 
@@ -68,6 +69,8 @@ var routeTable = []route{
 	{http.MethodGet, "/api/v1/groups/:group/dead-letters/:id", (*Server).deadLetterGet, viewer},
 	{http.MethodPost, "/api/v1/groups/:group/dead-letters/redrive", (*Server).deadLetterRedrive, operator},
 	{http.MethodPost, "/api/v1/groups/:group/dead-letters/purge", (*Server).deadLetterPurge, operator},
+
+	{http.MethodPost, "/api/v1/push-keys/rotate", (*Server).pushKeyRotate, admin},
 
 	{http.MethodGet, "/api/v1/api-keys", (*Server).apiKeyList, viewer},
 	{http.MethodPost, "/api/v1/api-keys", (*Server).apiKeyCreate, operator},

@@ -95,6 +95,7 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		a.Dispatcher = dispatcher.New(cfg.Dispatcher, keys, st, rdb, ropt, log, nil)
 	}
 	if roles.Worker {
+		cfg.Worker.Issuer = cfg.PublicURL
 		a.Worker = worker.New(cfg.Worker, keys, st, rdb, ropt, guard, log)
 	}
 	if roles.Maintenance {
