@@ -57,7 +57,7 @@ func (s *Store) PushKeyRotate(ctx context.Context, k models.PushKey) error {
 			return fmt.Errorf("retire push keys: %w", err)
 		}
 		// created_at a millisecond later than any retired key's, so the order is certain.
-		err := tx.db.Exec("INSERT INTO push_keys (kid, private_key, created_at) VALUES (?, ?, NOW(3) + INTERVAL 1 MILLISECOND)",
+		err := tx.db.Exec("INSERT INTO push_keys (kid, private_key, created_at) VALUES (?, ?, NOW(3) + INTERVAL 1000 MICROSECOND)",
 			k.ID, tx.keys.Seal(base64.StdEncoding.EncodeToString(k.Seed))).Error
 		if err != nil {
 			return fmt.Errorf("insert push key: %w", err)
