@@ -97,7 +97,7 @@ func TestEndpointHeadersMaskedAndSent(t *testing.T) {
 	h.CreateTopic("orders", 1)
 	recv := testinfra.NewReceiver(t)
 	recv.SetSecret(h.CreateGroup(map[string]any{"name": "billing", "endpoint_url": recv.URL,
-		"subscriptions": []map[string]any{{"topic": "orders"}},
+		"subscriptions":    []map[string]any{{"topic": "orders"}},
 		"endpoint_headers": map[string]any{"x-api-key": "s3cret-key"}, "basic_auth": map[string]any{"username": "herald", "password": "pa55word"}}))
 
 	var g struct {

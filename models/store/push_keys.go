@@ -95,4 +95,3 @@ func (s *Store) pushKeys(ctx context.Context, where string, args ...any) ([]mode
 	}
 	return out, rows.Err()
 }
-
