@@ -64,6 +64,8 @@ var routeTable = []route{
 	{http.MethodPost, "/api/v1/groups/:group/offsets/reset", (*Server).groupOffsetsReset, operator},
 	{http.MethodPost, "/api/v1/groups/:group/secret/rotate", (*Server).groupSecretRotate, operator},
 	{http.MethodPost, "/api/v1/groups/:group/test", (*Server).groupTestSend, operator},
+	{http.MethodPost, "/api/v1/groups/:group/messages/:id/resend", (*Server).groupMessageResend, operator},
+	{http.MethodPost, "/api/v1/groups/:group/resend", (*Server).groupResend, operator},
 
 	{http.MethodGet, "/api/v1/groups/:group/dead-letters", (*Server).deadLetterList, viewer},
 	{http.MethodGet, "/api/v1/groups/:group/dead-letters/:id", (*Server).deadLetterGet, viewer},
