@@ -85,4 +85,3 @@ func offsetOf(t *testing.T, ms []testinfra.Published, id string) int64 {
 	t.Fatalf("no message %s", id)
 	return 0
 }
-
