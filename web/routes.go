@@ -48,6 +48,7 @@ func (s *Console) Routes(e *echo.Echo) {
 	con.POST("/topics/:topic/queues", page(op(s.consoleTopicQueues)))
 	con.POST("/topics/:topic/delete", page(op(s.consoleTopicDelete)))
 	con.GET("/messages/:id", page(s.consoleMessage))
+	con.POST("/messages/:id/resend", page(op(s.consoleMessageResend)))
 	con.GET("/groups", page(s.consoleGroups))
 	con.POST("/groups", page(op(s.consoleGroupCreate)))
 	con.GET("/groups/:group", page(s.consoleGroup))
