@@ -176,6 +176,9 @@ func (c *Control) CreateGroup(ctx context.Context, a Actor, spec GroupSpec) (*mo
 	if err := c.checkEndpoint(ctx, g.EndpointURL); err != nil {
 		return nil, err
 	}
+	if err := c.ensureEventsTopic(ctx, g); err != nil {
+		return nil, err
+	}
 	if err := c.st.GroupCreate(ctx, g); err != nil {
 		return nil, err
 	}
@@ -203,6 +206,9 @@ func (c *Control) PatchGroup(ctx context.Context, a Actor, name string, spec Gro
 		if err := c.checkEndpoint(ctx, ng.EndpointURL); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.ensureEventsTopic(ctx, &ng); err != nil {
+		return nil, err
 	}
 	if err := c.st.GroupUpdate(ctx, &ng); err != nil {
 		return nil, err
@@ -264,6 +270,13 @@ func (c *Control) setStatus(ctx context.Context, a Actor, name string, st models
 	}
 	c.notifyGroup(ctx, g.ID)
 	c.Record(ctx, a, "group."+string(st), g.Name, map[string]string{"status": string(g.Status)}, map[string]string{"status": string(st)})
+	ev := models.Event{Type: models.EventGroupPaused, Group: g.Name, Data: map[string]any{"reason": reason, "by": a.Username, "previous_status": string(g.Status)}}
+	if st == models.GroupRunning {
+		ev.Type = models.EventGroupResumed
+	}
+	if g.Status != st {
+		c.publishEvent(ctx, ev)
+	}
 	return c.st.GroupGetByID(ctx, g.ID)
 }
 

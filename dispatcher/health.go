@@ -109,6 +109,7 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 		if c.Successes > 0 && c.Failures == 0 {
 			d.log.Info("breaker closed after a successful probe", "group", gs.g.Name)
 			h.breaker, h.cooldown = breakerClosed, 0
+			d.event(gs, models.EventBreakerClosed, nil)
 			h.ratioSucc, h.ratioFail = 0, 0
 			// The probe alone is the last 10 s of deliveries: restart from the configured
 			// rate or the rate measured before the outage.
@@ -142,6 +143,8 @@ func (d *Dispatcher) openBreaker(gs *groupState, now time.Time) {
 	h.breaker, h.openUntil, h.dirty = breakerOpen, now.Add(h.cooldown), true
 	d.log.Warn("breaker opened", "group", gs.g.Name, "cooldown", h.cooldown, "consecutive", h.consecutive, "successes_minute", h.succMinute, "failures_minute", h.failMinute, "last_error", gs.lastError)
 	d.audit(gs, "group.breaker.open", map[string]any{"cooldown_ms": h.cooldown.Milliseconds(), "last_error": gs.lastError})
+	d.event(gs, models.EventBreakerOpened, map[string]any{"cooldown_ms": h.cooldown.Milliseconds(), "consecutive_failures": h.consecutive,
+		"last_status": h.lastStatus, "last_error": gs.lastError})
 }
 
 // throttle pauses the group for retryAfter and cuts its effective rate, at most once
@@ -155,6 +158,7 @@ func (d *Dispatcher) throttle(gs *groupState, now time.Time, retryAfter time.Dur
 	}
 	if gs.pace.throttle(now, h.throttleUntil, gs.measured(now)) {
 		d.log.Info("endpoint throttled; rate cut", "group", gs.g.Name, "retry_after", retryAfter, "effective_rate", gs.pace.start)
+		d.eventCounted(gs, models.EventEndpointThrottled, 1, map[string]any{"retry_after_ms": retryAfter.Milliseconds(), "effective_rate": gs.pace.start})
 	}
 }
 
@@ -254,6 +258,11 @@ func (d *Dispatcher) setStatus(gs *groupState, st models.GroupStatus, reason str
 	gs.g.Status, gs.g.PausedReason = st, reason
 	d.log.Warn("group status changed", "group", gs.g.Name, "status", st, "reason", reason)
 	d.audit(gs, "group."+string(st), map[string]any{"reason": reason})
+	typ := models.EventGroupPaused
+	if st == models.GroupDisabled {
+		typ = models.EventGroupDisabled
+	}
+	d.event(gs, typ, map[string]any{"reason": reason, "by": "herald"})
 }
 
 func (d *Dispatcher) audit(gs *groupState, action string, after any) {
