@@ -47,6 +47,8 @@ type Options struct {
 	// Keys names the Redis keys of the installation's namespace (HERALD_NAMESPACE);
 	// offset resets raise cursor fences under it.
 	Keys delivery.Keys
+	// PublicURL is the `iss` of the push tokens a test send carries (HERALD_PUBLIC_URL).
+	PublicURL string
 }
 
 // Server serves the api role. Create it with New; Handler exposes routes for tests.
@@ -72,7 +74,7 @@ type Server struct {
 // publishes to complete.
 func New(opts Options, st *store.Store, rdb redis.UniversalClient, writer *groupcommit.Writer, n *notify.Notifier, guard ssrf.Guard, log *slog.Logger) *Server {
 	s := &Server{opts: opts, st: st, rdb: rdb, writer: writer, notifier: n, guard: guard, log: log}
-	s.ctl = control.New(control.Config{Store: st, Redis: rdb, Keys: opts.Keys, Notifier: n, Guard: guard, Log: log, JWTSecret: opts.JWTSecret, BcryptCost: opts.BcryptCost})
+	s.ctl = control.New(control.Config{Store: st, Redis: rdb, Keys: opts.Keys, Notifier: n, Guard: guard, Log: log, JWTSecret: opts.JWTSecret, BcryptCost: opts.BcryptCost, PublicURL: opts.PublicURL})
 	s.ctl.OnTopicChange(func(name string) { s.topics.Delete(name) })
 	s.ctl.OnKeyRevoke(func(prefix string) { s.keys.Delete(prefix) })
 	e := echo.New()

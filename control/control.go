@@ -54,6 +54,9 @@ type Config struct {
 	Log        *slog.Logger
 	JWTSecret  string
 	BcryptCost int
+	// PublicURL is the `iss` of push tokens on test sends (HERALD_PUBLIC_URL; empty
+	// for the CLI, whose test sends then carry none).
+	PublicURL string
 }
 
 // Control performs the actions. Create it with New; it is safe for concurrent use.
@@ -66,6 +69,7 @@ type Control struct {
 	log      *slog.Logger
 	secret   []byte
 	cost     int
+	issuer   string
 
 	onTopicChange hooks // names of changed or deleted topics
 	onKeyRevoke   hooks // prefixes of revoked API keys
@@ -98,7 +102,7 @@ func New(cfg Config) *Control {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Control{st: cfg.Store, rdb: cfg.Redis, keys: cfg.Keys, notifier: cfg.Notifier, guard: cfg.Guard, log: log, secret: []byte(cfg.JWTSecret), cost: cfg.BcryptCost}
+	return &Control{st: cfg.Store, rdb: cfg.Redis, keys: cfg.Keys, notifier: cfg.Notifier, guard: cfg.Guard, log: log, secret: []byte(cfg.JWTSecret), cost: cfg.BcryptCost, issuer: cfg.PublicURL}
 }
 
 // OnTopicChange registers fn to run after a topic's queues change or the topic is

@@ -2,8 +2,10 @@ package control
 
 import (
 	"context"
+	"time"
 
 	"github.com/heraldhq/herald/internal/pushauth"
+	"github.com/heraldhq/herald/models"
 )
 
 // PushKeysJWKS returns the public push keys as the JWKS served at
@@ -47,4 +49,17 @@ func (c *Control) RotatePushKey(ctx context.Context, a Actor) (PushKeyRotation, 
 	}
 	c.Record(ctx, a, "push_key.rotate", k.ID, nil, out)
 	return out, nil
+}
+
+// pushToken signs a push token for a test send to g, with the current push key.
+func (c *Control) pushToken(ctx context.Context, g *models.Group, id string, now time.Time) (string, error) {
+	k, err := c.st.PushKeyEnsure(ctx, pushauth.NewKey())
+	if err != nil {
+		return "", err
+	}
+	s, err := pushauth.NewSigner(k, c.issuer)
+	if err != nil {
+		return "", err
+	}
+	return s.Sign(g.PushAudience(), g.Name, id, now)
 }

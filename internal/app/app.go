@@ -88,7 +88,7 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		n := notify.New(rdb, keys)
 		a.Writer = groupcommit.New(st, n, log)
 		a.Writer.Lanes = cfg.PublishLanes
-		a.API = api.New(api.Options{JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost, Keys: keys}, st, rdb, a.Writer, n, guard, log)
+		a.API = api.New(api.Options{JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost, Keys: keys, PublicURL: cfg.PublicURL}, st, rdb, a.Writer, n, guard, log)
 		a.API.Mount(web.New(web.Config{Control: a.API.Control(), Log: log}).Routes)
 	}
 	if roles.Dispatcher {

@@ -125,6 +125,11 @@ func TestEndpointHeadersMaskedAndSent(t *testing.T) {
 	require.Equal(t, "s3cret-key", d.Header.Get("X-Api-Key"))
 	require.Equal(t, "Basic aGVyYWxkOnBhNTV3b3Jk", d.Header.Get("Authorization"))
 	require.True(t, d.Verified)
+	var ts struct {
+		WebhookID string `json:"webhook_id"`
+	}
+	require.NoError(t, json.Unmarshal(h.Admin("POST", "/groups/billing/test", nil, 200), &ts))
+	require.Equal(t, "s3cret-key", recv.Get(ts.WebhookID)[0].Header.Get("X-Api-Key"), "test sends carry them too")
 
 	for _, bad := range []map[string]any{
 		{"endpoint_headers": map[string]any{"webhook-id": "x"}},
