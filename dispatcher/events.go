@@ -46,28 +46,37 @@ func (d *Dispatcher) event(gs *groupState, typ models.EventType, data map[string
 // models.EventMinInterval, its data's "count" summing the occurrences since the last
 // one sent. Occurrences held back are reported with the next one.
 func (d *Dispatcher) eventCounted(gs *groupState, typ models.EventType, n int, data map[string]any) {
-	if d.events.gates == nil {
-		d.events.gates = map[eventGateKey]*eventGate{}
-	}
-	k := eventGateKey{gs.g.ID, typ}
-	gt := d.events.gates[k]
-	if gt == nil {
-		gt = &eventGate{}
-		d.events.gates[k] = gt
-	}
-	gt.count += n
-	now := d.now()
-	if !gt.last.IsZero() && now.Sub(gt.last) < models.EventMinInterval {
+	count, since, ok := d.events.pass(eventGateKey{gs.g.ID, typ}, n, d.now())
+	if !ok {
 		return
 	}
 	if data == nil {
 		data = map[string]any{}
 	}
-	data["count"] = gt.count
-	data["since"] = gt.last
-	if gt.last.IsZero() {
-		data["since"] = nil
+	data["count"], data["since"] = count, nil
+	if !since.IsZero() {
+		data["since"] = since.UTC()
 	}
-	gt.last, gt.count = now, 0
 	d.event(gs, typ, data)
+}
+
+// pass counts n occurrences of k at now and reports whether an event goes out: the
+// first one, then one per models.EventMinInterval. count sums the occurrences since
+// the last event sent, since is when that was (zero for the first).
+func (e *opEvents) pass(k eventGateKey, n int, now time.Time) (count int, since time.Time, ok bool) {
+	if e.gates == nil {
+		e.gates = map[eventGateKey]*eventGate{}
+	}
+	gt := e.gates[k]
+	if gt == nil {
+		gt = &eventGate{}
+		e.gates[k] = gt
+	}
+	gt.count += n
+	if !gt.last.IsZero() && now.Sub(gt.last) < models.EventMinInterval {
+		return 0, time.Time{}, false
+	}
+	count, since = gt.count, gt.last
+	gt.last, gt.count = now, 0
+	return count, since, true
 }
