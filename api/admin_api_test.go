@@ -167,6 +167,13 @@ func TestAdminAPIMatchesSpec(t *testing.T) {
 	require.NotNil(t, rot.PreviousSecretExpiresAt)
 	sc.do("POST", "/api/v1/groups/billing/secret/rotate", tok, map[string]any{"overlap_seconds": -1}, 422)
 	recv.SetSecret(rot.SigningSecret)
+	sc.do("GET", "/.well-known/jwks.json", "", nil, 200)
+	sc.do("POST", "/api/v1/groups/billing/messages/msg_1_999999/resend", tok, nil, 404)
+	sc.do("POST", "/api/v1/groups/billing/resend", tok, map[string]any{"queue": 1, "from_offset": 900000, "to_offset": 900001}, 202)
+	sc.do("POST", "/api/v1/push-keys/rotate", tok, nil, 200)
+	sc.do("PATCH", "/api/v1/groups/billing", tok, map[string]any{"push_auth": map[string]any{"audience": "https://rx.example"},
+		"endpoint_headers": map[string]any{"x-api-key": "k"}}, 200)
+	sc.do("PATCH", "/api/v1/groups/billing", tok, map[string]any{"push_auth": nil, "endpoint_headers": map[string]any{"x-api-key": nil}}, 200)
 	ts := decode[struct {
 		OK         bool   `json:"ok"`
 		StatusCode int    `json:"status_code"`

@@ -65,6 +65,10 @@ type groupCreateRequest struct {
 	ConsumeFrom        string `json:"consume_from"`
 	// DeadLetterRetentionHours is how long dead letters are kept (hours, default 336).
 	DeadLetterRetentionHours *int `json:"dead_letter_retention_hours"`
+	// PushAuth (null: off), EndpointHeaders and BasicAuth: see control.GroupSpec.
+	PushAuth        *control.PushAuthSetting `json:"push_auth"`
+	EndpointHeaders map[string]string        `json:"endpoint_headers"`
+	BasicAuth       *models.BasicAuth        `json:"basic_auth"`
 }
 
 func (r groupCreateRequest) spec() control.GroupSpec {
@@ -72,7 +76,11 @@ func (r groupCreateRequest) spec() control.GroupSpec {
 		BatchWindowMS: r.BatchWindowMS, MaxInFlight: r.MaxInFlight, RateLimit: r.RateLimit, TimeoutMS: r.TimeoutMS,
 		MaxAttempts: r.MaxAttempts, RetrySchedule: r.RetrySchedule, Ordered: r.Ordered,
 		OrderedOnExhausted: models.OnExhausted(r.OrderedOnExhausted), ConsumeFrom: r.ConsumeFrom,
-		DeadLetterRetentionHours: r.DeadLetterRetentionHours}
+		DeadLetterRetentionHours: r.DeadLetterRetentionHours,
+		EndpointHeaders:          r.EndpointHeaders, BasicAuth: r.BasicAuth}
+	if r.PushAuth != nil {
+		s.PushAuth = &models.PushAuth{Audience: r.PushAuth.Audience}
+	}
 	for _, sub := range r.Subscriptions {
 		s.Subscriptions = append(s.Subscriptions, models.Subscription{Topic: sub.Topic, Tags: sub.Tags})
 	}

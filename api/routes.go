@@ -40,6 +40,7 @@ var routeTable = []route{
 	{http.MethodGet, "/healthz", (*Server).healthz, public},
 	{http.MethodGet, "/readyz", (*Server).ready, public},
 	{http.MethodGet, "/openapi.yaml", (*Server).openapi, public},
+	{http.MethodGet, "/.well-known/jwks.json", (*Server).jwks, public},
 
 	{http.MethodPost, "/v1/topics/:topic/messages", (*Server).publish, publisher},
 
@@ -68,11 +69,15 @@ var routeTable = []route{
 	{http.MethodPost, "/api/v1/groups/:group/offsets/reset", (*Server).groupOffsetsReset, operator},
 	{http.MethodPost, "/api/v1/groups/:group/secret/rotate", (*Server).groupSecretRotate, operator},
 	{http.MethodPost, "/api/v1/groups/:group/test", (*Server).groupTestSend, operator},
+	{http.MethodPost, "/api/v1/groups/:group/messages/:id/resend", (*Server).groupMessageResend, operator},
+	{http.MethodPost, "/api/v1/groups/:group/resend", (*Server).groupResend, operator},
 
 	{http.MethodGet, "/api/v1/groups/:group/dead-letters", (*Server).deadLetterList, viewer},
 	{http.MethodGet, "/api/v1/groups/:group/dead-letters/:id", (*Server).deadLetterGet, viewer},
 	{http.MethodPost, "/api/v1/groups/:group/dead-letters/redrive", (*Server).deadLetterRedrive, operator},
 	{http.MethodPost, "/api/v1/groups/:group/dead-letters/purge", (*Server).deadLetterPurge, operator},
+
+	{http.MethodPost, "/api/v1/push-keys/rotate", (*Server).pushKeyRotate, admin},
 
 	{http.MethodGet, "/api/v1/api-keys", (*Server).apiKeyList, viewer},
 	{http.MethodPost, "/api/v1/api-keys", (*Server).apiKeyCreate, operator},

@@ -53,6 +53,8 @@ type Options struct {
 	// DeletedGroupGrace is how long a deleted group's dead letters and attempt log
 	// are kept (HERALD_MAINTENANCE_DELETED_GROUP_GRACE; 0: 7 days).
 	DeletedGroupGrace time.Duration
+	// PublicURL is the `iss` of the push tokens a test send carries (HERALD_PUBLIC_URL).
+	PublicURL string
 }
 
 // Server serves the api role. Create it with New; Handler exposes routes for tests.
@@ -78,7 +80,7 @@ type Server struct {
 func New(opts Options, st *store.Store, rdb redis.UniversalClient, writer *groupcommit.Writer, n *notify.Notifier, guard ssrf.Guard, log *slog.Logger) *Server {
 	s := &Server{opts: opts, st: st, rdb: rdb, writer: writer, notifier: n, guard: guard, log: log}
 	s.ctl = control.New(control.Config{Store: st, Redis: rdb, Keys: opts.Keys, Notifier: n, Guard: guard, Log: log, JWTSecret: opts.JWTSecret, BcryptCost: opts.BcryptCost,
-		DeletedGroupGrace: opts.DeletedGroupGrace})
+		DeletedGroupGrace: opts.DeletedGroupGrace, PublicURL: opts.PublicURL})
 	s.ctl.OnTopicChange(func(name string) { s.topics.Delete(name) })
 	s.ctl.OnKeyRevoke(func(prefix string) { s.keys.Delete(prefix) })
 	e := echo.New()

@@ -59,6 +59,9 @@ type Config struct {
 	BcryptCost int
 
 	DeletedGroupGrace time.Duration
+	// PublicURL is the `iss` of push tokens on test sends (HERALD_PUBLIC_URL; empty
+	// for the CLI, whose test sends then carry none).
+	PublicURL string
 }
 
 // Control performs the actions. Create it with New; it is safe for concurrent use.
@@ -71,8 +74,9 @@ type Control struct {
 	log      *slog.Logger
 	secret   []byte
 	cost     int
+	issuer   string
 
-	logins *loginThrottle // shared by every transport's login
+	logins            *loginThrottle // shared by every transport's login
 	deletedGroupGrace time.Duration
 
 	onTopicChange hooks // names of changed or deleted topics
@@ -111,7 +115,7 @@ func New(cfg Config) *Control {
 		grace = DefaultDeletedGroupGrace
 	}
 	return &Control{st: cfg.Store, rdb: cfg.Redis, keys: cfg.Keys, notifier: cfg.Notifier, guard: cfg.Guard, log: log,
-		secret: []byte(cfg.JWTSecret), cost: cfg.BcryptCost, deletedGroupGrace: grace, logins: newLoginThrottle()}
+		secret: []byte(cfg.JWTSecret), cost: cfg.BcryptCost, deletedGroupGrace: grace, logins: newLoginThrottle(), issuer: cfg.PublicURL}
 }
 
 // OnTopicChange registers fn to run after a topic's queues change or the topic is

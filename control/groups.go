@@ -35,6 +35,12 @@ type GroupSpec struct {
 	ConsumeFrom        string
 	// DeadLetterRetentionHours is how long dead letters are kept (1 to 8,760; nil: 336).
 	DeadLetterRetentionHours *int
+	// PushAuth turns push tokens on (nil: off). EndpointHeaders (lower-case names) and
+	// BasicAuth are added to each POST; a value equal to models.MaskedValue keeps the
+	// group's current value, so a client may send back what it read.
+	PushAuth        *models.PushAuth
+	EndpointHeaders map[string]string
+	BasicAuth       *models.BasicAuth
 }
 
 func orDefault(p *int, def int) int {
@@ -68,10 +74,41 @@ func (spec GroupSpec) apply(g *models.Group) {
 	if g.ConsumeFrom == "" {
 		g.ConsumeFrom = models.ConsumeLatest
 	}
+	g.PushAuth = spec.PushAuth
+	g.EndpointAuth = spec.endpointAuth(g.EndpointAuth)
 	g.Subscriptions = nil
 	for _, sub := range spec.Subscriptions {
 		g.Subscriptions = append(g.Subscriptions, models.Subscription{Topic: sub.Topic, Tags: sub.Tags})
 	}
+}
+
+// endpointAuth resolves spec's headers and basic auth against cur, the group's
+// current ones: masked values keep what cur holds.
+func (spec GroupSpec) endpointAuth(cur models.EndpointAuth) models.EndpointAuth {
+	var out models.EndpointAuth
+	if len(spec.EndpointHeaders) > 0 {
+		out.Headers = make(map[string]string, len(spec.EndpointHeaders))
+		for k, v := range spec.EndpointHeaders {
+			if old, ok := cur.Headers[k]; ok && v == models.MaskedValue {
+				v = old
+			}
+			out.Headers[k] = v
+		}
+	}
+	if b := spec.BasicAuth; b != nil {
+		nb := *b
+		if cur.Basic != nil && nb.Password == models.MaskedValue {
+			nb.Password = cur.Basic.Password
+		}
+		out.Basic = &nb
+	}
+	return out
+}
+
+// PushAuthSetting is a group's push-auth setting in JSON: Audience is the `aud`
+// claim, empty for the endpoint URL.
+type PushAuthSetting struct {
+	Audience string `json:"audience"`
 }
 
 // GroupSettings is the writable part of a group in its JSON shape (the document a
@@ -94,6 +131,12 @@ type GroupSettings struct {
 	ConsumeFrom        string             `json:"consume_from"`
 	// DeadLetterRetentionHours is how long dead letters are kept, in hours (default 336).
 	DeadLetterRetentionHours int `json:"dead_letter_retention_hours"`
+	// PushAuth is null when push tokens are off.
+	PushAuth *PushAuthSetting `json:"push_auth"`
+	// EndpointHeaders are the static headers, values masked (models.MaskedValue).
+	EndpointHeaders map[string]string `json:"endpoint_headers"`
+	// BasicAuth is null when none is set; its password is masked.
+	BasicAuth *models.BasicAuth `json:"basic_auth"`
 }
 
 // SubscriptionSetting is a subscription in JSON; empty Tags means every tag.
@@ -108,6 +151,14 @@ func SettingsOf(g *models.Group) GroupSettings {
 		BatchWindowMS: g.BatchWindowMS, MaxInFlight: g.MaxInFlight, RateLimit: g.RateLimit, TimeoutMS: g.TimeoutMS,
 		MaxAttempts: g.MaxAttempts, RetrySchedule: g.RetrySchedule, Ordered: g.Ordered, OrderedOnExhausted: g.OrderedOnExhausted,
 		ConsumeFrom: g.ConsumeFrom, DeadLetterRetentionHours: g.DeadLetterRetentionHours, Subscriptions: []SubscriptionSetting{}}
+	if g.PushAuth != nil {
+		s.PushAuth = &PushAuthSetting{Audience: g.PushAuth.Audience}
+	}
+	masked := g.EndpointAuth.Masked()
+	s.EndpointHeaders, s.BasicAuth = masked.Headers, masked.Basic
+	if s.EndpointHeaders == nil {
+		s.EndpointHeaders = map[string]string{}
+	}
 	for _, sub := range g.Subscriptions {
 		tags := sub.Tags
 		if tags == nil {
@@ -140,6 +191,9 @@ func (c *Control) CreateGroup(ctx context.Context, a Actor, spec GroupSpec) (*mo
 	if err := c.checkEndpoint(ctx, g.EndpointURL); err != nil {
 		return nil, err
 	}
+	if err := c.ensureEventsTopic(ctx, g); err != nil {
+		return nil, err
+	}
 	if err := c.st.GroupCreate(ctx, g); err != nil {
 		return nil, err
 	}
@@ -169,6 +223,9 @@ func (c *Control) PatchGroup(ctx context.Context, a Actor, name string, spec Gro
 			if err := c.checkEndpoint(ctx, ng.EndpointURL); err != nil {
 				return nil, err
 			}
+		}
+		if err := c.ensureEventsTopic(ctx, &ng); err != nil {
+			return nil, err
 		}
 		// Concurrent patches of other fields are reapplied on the newer group, never lost.
 		err = c.st.GroupUpdate(ctx, &ng)
@@ -240,6 +297,13 @@ func (c *Control) setStatus(ctx context.Context, a Actor, name string, st models
 	}
 	c.notifyGroup(ctx, g.ID)
 	c.Record(ctx, a, "group."+string(st), g.Name, map[string]string{"status": string(g.Status)}, map[string]string{"status": string(st)})
+	ev := models.Event{Type: models.EventGroupPaused, Group: g.Name, Data: map[string]any{"reason": reason, "by": a.Username, "previous_status": string(g.Status)}}
+	if st == models.GroupRunning {
+		ev.Type = models.EventGroupResumed
+	}
+	if g.Status != st {
+		c.publishEvent(ctx, ev)
+	}
 	return c.st.GroupGetByID(ctx, g.ID)
 }
 

@@ -77,6 +77,19 @@ func (c *Control) TestSend(ctx context.Context, a Actor, name string, body json.
 		}
 		sigs = append(sigs, signer.Sign(id, ts, body))
 	}
+	for k, v := range g.EndpointAuth.Headers {
+		req.Header.Set(k, v)
+	}
+	if b := g.EndpointAuth.Basic; b != nil {
+		req.SetBasicAuth(b.Username, b.Password)
+	}
+	if g.PushAuth != nil && c.issuer != "" {
+		tok, err := c.pushToken(ctx, g, id, time.Unix(ts, 0))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("authorization", "Bearer "+tok)
+	}
 	req.Header.Set("content-type", "application/json")
 	req.Header.Set("webhook-id", id)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))

@@ -57,6 +57,7 @@ type Dispatcher struct {
 	now      Clock
 
 	groups      map[int64]*groupState
+	events      opEvents               // rate-limit gates of operational events
 	cursors     map[int64]*cursorState // by cursor id
 	byQueue     map[int64][]*cursorState
 	byGQ        map[[2]int64]*cursorState

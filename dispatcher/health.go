@@ -80,6 +80,7 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 	switch tr {
 	case closed:
 		d.log.Info("breaker closed after a successful probe", "group", gs.g.Name)
+		d.event(gs, models.EventBreakerClosed, nil)
 		// The probe alone is the last 10 s of deliveries: restart from the configured
 		// rate or the rate measured before the outage.
 		gs.pace.recoverFrom(now, h.preOutage)
@@ -89,6 +90,8 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 		}
 		d.log.Warn("breaker opened", "group", gs.g.Name, "cooldown", h.cooldown, "consecutive", h.consecutive, "successes_minute", h.succMinute, "failures_minute", h.failMinute, "last_error", gs.lastError)
 		d.audit(gs, "group.breaker.open", map[string]any{"cooldown_ms": h.cooldown.Milliseconds(), "last_error": gs.lastError})
+		d.event(gs, models.EventBreakerOpened, map[string]any{"cooldown_ms": h.cooldown.Milliseconds(), "consecutive_failures": h.consecutive,
+			"last_status": h.lastStatus, "last_error": gs.lastError})
 	}
 }
 
@@ -103,6 +106,7 @@ func (d *Dispatcher) throttle(gs *groupState, now time.Time, retryAfter time.Dur
 	}
 	if gs.pace.throttle(now, h.throttleUntil, gs.measured(now)) {
 		d.log.Info("endpoint throttled; rate cut", "group", gs.g.Name, "retry_after", retryAfter, "effective_rate", gs.pace.start)
+		d.eventCounted(gs, models.EventEndpointThrottled, 1, map[string]any{"retry_after_ms": retryAfter.Milliseconds(), "effective_rate": gs.pace.start})
 	}
 }
 
@@ -199,6 +203,11 @@ func (d *Dispatcher) setStatus(gs *groupState, st models.GroupStatus, reason str
 	gs.g.Status, gs.g.PausedReason = st, reason
 	d.log.Warn("group status changed", "group", gs.g.Name, "status", st, "reason", reason)
 	d.audit(gs, "group."+string(st), map[string]any{"reason": reason})
+	typ := models.EventGroupPaused
+	if st == models.GroupDisabled {
+		typ = models.EventGroupDisabled
+	}
+	d.event(gs, typ, map[string]any{"reason": reason, "by": "herald"})
 }
 
 func (d *Dispatcher) audit(gs *groupState, action string, after any) {

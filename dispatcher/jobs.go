@@ -328,6 +328,9 @@ func (d *Dispatcher) noReport(ctx context.Context, js *jobState) {
 	if !res.NextDue.IsZero() {
 		js.group.retryDueBy(res.NextDue)
 	}
+	if len(res.DeadLettered) > 0 {
+		d.eventCounted(js.group, models.EventDeadLetterCreated, len(res.DeadLettered), map[string]any{"last_error": "no_report"})
+	}
 	cs := js.cursor
 	d.finishJob(js, 0)
 	if cs != nil {

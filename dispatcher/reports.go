@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/models"
 )
 
 // popReports moves reports from this dispatcher's Redis list to the loop.
@@ -83,6 +84,7 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 	}
 	if len(r.DeadLettered) > 0 {
 		d.outboxDue = true
+		d.eventCounted(gs, models.EventDeadLetterCreated, len(delivery.Expand(r.DeadLettered)), map[string]any{"last_error": gs.lastError})
 	}
 	if r.Retry {
 		if js != nil {

@@ -51,9 +51,9 @@ type APIKey struct {
 }
 
 // Allows reports whether the key may publish to topic. Patterns never match
-// dead-letter topics, which /v1 refuses anyway.
+// dead-letter topics, which /v1 refuses anyway, nor Herald's EventsTopic.
 func (k *APIKey) Allows(topic string) bool {
-	if ReservedName(topic) {
+	if ReservedName(topic) || topic == EventsTopic {
 		return false
 	}
 	for _, p := range k.Topics {

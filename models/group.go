@@ -93,9 +93,13 @@ type Group struct {
 	DeadLetterRetentionHours int
 	Status                   GroupStatus
 	PausedReason             string
-	ConfigVersion            int64
-	CreatedAt                time.Time
-	UpdatedAt                time.Time
+	// PushAuth, when set, adds a Herald-signed JWT to each POST (see PushAuth).
+	PushAuth *PushAuth
+	// EndpointAuth holds static headers and basic credentials added to each POST.
+	EndpointAuth  EndpointAuth
+	ConfigVersion int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // SigningSecrets returns the secrets that sign a POST made at now: the current one,
@@ -202,6 +206,7 @@ func (g *Group) Validate() error {
 			v.Add("/consume_from", "must be earliest, latest or an RFC 3339 timestamp")
 		}
 	}
+	g.validateEndpointAuth(&v)
 	if !slices.Contains(GroupStatuses(), g.Status) {
 		v.Add("/status", "must be running, paused or disabled")
 	}

@@ -3,14 +3,16 @@ package web
 import (
 	"fmt"
 	"html/template"
+	"strings"
 	"time"
 )
 
 // Funcs returns the helpers templates call: time and size formatting and Chart.
 func Funcs() template.FuncMap {
 	return template.FuncMap{
-		"chart": Chart,
-		"list3": func(a, b, c string) []string { return []string{a, b, c} },
+		"chart":     Chart,
+		"hasPrefix": strings.HasPrefix,
+		"list3":     func(a, b, c string) []string { return []string{a, b, c} },
 		"when": func(t time.Time) string {
 			if t.IsZero() {
 				return "—"

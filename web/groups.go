@@ -110,11 +110,13 @@ func groupForm(g *models.Group) map[string]string {
 	for i, v := range d.RetrySchedule {
 		sched[i] = strconv.Itoa(v)
 	}
-	return map[string]string{"endpoint_url": d.EndpointURL, "batch_size": strconv.Itoa(d.BatchSize),
+	form := map[string]string{"endpoint_url": d.EndpointURL, "batch_size": strconv.Itoa(d.BatchSize),
 		"batch_window_ms": strconv.Itoa(d.BatchWindowMS), "max_in_flight": strconv.Itoa(d.MaxInFlight),
 		"rate_limit": strconv.Itoa(d.RateLimit), "timeout_ms": strconv.Itoa(d.TimeoutMS), "max_attempts": strconv.Itoa(d.MaxAttempts),
 		"retry_schedule": strings.Join(sched, ", "), "ordered": strconv.FormatBool(d.Ordered),
 		"ordered_on_exhausted": string(d.OrderedOnExhausted), "subscriptions": formatSubscriptions(d.Subscriptions)}
+	endpointAuthForm(d, form)
+	return form
 }
 
 func (s *Console) consoleGroup(c echo.Context) error {
@@ -229,7 +231,7 @@ func (s *Console) recentMessages(c echo.Context, g *models.Group, ps []store.Cur
 // their inputs.
 func (s *Console) consoleGroupSettings(c echo.Context) error {
 	form := map[string]string{}
-	for _, k := range []string{"endpoint_url", "batch_size", "batch_window_ms", "max_in_flight", "rate_limit", "timeout_ms", "max_attempts", "retry_schedule", "subscriptions"} {
+	for _, k := range append([]string{"endpoint_url", "batch_size", "batch_window_ms", "max_in_flight", "rate_limit", "timeout_ms", "max_attempts", "retry_schedule", "subscriptions"}, endpointAuthFields...) {
 		form[k] = c.FormValue(k)
 	}
 	form["ordered"] = strconv.FormatBool(c.FormValue("ordered") == "true")
@@ -242,6 +244,7 @@ func (s *Console) consoleGroupSettings(c echo.Context) error {
 	spec := control.GroupSpec{EndpointURL: strings.TrimSpace(form["endpoint_url"]), Ordered: form["ordered"] == "true",
 		OrderedOnExhausted: models.OnExhausted(form["ordered_on_exhausted"]),
 		Subscriptions:      parseSubscriptions(form["subscriptions"]), ConsumeFrom: g.ConsumeFrom, BatchMaxBytes: &g.BatchMaxBytes}
+	applyEndpointAuthForm(form, &spec, errs)
 	for _, f := range []struct {
 		name string
 		dst  **int

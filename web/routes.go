@@ -49,6 +49,7 @@ func (s *Console) Routes(e *echo.Echo) {
 	con.POST("/topics/:topic/delete", page(op(s.consoleTopicDelete)))
 	con.POST("/topics/:topic/retention", page(op(s.consoleTopicRetention)))
 	con.GET("/messages/:id", page(s.consoleMessage))
+	con.POST("/messages/:id/resend", page(op(s.consoleMessageResend)))
 	con.GET("/groups", page(s.consoleGroups))
 	con.POST("/groups", page(op(s.consoleGroupCreate)))
 	con.GET("/groups/:group", page(s.consoleGroup))

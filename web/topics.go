@@ -216,6 +216,8 @@ type messagePage struct {
 	M      *messageView
 	Body   string
 	Base64 bool
+	// Groups subscribe to the message's topic: the resend form's choices.
+	Groups []string
 }
 
 func (s *Console) consoleMessage(c echo.Context) error {
@@ -228,6 +230,9 @@ func (s *Console) consoleMessage(c echo.Context) error {
 	v := &messageView{messageSummaryView: sum, Topic: m.Topic, Headers: m.Message.Headers, TraceID: m.Message.TraceID,
 		DeliveryAttempts: attemptViews(m.Attempts, m.GroupNames)}
 	page := messagePage{M: v}
+	if page.Groups, err = s.subscriberNames(c, m.Topic); err != nil {
+		return err
+	}
 	ct := strings.ToLower(m.Message.ContentType)
 	var buf bytes.Buffer
 	switch {

@@ -64,6 +64,11 @@ func (w *Worker) post(ctx context.Context, g *cachedGroup, topic string, attempt
 		return Outcome{Kind: KindFailed, Class: ClassOther}, nil
 	}
 	h := req.Header
+	// A group's static headers go first, so Herald's own below always win (validation
+	// refuses reserved names anyway).
+	for k, v := range g.EndpointAuth.Headers {
+		h[http.CanonicalHeaderKey(k)] = []string{v}
+	}
 	if len(msgs) == 1 && g.BatchSize == 1 {
 		m := msgs[0]
 		for k, v := range m.Headers {
@@ -84,6 +89,17 @@ func (w *Worker) post(ctx context.Context, g *cachedGroup, topic string, attempt
 	h["Webhook-Id"] = []string{id}
 	h["Webhook-Timestamp"] = []string{strconv.FormatInt(ts, 10)}
 	h["Webhook-Signature"] = []string{g.sign(id, ts, body)}
+	if b := g.EndpointAuth.Basic; b != nil {
+		req.SetBasicAuth(b.Username, b.Password)
+	}
+	if g.PushAuth != nil {
+		tok, err := w.pushToken(ctx, g, id, time.Unix(ts, 0))
+		if err != nil {
+			w.log.Warn("make push token", "group", g.Name, "err", err)
+			return Outcome{Kind: KindFailed, Class: ClassOther}, nil
+		}
+		h["Authorization"] = []string{"Bearer " + tok}
+	}
 	resp, err := w.client.Do(req)
 	if err != nil {
 		return Classify(0, "", nil, err), nil
@@ -112,6 +128,16 @@ func (w *Worker) post(ctx context.Context, g *cachedGroup, topic string, attempt
 		return out, head[:min(len(head), excerptBytes)]
 	}
 	return out, head
+}
+
+// pushToken signs the push JWT of one POST (DESIGN §5): aud the group's audience,
+// sub its name, jti the webhook-id, iat the webhook-timestamp.
+func (w *Worker) pushToken(ctx context.Context, g *cachedGroup, id string, now time.Time) (string, error) {
+	s, err := w.pushSigner(ctx)
+	if err != nil {
+		return "", err
+	}
+	return s.Sign(g.PushAudience(), g.Name, id, now)
 }
 
 // webhookID is a POST's webhook-id: the message id when it is sent alone at batch

@@ -42,6 +42,7 @@ type Worker struct {
 	mu     sync.Mutex
 	groups map[int64]*cachedGroup
 	topics map[int64]string
+	push   pushSigners
 
 	attempts chan models.DeliveryAttempt
 	// stopping is closed when Run's ctx ends: no POST starts after it. asynq does not

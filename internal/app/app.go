@@ -90,13 +90,14 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		a.Writer.Lanes = cfg.PublishLanes
 		a.Writer.FlushTimeout = cfg.PublishTimeout
 		a.API = api.New(api.Options{JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost, Keys: keys, PublishTimeout: cfg.PublishTimeout,
-			DeletedGroupGrace: cfg.Maintenance.DeletedGroupGrace}, st, rdb, a.Writer, n, guard, log)
+			DeletedGroupGrace: cfg.Maintenance.DeletedGroupGrace, PublicURL: cfg.PublicURL}, st, rdb, a.Writer, n, guard, log)
 		a.API.Mount(web.New(web.Config{Control: a.API.Control(), Log: log, CookieSecure: cfg.CookieSecure}).Routes)
 	}
 	if roles.Dispatcher {
 		a.Dispatcher = dispatcher.New(cfg.Dispatcher, keys, st, rdb, ropt, log, nil)
 	}
 	if roles.Worker {
+		cfg.Worker.Issuer = cfg.PublicURL
 		a.Worker = worker.New(cfg.Worker, keys, st, rdb, ropt, guard, log)
 	}
 	if roles.Maintenance {

@@ -48,6 +48,10 @@ type Config struct {
 	// values sealed under them while they are resealed under EncryptionKey. Default none.
 	EncryptionOldKeys []string `env:"ENCRYPTION_OLD_KEYS"`
 
+	// PublicURL is Herald's public base URL: the `iss` claim of push tokens, whose
+	// keys are served at PublicURL + /.well-known/jwks.json. Default http://127.0.0.1:8080.
+	PublicURL string `env:"PUBLIC_URL" envDefault:"http://127.0.0.1:8080"`
+
 	// PublishLanes is how many group-commit flushes the api runs at once per db node,
 	// each on its own connection. Default 1, one writer per node: two lanes measured no
 	// better on 2 cores (docs/measurements/publish-lanes.md).
@@ -168,6 +172,9 @@ type Worker struct {
 	HeartbeatTTL time.Duration `env:"HEARTBEAT_TTL" envDefault:"10s"`
 	// ProgressInterval is the longest time between a running job's progress reports. Default 1s.
 	ProgressInterval time.Duration `env:"PROGRESS_INTERVAL" envDefault:"1s"`
+	// Issuer is the `iss` claim of push tokens; the app sets it from HERALD_PUBLIC_URL
+	// (it has no variable of its own).
+	Issuer string
 }
 
 // Load reads the environment (HERALD_ prefix) into a Config.

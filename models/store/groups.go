@@ -36,9 +36,14 @@ type groupRow struct {
 	DeadLetterRetentionHours int
 	Status                   string
 	PausedReason             string
-	ConfigVersion            int64
-	CreatedAt                time.Time
-	UpdatedAt                time.Time
+	// PushAuthEnabled, PushAuthAudience and EndpointAuth (sealed JSON of
+	// models.EndpointAuth; NULL when none) come from migration 000009.
+	PushAuthEnabled  bool
+	PushAuthAudience string
+	EndpointAuth     *string
+	ConfigVersion    int64
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
 
 func (groupRow) TableName() string { return "consumer_groups" }
@@ -86,6 +91,8 @@ func (s *Store) GroupCreate(ctx context.Context, g *models.Group) error {
 		ConsumeFrom:        g.ConsumeFrom, Status: string(g.Status), PausedReason: g.PausedReason,
 		DeadLetterRetentionHours: dlRetention(g.DeadLetterRetentionHours), ConfigVersion: 1, CreatedAt: now, UpdatedAt: now,
 	}
+	row.PushAuthEnabled, row.PushAuthAudience = pushAuthColumns(g)
+	row.EndpointAuth = s.sealEndpointAuth(g.EndpointAuth)
 	return s.WithTx(ctx, func(tx *Store) error {
 		if err := tx.db.Create(&row).Error; err != nil {
 			if isDuplicate(err) {
@@ -259,6 +266,12 @@ func (s *Store) withSubscriptions(ctx context.Context, rows []groupRow) ([]*mode
 			DeadLetterRetentionHours: r.DeadLetterRetentionHours, ConfigVersion: r.ConfigVersion, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		}
 		_ = json.Unmarshal([]byte(r.RetrySchedule), &g.RetrySchedule)
+		if r.PushAuthEnabled {
+			g.PushAuth = &models.PushAuth{Audience: r.PushAuthAudience}
+		}
+		if g.EndpointAuth, err = s.openEndpointAuth(r.EndpointAuth); err != nil {
+			return nil, fmt.Errorf("open endpoint auth of group %d: %w", r.ID, err)
+		}
 		out = append(out, g)
 	}
 	return out, nil
@@ -297,10 +310,12 @@ func (s *Store) GroupUpdate(ctx context.Context, g *models.Group) error {
 	}
 	schedule, _ := json.Marshal(g.RetrySchedule)
 	now := time.Now().UTC().Truncate(time.Millisecond)
+	pushOn, audience := pushAuthColumns(g)
 	return s.WithTx(ctx, func(tx *Store) error {
 		// Fenced by config_version: a change made since g was read fails with
 		// ErrGroupChanged instead of being overwritten (no lost update).
 		res := tx.db.Model(&groupRow{}).Where("id = ? AND config_version = ?", g.ID, g.ConfigVersion).Updates(map[string]any{
+			"push_auth_enabled": pushOn, "push_auth_audience": audience, "endpoint_auth": tx.sealEndpointAuth(g.EndpointAuth),
 			"endpoint_url": g.EndpointURL, "batch_size": g.BatchSize, "batch_max_bytes": g.BatchMaxBytes,
 			"batch_window_ms": g.BatchWindowMS, "max_in_flight": g.MaxInFlight, "rate_limit": g.RateLimit,
 			"timeout_ms": g.TimeoutMS, "max_attempts": g.MaxAttempts, "retry_schedule": string(schedule),

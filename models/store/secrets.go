@@ -17,9 +17,9 @@ import (
 // enabled are read as they are and resealed by GroupSecretsReseal.
 func (s *Store) UseKeyring(k *secrets.Keyring) { s.keys = k }
 
-// GroupSecretsReseal rewrites every group secret that is not sealed under the primary
-// key (plaintext rows, or rows sealed under an older key), and returns how many rows
-// changed. Each row is updated only if it still holds what was read, so concurrent
+// GroupSecretsReseal rewrites every group secret (signing secrets and endpoint
+// credentials) and every push key that is not sealed under the primary key (plaintext
+// rows, or rows sealed under an older key), and returns how many rows changed. Each row is updated only if it still holds what was read, so concurrent
 // rotations win. It returns an error wrapping secrets.ErrUnknownKey when a row names
 // a key the Keyring lacks.
 func (s *Store) GroupSecretsReseal(ctx context.Context) (int, error) {
@@ -27,11 +27,22 @@ func (s *Store) GroupSecretsReseal(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	var rows []groupRow
-	if err := s.db.WithContext(ctx).Select("id", "signing_secret", "previous_signing_secret").Find(&rows).Error; err != nil {
+	if err := s.db.WithContext(ctx).Select("id", "signing_secret", "previous_signing_secret", "endpoint_auth").Find(&rows).Error; err != nil {
 		return 0, fmt.Errorf("read group secrets: %w", err)
 	}
 	n := 0
 	for _, r := range rows {
+		if r.EndpointAuth != nil && !s.keys.Current(*r.EndpointAuth) {
+			plain, err := s.keys.Open(*r.EndpointAuth)
+			if err != nil {
+				return n, fmt.Errorf("group %d endpoint auth: %w", r.ID, err)
+			}
+			res := s.db.WithContext(ctx).Model(&groupRow{}).Where("id = ? AND endpoint_auth = ?", r.ID, *r.EndpointAuth).Update("endpoint_auth", s.keys.Seal(plain))
+			if res.Error != nil {
+				return n, fmt.Errorf("reseal endpoint auth of group %d: %w", r.ID, res.Error)
+			}
+			n += int(res.RowsAffected)
+		}
 		if s.keys.Current(r.SigningSecret) && s.keys.Current(r.PreviousSigningSecret) {
 			continue
 		}
@@ -48,6 +59,35 @@ func (s *Store) GroupSecretsReseal(ctx context.Context) (int, error) {
 			Updates(map[string]any{"signing_secret": s.keys.Seal(cur), "previous_signing_secret": s.keys.Seal(prev)})
 		if res.Error != nil {
 			return n, fmt.Errorf("reseal group %d: %w", r.ID, res.Error)
+		}
+		n += int(res.RowsAffected)
+	}
+	pk, err := s.pushKeysReseal(ctx)
+	return n + pk, err
+}
+
+// pushKeysReseal reseals push keys not sealed under the primary key.
+func (s *Store) pushKeysReseal(ctx context.Context) (int, error) {
+	type keyRow struct {
+		Kid        string
+		PrivateKey string
+	}
+	var rows []keyRow
+	if err := s.db.WithContext(ctx).Raw("SELECT kid, private_key FROM push_keys").Scan(&rows).Error; err != nil {
+		return 0, fmt.Errorf("read push keys: %w", err)
+	}
+	n := 0
+	for _, r := range rows {
+		if s.keys.Current(r.PrivateKey) {
+			continue
+		}
+		plain, err := s.keys.Open(r.PrivateKey)
+		if err != nil {
+			return n, fmt.Errorf("push key %s: %w", r.Kid, err)
+		}
+		res := s.db.WithContext(ctx).Exec("UPDATE push_keys SET private_key = ? WHERE kid = ? AND private_key = ?", s.keys.Seal(plain), r.Kid, r.PrivateKey)
+		if res.Error != nil {
+			return n, fmt.Errorf("reseal push key %s: %w", r.Kid, res.Error)
 		}
 		n += int(res.RowsAffected)
 	}

@@ -70,6 +70,8 @@ func (s *Store) topicCreate(ctx context.Context, name string, n int, reserved bo
 		v.Add("/name", "must match ^[a-z0-9][a-z0-9._-]{0,119}$")
 	} else if models.ReservedName(name) && !reserved {
 		v.Add("/name", "the .dlq suffix is reserved for dead-letter topics")
+	} else if name == models.EventsTopic && !reserved {
+		v.Add("/name", models.EventsTopic+" is reserved for Herald's operational events")
 	}
 	if n < 1 || n > models.MaxQueuesPerTopic {
 		v.Add("/queues", fmt.Sprintf("must be between 1 and %d", models.MaxQueuesPerTopic))
