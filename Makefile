@@ -76,8 +76,9 @@ browser: ## install Debian's chromium for the console's browser tests unless pre
 lint: ## golangci-lint (pinned, GOLANGCI_LINT_VERSION) with the import rules in .golangci.yml
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 
-bench: services build ## run the load generator over the fixtures (FIXTURES=dir)
+bench: services build ## run the load generator over the fixtures (FIXTURES=dir), then the ordered-group ceiling
 	$(GO) run ./bench/cmd/heraldbench -fixtures "$(FIXTURES)"
+	$(MAKE) bench-ordered
 
 bench-ordered: services ## an ordered group's throughput: 8 queues against a 1 ms endpoint, batch size 1 and 10
 	HERALD_TEST_MYSQL_DSN="$${HERALD_TEST_MYSQL_DSN:-root@tcp(127.0.0.1:3306)/}" HERALD_TEST_REDIS_ADDR="$${HERALD_TEST_REDIS_ADDR:-127.0.0.1:6379}" \
