@@ -53,6 +53,7 @@ type Dispatcher struct {
 	notifier  *notify.Notifier
 	client    *asynq.Client
 	inspector *asynq.Inspector
+	waker     *delivery.JobsWaker // see wakeWorkers
 	log       *slog.Logger
 	now       Clock
 
