@@ -16,7 +16,7 @@ const idleSettle = 5 * time.Second
 // -idle-duration: Redis commands/s, MySQL statements/s and CPU.
 func (b *bench) scenarioIdle(ctx context.Context) *result {
 	r := &result{key: "e", title: fmt.Sprintf("idle, no groups (%s)", b.opts.idleDur)}
-	b.measureIdle(ctx, r, 20)
+	b.measureIdle(ctx, r, 20, 1)
 	return r
 }
 
@@ -57,14 +57,14 @@ func (b *bench) scenarioIdleGroups(ctx context.Context) *result {
 		return r.fail(fmt.Errorf("create groups: %w", first))
 	}
 	r.info("groups created", fmt.Sprintf("%d in %s", n, time.Since(t0).Round(time.Millisecond)))
-	b.measureIdle(ctx, r, -1)
+	b.measureIdle(ctx, r, -1, -1)
 	return r
 }
 
 // measureIdle waits idleSettle, then counts commands and CPU over -idle-duration.
-// A positive redisGoal adds a checked Redis commands/s row; the CPU goal (Herald +
-// Redis + MariaDB ≤ 1 % of a core) is checked on every idle scenario.
-func (b *bench) measureIdle(ctx context.Context, r *result, redisGoal float64) {
+// A positive redisGoal (commands/s) and cpuGoal (% of one core for Herald + Redis +
+// MariaDB) turn those figures into checked rows.
+func (b *bench) measureIdle(ctx context.Context, r *result, redisGoal, cpuGoal float64) {
 	select {
 	case <-ctx.Done():
 		r.fail(ctx.Err())
@@ -105,7 +105,11 @@ func (b *bench) measureIdle(ctx context.Context, r *result, redisGoal float64) {
 	}
 	if known {
 		pct := 100 * float64(sum) / float64(pu.wall)
-		r.check("Herald + Redis + MariaDB CPU", fmt.Sprintf("%.2f %% of a core", pct), "≤ 1 %", pct <= 1)
+		if v := fmt.Sprintf("%.2f %% of a core", pct); cpuGoal > 0 {
+			r.check("Herald + Redis + MariaDB CPU", v, fmt.Sprintf("≤ %.0f %%", cpuGoal), pct <= cpuGoal)
+		} else {
+			r.info("Herald + Redis + MariaDB CPU", v)
+		}
 	}
 	r.machineRow("", pu)
 }
