@@ -12,6 +12,11 @@ import (
 // still poll every config.Worker.TaskCheckInterval.
 const wakeTimeout = time.Second
 
+// listenHealthCheck is how long the jobs subscription may stay silent before go-redis
+// PINGs it (its default, 3 s, would be a third of a command per second at idle). A
+// connection that died silently costs only wake-ups, which the poll covers.
+const listenHealthCheck = 30 * time.Second
+
 // JobsWaker tells idle workers that delivery jobs were enqueued: one empty PUBLISH on
 // Keys.JobsChannel, sent from a goroutine so the caller never waits for Redis. Pokes
 // that arrive before a pending PUBLISH went out share it, so a burst of enqueues
@@ -58,7 +63,7 @@ func (w *JobsWaker) publish() {
 func ListenJobs(ctx context.Context, rdb redis.UniversalClient, keys Keys, wake chan<- struct{}, ready chan<- struct{}) {
 	ps := rdb.Subscribe(ctx, keys.JobsChannel())
 	defer ps.Close()
-	ch := ps.ChannelWithSubscriptions()
+	ch := ps.ChannelWithSubscriptions(redis.WithChannelHealthCheckInterval(listenHealthCheck))
 	for {
 		select {
 		case <-ctx.Done():
