@@ -66,8 +66,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Idle cost: the processor sleeps TaskCheckInterval (default 1 s) between empty
 	// polls unless a dispatcher's PUBLISH on Keys.JobsChannel wakes it (the patched
 	// Config.Wake, third_party/asynq/HERALD-PATCH.md). Herald schedules no asynq
-	// task and keeps no completed one (Retention 0), so the forwarder and janitor
-	// only cover rare paths (a panicking handler's task) and poll slowly.
+	// task and keeps no completed one (Retention 0), so the forwarder (a panicking
+	// handler's task) and the janitor only cover rare paths and poll slowly.
 	wake := make(chan struct{}, 1)
 	srv := asynq.NewServer(w.redisOpt, asynq.Config{
 		Concurrency:              w.cfg.Concurrency,

@@ -137,8 +137,8 @@ type Worker struct {
 	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"1s"`
 	// DelayedTaskCheckInterval is how often asynq moves due tasks from its scheduled
 	// and retry sets back to the asynq queue (4 Redis commands each time). Herald
-	// schedules none; only a panicking handler's task lands there, and the dispatcher
-	// re-dispatches it anyway after its deadline. Default 5s.
+	// schedules none; only a panicking handler's task lands there, to run again after
+	// asynq's retry delay (≥ 15 s) plus up to this interval. Default 5s.
 	DelayedTaskCheckInterval time.Duration `env:"DELAYED_TASK_CHECK_INTERVAL" envDefault:"5s"`
 	// ShutdownTimeout is asynq's backstop on shutdown: a job still running after it is
 	// re-queued whole. Workers stop starting POSTs at once and return within the longest
