@@ -64,3 +64,6 @@ require (
 	golang.org/x/text v0.44.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+// A small patch of asynq v0.26.0 (an interruptible idle sleep): third_party/asynq/HERALD-PATCH.md.
+replace github.com/hibiken/asynq => ./third_party/asynq

@@ -53,6 +53,7 @@ type Dispatcher struct {
 	rdb      redis.UniversalClient
 	notifier *notify.Notifier
 	queue    jobQueue
+	waker    *delivery.JobsWaker // see wakeWorkers
 	log      *slog.Logger
 	now      Clock
 

@@ -195,6 +195,9 @@ func (d *Dispatcher) enqueue(ctx context.Context, js *jobState, now time.Time) e
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
 		return nil // already enqueued: a repeat is harmless
 	}
+	if err == nil {
+		d.wakeWorkers()
+	}
 	return err
 }
 

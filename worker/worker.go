@@ -64,12 +64,20 @@ func New(cfg config.Worker, keys delivery.Keys, st *store.Store, rdb redis.Unive
 // ShutdownTimeout, which re-queues a whole job, is only the backstop) and the buffered
 // attempt rows are written.
 func (w *Worker) Run(ctx context.Context) error {
+	// Idle cost: the processor sleeps TaskCheckInterval (default 1 s) between empty
+	// polls unless a dispatcher's PUBLISH on Keys.JobsChannel wakes it (the patched
+	// Config.Wake, third_party/asynq/HERALD-PATCH.md). Herald schedules no asynq
+	// task and keeps no completed one (Retention 0), so the forwarder (a panicking
+	// handler's task) and the janitor only cover rare paths and poll slowly.
+	wake := make(chan struct{}, 1)
 	srv := asynq.NewServer(w.redisOpt, asynq.Config{
 		Concurrency:              w.cfg.Concurrency,
 		Queues:                   map[string]int{w.keys.AsynqQueue(): 1},
 		TaskCheckInterval:        w.cfg.TaskCheckInterval,
+		Wake:                     wake,
 		ShutdownTimeout:          w.cfg.ShutdownTimeout,
-		DelayedTaskCheckInterval: time.Second,
+		DelayedTaskCheckInterval: w.cfg.DelayedTaskCheckInterval,
+		JanitorInterval:          time.Minute,
 		Logger:                   asynqLogger{w.log},
 		LogLevel:                 asynq.WarnLevel,
 		IsFailure:                func(error) bool { return false },
@@ -77,6 +85,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	fctx, stopFences := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopFences()
 	go func() { _ = w.fences.Run(fctx) }()
+	jctx, stopWake := context.WithCancel(context.WithoutCancel(ctx))
+	wakeReady, wakeDone := make(chan struct{}), make(chan struct{})
+	go func() { delivery.ListenJobs(jctx, w.rdb, w.keys, wake, wakeReady); close(wakeDone) }()
+	defer func() { stopWake(); <-wakeDone }()
+	select { // until confirmed, new jobs wait for the next poll
+	case <-wakeReady:
+	case <-time.After(2 * time.Second):
+		w.log.Warn("jobs wake-up subscription not confirmed; new jobs wait for the next poll")
+	}
 	select { // announced fences must reach running jobs; job starts read the fence anyway
 	case <-w.fences.Ready():
 	case <-time.After(2 * time.Second):

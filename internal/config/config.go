@@ -159,8 +159,15 @@ type Dispatcher struct {
 type Worker struct {
 	// Concurrency is how many delivery jobs one worker runs at once. Default 64.
 	Concurrency int `env:"CONCURRENCY" envDefault:"64"`
-	// TaskCheckInterval is asynq's idle poll for new jobs. Default 2ms (asynq's own is 1s).
-	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"2ms"`
+	// TaskCheckInterval is asynq's idle poll for new jobs, the fallback for a lost
+	// wake-up: dispatchers PUBLISH on delivery.Keys.JobsChannel after enqueueing and
+	// an idle worker looks at once. Each poll costs 3 Redis commands. Default 1s.
+	TaskCheckInterval time.Duration `env:"TASK_CHECK_INTERVAL" envDefault:"1s"`
+	// DelayedTaskCheckInterval is how often asynq moves due tasks from its scheduled
+	// and retry sets back to the asynq queue (4 Redis commands each time). Herald
+	// schedules none; only a panicking handler's task lands there, to run again after
+	// asynq's retry delay (≥ 15 s) plus up to this interval. Default 5s.
+	DelayedTaskCheckInterval time.Duration `env:"DELAYED_TASK_CHECK_INTERVAL" envDefault:"5s"`
 	// ShutdownTimeout is asynq's backstop on shutdown: a job still running after it is
 	// re-queued whole. Workers stop starting POSTs at once and return within the longest
 	// POST in flight, so it must exceed the longest timeout_ms (30 s). Default 35s.

@@ -54,3 +54,9 @@ func (k Keys) Fence(group int64) string {
 // FenceChannel is the Redis pub/sub channel announcing raised fences to workers as
 // "<group> <queue>:<version> …": `<ns>:fence`.
 func (k Keys) FenceChannel() string { return k.Namespace + ":fence" }
+
+// JobsChannel is the Redis pub/sub channel a dispatcher publishes on after it
+// enqueued delivery jobs, so that idle workers look at the asynq queue at once
+// instead of at their next poll (JobsWaker, config.Worker.TaskCheckInterval):
+// `<ns>:jobs`. Messages carry no payload.
+func (k Keys) JobsChannel() string { return k.Namespace + ":jobs" }

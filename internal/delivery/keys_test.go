@@ -16,6 +16,7 @@ func TestKeys(t *testing.T) {
 		{k.Heartbeat("1:2:3:10-20:g0"), "herald:job:1:2:3:10-20:g0"},
 		{k.AsynqQueue(), "herald-deliver"},
 		{k.NotifyChannel(), "herald:notify"},
+		{k.JobsChannel(), "herald:jobs"},
 	} {
 		require.Equal(t, tc.want, tc.got)
 	}

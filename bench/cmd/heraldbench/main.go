@@ -26,6 +26,9 @@ type options struct {
 	publishDur, latencyDur    time.Duration
 	phaseTimeout, waitQuiet   time.Duration
 	cpuprofileHerald          bool
+	private                   bool
+	idleDur, trickleDur       time.Duration
+	idleGroups, trickleRate   int
 }
 
 func parseFlags() options {
@@ -35,7 +38,12 @@ func parseFlags() options {
 	flag.StringVar(&o.results, "results", "bench/results", "directory for the report and Herald's log")
 	flag.StringVar(&o.dsn, "mysql-dsn", "root@tcp(127.0.0.1:3306)/herald_bench", "DSN of the benchmark database; it is DROPPED and recreated")
 	flag.StringVar(&o.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis address (a fresh namespace is used per run)")
-	flag.StringVar(&o.scenarios, "scenarios", "a,b,c,d", "scenarios to run: a drain 1 KiB, b drain GitHub payloads, c publish throughput, d latency")
+	flag.StringVar(&o.scenarios, "scenarios", "e,g,h,a,b,c,d,f", "scenarios to run, in this order: a drain 1 KiB, b drain GitHub payloads, c publish throughput, d latency, e idle without groups, f idle with -idle-groups groups, g lone messages, h paced single-message publishes")
+	flag.BoolVar(&o.private, "private", true, "start a private mariadbd and redis-server for the run (exact command counts and CPU); false uses -mysql-dsn and -redis-addr")
+	flag.DurationVar(&o.idleDur, "idle-duration", 10*time.Second, "measured time of the idle scenarios e and f")
+	flag.IntVar(&o.idleGroups, "idle-groups", 1000, "groups in scenario f")
+	flag.IntVar(&o.trickleRate, "trickle-rate", 500, "paced publishes per second in scenario h")
+	flag.DurationVar(&o.trickleDur, "trickle-duration", 10*time.Second, "paced publishing time in scenario h (whole seconds)")
 	flag.IntVar(&o.drainN, "n-drain", 50000, "messages in scenario a")
 	flag.IntVar(&o.githubN, "n-github", 20000, "messages in scenario b")
 	flag.IntVar(&o.publishN, "n-publish", 200000, "most messages in scenario c")
@@ -66,12 +74,13 @@ func main() {
 
 func (o options) validate() error {
 	for _, s := range o.selected() {
-		if !strings.Contains("abcd", s) || len(s) != 1 {
-			return fmt.Errorf("-scenarios: unknown scenario %q (want a,b,c,d)", s)
+		if !strings.Contains("abcdefgh", s) || len(s) != 1 {
+			return fmt.Errorf("-scenarios: unknown scenario %q (want letters a to h)", s)
 		}
 	}
-	if o.drainN < 1 || o.githubN < 1 || o.publishN < 100 || o.publishers < 1 || o.latencyRate < 1 || o.latencyDur < time.Second {
-		return fmt.Errorf("message counts, publishers and rates must be positive, -n-publish ≥ 100, -latency-duration ≥ 1s")
+	if o.drainN < 1 || o.githubN < 1 || o.publishN < 100 || o.publishers < 1 || o.latencyRate < 1 || o.latencyDur < time.Second ||
+		o.idleDur < time.Second || o.idleGroups < 1 || o.trickleRate < 1 || o.trickleDur < time.Second {
+		return fmt.Errorf("message counts, publishers and rates must be positive, -n-publish ≥ 100, -latency-duration, -idle-duration and -trickle-duration ≥ 1s")
 	}
 	return nil
 }

@@ -76,6 +76,11 @@ func (r *result) addCPURows(phase string, u cpuUse, msgs int) {
 		cores := float64(p.d) / float64(u.wall)
 		r.info(metric, fmt.Sprintf("%.4f ms (%.0f µs; %.2f cores over %s)", per, per*1000, cores, u.wall.Round(time.Millisecond)))
 	}
+	r.machineRow(phase, u)
+}
+
+// machineRow adds how many cores the machine, this benchmark and other processes used.
+func (r *result) machineRow(phase string, u cpuUse) {
 	if u.self >= 0 && u.busy >= 0 && u.total > 0 {
 		ncpu := float64(u.total) / float64(u.wall)
 		others := u.busy - u.self

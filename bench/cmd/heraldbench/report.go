@@ -42,9 +42,12 @@ func (r report) markdown() string {
 		shared = max(shared, res.sharedCores)
 	}
 	if shared > 0.25 || r.floors.background > 0.25 {
+		servers := "the MariaDB and Redis CPU figures include other clients' work if they use the same servers"
+		if r.opts.private {
+			servers = "command counts are exact regardless (private servers)"
+		}
 		p("> **Shared machine:** other processes used up to %.2f cores during a measured phase (%.2f before the start). "+
-			"Throughput and latency are then lower than on a quiet machine, and the MariaDB and Redis CPU figures "+
-			"include other clients' work if they use the same servers.", shared, r.floors.background)
+			"Throughput and latency are then lower than on a quiet machine; %s.", shared, r.floors.background, servers)
 		p("")
 	}
 

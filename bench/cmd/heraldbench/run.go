@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/heraldhq/herald/bench/internal/procstat"
 )
@@ -23,6 +24,7 @@ type bench struct {
 	db       *sql.DB
 	schema   string
 	fixtures []fixture
+	counts   counters
 	start    time.Time
 }
 
@@ -48,22 +50,39 @@ func run(ctx context.Context, o options) error {
 	if _, err := os.Stat(o.herald); err != nil {
 		return fmt.Errorf("herald binary: %w (build it with go build -o bin/herald ./cmd/herald)", err)
 	}
+	var notes []string
+	if o.private {
+		b.logf("starting a private mariadbd and redis-server")
+		ps, err := startPrivateServers(ctx)
+		if err != nil {
+			notes = append(notes, "private servers not started, shared ones used (counts and CPU include other clients): "+cell(err.Error()))
+			b.opts.private, o.private = false, false
+		} else {
+			defer ps.stop()
+			o.dsn, o.redisAddr = ps.dsn("herald_bench"), ps.redisAddr
+			b.opts.dsn, b.opts.redisAddr = o.dsn, o.redisAddr
+			b.procs.mariadb, b.procs.redis = ps.mariadb.Process.Pid, ps.redis.Process.Pid
+			notes = append(notes, fmt.Sprintf("private mariadbd (pid %d, %s) and redis-server (pid %d, %s): counts and server CPU are Herald's and the benchmark's alone",
+				b.procs.mariadb, ps.mysqlAddr, b.procs.redis, ps.redisAddr))
+		}
+	}
 	cfg, err := mysql.ParseDSN(o.dsn)
 	if err != nil {
 		return fmt.Errorf("-mysql-dsn: %w", err)
 	}
 	b.schema = cfg.DBName
 
-	var notes []string
-	if pid, err := procstat.FindByComm("mariadbd", "mysqld"); err == nil {
-		b.procs.mariadb = pid
-	} else {
-		notes = append(notes, "MariaDB CPU not measured: "+err.Error())
-	}
-	if pid, err := procstat.FindByComm("redis-server"); err == nil {
-		b.procs.redis = pid
-	} else {
-		notes = append(notes, "Redis CPU not measured: "+err.Error())
+	if !o.private {
+		if pid, err := procstat.FindByComm("mariadbd", "mysqld"); err == nil {
+			b.procs.mariadb = pid
+		} else {
+			notes = append(notes, "MariaDB CPU not measured: "+err.Error())
+		}
+		if pid, err := procstat.FindByComm("redis-server"); err == nil {
+			b.procs.redis = pid
+		} else {
+			notes = append(notes, "Redis CPU not measured: "+err.Error())
+		}
 	}
 
 	idle := b.waitQuiet(ctx)
@@ -75,6 +94,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer b.db.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: o.redisAddr})
+	defer rdb.Close()
+	b.counts = counters{rdb: rdb, db: b.db}
 	fl := measureFloors(ctx, b.db, o.redisAddr)
 	fl.background = idle
 	b.logf("floors: MariaDB commit %s; Redis PING %s", fl.commit, fl.redisRTT)
@@ -120,6 +142,7 @@ func run(ctx context.Context, o options) error {
 
 	scenarios := map[string]func(context.Context) *result{
 		"a": b.scenarioDrain1K, "b": b.scenarioDrainGitHub, "c": b.scenarioPublish, "d": b.scenarioLatency,
+		"e": b.scenarioIdle, "f": b.scenarioIdleGroups, "g": b.scenarioLone, "h": b.scenarioTrickle,
 	}
 	var results []*result
 	for _, key := range o.selected() {
