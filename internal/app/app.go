@@ -67,6 +67,7 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 	if err != nil {
 		return nil, err
 	}
+	st.SetPoolSize(cfg.MySQLMaxConns)
 	if err := st.CheckMigrations(ctx); err != nil {
 		st.Close()
 		return nil, err

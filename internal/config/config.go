@@ -18,6 +18,9 @@ type Config struct {
 	// missing, and so are I/O timeouts: timeout=5s (connect), readTimeout=30s and
 	// writeTimeout=30s, so a stalled database fails a connection instead of holding it.
 	MySQLDSN string `env:"MYSQL_DSN" envDefault:"root@tcp(127.0.0.1:3306)/herald"`
+	// MySQLMaxConns caps each process's MySQL connections (open and idle). Default 64;
+	// the server's max_connections must cover every process's pool.
+	MySQLMaxConns int `env:"MYSQL_MAX_CONNS" envDefault:"64"`
 	// RedisAddr is host:port of Redis. Default 127.0.0.1:6379.
 	RedisAddr string `env:"REDIS_ADDR" envDefault:"127.0.0.1:6379"`
 	// RedisPassword is Redis AUTH's password. Default empty.

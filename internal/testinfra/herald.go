@@ -50,6 +50,9 @@ func TestConfig(dsn, ns string) config.Config {
 	cfg, _ := config.Load()
 	cfg.MySQLDSN, cfg.RedisAddr, cfg.Namespace = dsn, RedisAddr(), ns
 	cfg.MetricsAddr = ""
+	// Tests run many Heralds in parallel against one server (max_connections 151 by
+	// default): a small pool per Herald keeps them under it.
+	cfg.MySQLMaxConns = 16
 	cfg.BcryptCost = bcrypt.MinCost // tests check logic, not the work factor
 	cfg.AllowPrivateEndpoints = true
 	cfg.EncryptionKey = "6865726c642d746573742d6b65792d3332627974657321212121212121212121"
@@ -142,6 +145,7 @@ func (h *Herald) Env() []string {
 	c := h.Cfg
 	return []string{
 		"HERALD_MYSQL_DSN=" + c.MySQLDSN, "HERALD_REDIS_ADDR=" + c.RedisAddr, "HERALD_NAMESPACE=" + c.Namespace,
+		"HERALD_MYSQL_MAX_CONNS=" + strconv.Itoa(c.MySQLMaxConns),
 		"HERALD_METRICS_ADDR=127.0.0.1:0", "HERALD_ALLOW_PRIVATE_ENDPOINTS=true",
 		"HERALD_WORKER_HEARTBEAT_TTL=" + c.Worker.HeartbeatTTL.String(),
 		"HERALD_WORKER_SHUTDOWN_TIMEOUT=" + c.Worker.ShutdownTimeout.String(),

@@ -72,6 +72,7 @@ func Database(t testing.TB) (string, *store.Store) {
 	dsn := cfg.FormatDSN()
 	st, err := store.Open(ctx, dsn)
 	require.NoError(t, err)
+	st.SetPoolSize(4) // the test's own queries; parallel tests share one server's max_connections
 	t.Cleanup(func() { st.Close() })
 	require.NoError(t, st.MigrateUp(ctx))
 	return dsn, st

@@ -74,6 +74,21 @@ func NormalizeDSN(dsn string) (*mysql.Config, error) {
 	return cfg, nil
 }
 
+// DefaultPoolSize is the most MySQL connections one Store opens (and keeps idle)
+// unless SetPoolSize changes it.
+const DefaultPoolSize = 64
+
+// SetPoolSize caps the Store's MySQL connections at n (open and idle; n < 1 is
+// ignored). Every process of a deployment adds its pool to the server's
+// max_connections budget.
+func (s *Store) SetPoolSize(n int) {
+	if n < 1 {
+		return
+	}
+	s.pool.SetMaxOpenConns(n)
+	s.pool.SetMaxIdleConns(n)
+}
+
 // Open connects to the db node at dsn, checks the server (auto_increment_increment
 // must be 1, so a missing id means a hole) and returns a Store. It does not migrate.
 func Open(ctx context.Context, dsn string) (*Store, error) {
@@ -85,8 +100,8 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open mysql: %w", err)
 	}
-	sqlDB.SetMaxOpenConns(64)
-	sqlDB.SetMaxIdleConns(64)
+	sqlDB.SetMaxOpenConns(DefaultPoolSize)
+	sqlDB.SetMaxIdleConns(DefaultPoolSize)
 	sqlDB.SetConnMaxLifetime(time.Hour)
 	if err := sqlDB.PingContext(ctx); err != nil {
 		sqlDB.Close()
