@@ -107,7 +107,7 @@ func (d *Dispatcher) ID() string { return d.id }
 // successor claims them at once; jobs in flight are re-dispatched by that successor
 // from the commit.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	defer d.queue.Close()
+	defer func() { _ = d.queue.Close() }()
 	events := make(chan notify.Event, 1024)
 	reports := make(chan delivery.Report, 1024)
 	eg, ectx := errgroup.WithContext(ctx)

@@ -70,7 +70,7 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 	} else if (c.Failures > 0 || c.Throttles > 0) && h.failingSince.IsZero() {
 		h.failingSince = now // throttle-only time counts toward disable_after too
 	}
-	tr := h.breaker.observe(now, c, r.Probe)
+	tr := h.observe(now, c, r.Probe)
 	if c.Throttles > 0 {
 		d.throttle(gs, now, time.Duration(c.RetryAfterMS)*time.Millisecond)
 	}
@@ -133,7 +133,7 @@ func (d *Dispatcher) mayCut(gs *groupState, now time.Time) bool {
 		d.wakeBy(h.throttleUntil)
 		return false
 	}
-	ok, wake, tr := h.breaker.mayCut(now)
+	ok, wake, tr := h.mayCut(now)
 	if !wake.IsZero() {
 		d.wakeBy(wake)
 	}

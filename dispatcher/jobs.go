@@ -34,7 +34,7 @@ func (d *Dispatcher) cut(ctx context.Context) {
 		if gs.g.Status != models.GroupRunning || !d.mayCut(gs, now) {
 			continue
 		}
-		if gs.breaker.state == breakerHalfOpen {
+		if gs.state == breakerHalfOpen {
 			d.cutProbe(ctx, gs, now)
 			continue
 		}

@@ -26,7 +26,7 @@ func (d *Dispatcher) exportGroupMetrics(ctx context.Context) {
 	for id, gs := range d.groups {
 		ids = append(ids, id)
 		d.exported[id] = gs.g.Name
-		metrics.BreakerState.WithLabelValues(gs.g.Name).Set(breakerGauge(gs.breaker.state))
+		metrics.BreakerState.WithLabelValues(gs.g.Name).Set(breakerGauge(gs.state))
 	}
 	now := d.now()
 	if now.Sub(d.lastBacklogSample) < backlogSampleEvery {

@@ -140,7 +140,7 @@ func runResource(ctx context.Context, stdout io.Writer, resource string, args []
 		return usagef("%s", resourceUsage(resource))
 	}
 	if isHelp(args[0]) {
-		fmt.Fprint(stdout, resourceUsage(resource))
+		_, _ = fmt.Fprint(stdout, resourceUsage(resource))
 		return errHelpShown
 	}
 	for _, c := range cliResources[resource] {
@@ -172,7 +172,7 @@ func runCLICommand(ctx context.Context, stdout io.Writer, c cliCommand, args []s
 	}
 	pos, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, help())
+		_, _ = fmt.Fprint(stdout, help())
 		return errHelpShown
 	}
 	if err != nil {

@@ -16,9 +16,9 @@ func (s *session) print(v any, head []string, rows [][]string) error {
 		return enc.Encode(v)
 	}
 	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	_, _ = fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		_, _ = fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	return tw.Flush()
 }

@@ -281,7 +281,7 @@ func TestRetryJobsWithinMaxInFlight(t *testing.T) {
 	r.Respond = func(d testinfra.Delivery) int {
 		if d.Header.Get("herald-attempt") == "1" {
 			var i int
-			fmt.Sscan(string(d.Body), &i)
+			_, _ = fmt.Sscan(string(d.Body), &i)
 			if i%3 == 0 {
 				return 500
 			}
@@ -327,7 +327,7 @@ func TestRetriesShareTheRate(t *testing.T) {
 	r := testinfra.NewReceiver(t)
 	r.Respond = func(d testinfra.Delivery) int {
 		var q, off int
-		fmt.Sscanf(d.ID, "msg_%d_%d", &q, &off)
+		_, _ = fmt.Sscanf(d.ID, "msg_%d_%d", &q, &off)
 		if d.Header.Get("herald-attempt") == "1" && off <= 20 && off%2 == 0 {
 			return 500 // ten of the first twenty, between successes (no breaker)
 		}

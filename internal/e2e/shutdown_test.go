@@ -63,8 +63,8 @@ func TestWorkerGracefulStop(t *testing.T) {
 		require.NoError(t, err)
 	case <-time.After(timeoutMS*time.Millisecond + 2*time.Second):
 		_ = worker.Process.Kill()
-		<-exited
-		t.Fatalf("worker still running %v after SIGTERM", time.Since(sigterm))
+		err := <-exited
+		t.Fatalf("worker still running %v after SIGTERM (killed: %v)", time.Since(sigterm), err)
 	}
 	took := time.Since(sigterm)
 
