@@ -139,16 +139,12 @@ func (s *Server) groupUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	g, err := s.st.GroupGetByName(ctx, c.Param("group"))
-	if err != nil {
-		return err
-	}
-	req, err := applyGroupPatch(g, body)
-	if err != nil {
-		return err
-	}
-	g, err = s.ctl.PatchGroup(ctx, actor(c), g.Name, req.spec())
+	// The patch is applied to the group as it is when written, so concurrent patches
+	// of different fields both land.
+	g, err := s.ctl.PatchGroupWith(c.Request().Context(), actor(c), c.Param("group"), func(g *models.Group) (control.GroupSpec, error) {
+		req, err := applyGroupPatch(g, body)
+		return req.spec(), err
+	})
 	if err != nil {
 		return err
 	}

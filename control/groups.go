@@ -208,10 +208,23 @@ func (c *Control) CreateGroup(ctx context.Context, a Actor, spec GroupSpec) (*mo
 // tells the dispatchers and audits before and after (group.update). Errors as
 // CreateGroup, and models.ErrNotFound.
 func (c *Control) PatchGroup(ctx context.Context, a Actor, name string, spec GroupSpec) (*models.Group, error) {
+	return c.PatchGroupWith(ctx, a, name, func(*models.Group) (GroupSpec, error) { return spec, nil })
+}
+
+// PatchGroupWith is PatchGroup for a change relative to the group as it is: build
+// turns the current group into the new spec (e.g. by applying a JSON merge patch) and
+// runs again on the newer group when another change landed in between, so two
+// changes of different fields never overwrite each other. build's error is returned
+// as is.
+func (c *Control) PatchGroupWith(ctx context.Context, a Actor, name string, build func(*models.Group) (GroupSpec, error)) (*models.Group, error) {
 	var g *models.Group
 	for attempt := 0; ; attempt++ {
 		var err error
 		if g, err = c.st.GroupGetByName(ctx, name); err != nil {
+			return nil, err
+		}
+		spec, err := build(g)
+		if err != nil {
 			return nil, err
 		}
 		ng := *g
