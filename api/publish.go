@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -167,7 +166,7 @@ func (s *Server) publish(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pr := &store.PublishRequest{Messages: msgs, Respond: respond}
+	pr := &store.PublishRequest{Messages: msgs, TopicID: topic.ID, Spread: writable(topic), Respond: respond}
 	if idemKey != "" {
 		pr.Idempotency = &store.IdempotencyRecord{APIKeyID: key.ID, TopicID: topic.ID, Key: idemKey, RequestHash: reqHash}
 	}
@@ -203,9 +202,10 @@ func replay(c echo.Context, rec *store.IdempotencyRecord, reqHash []byte) error 
 	return c.JSONBlob(rec.Status, rec.Response)
 }
 
-// buildMessages validates every message and routes it to a queue: keyed messages to
-// their key's slot (never failing over, so per-key order holds), keyless ones of one
-// request together to the next queue in round-robin order.
+// buildMessages validates every message and routes keyed messages to their key's
+// slot (never failing over, so per-key order holds). Keyless ones keep QueueID 0:
+// the group-commit writer puts every keyless message of a flush into one writable
+// queue (groupcommit.Writer.assign).
 func (s *Server) buildMessages(c echo.Context, topic *models.Topic, in []publishMessage) ([]models.Message, error) {
 	var v models.ValidationError
 	if len(in) == 0 {
@@ -215,7 +215,7 @@ func (s *Server) buildMessages(c echo.Context, topic *models.Topic, in []publish
 	if len(in) > MaxMessagesPerReq {
 		return nil, problem(ProblemPayloadTooLarge, fmt.Sprintf("at most %d messages per request", MaxMessagesPerReq))
 	}
-	keyless := s.nextQueue(topic)
+	anyWritable := len(writable(topic)) > 0
 	now := time.Now().UnixMilli()
 	traceID := traceIDFrom(c.Request().Header.Get("traceparent"))
 	ip := c.RealIP()
@@ -274,18 +274,16 @@ func (s *Server) buildMessages(c echo.Context, topic *models.Topic, in []publish
 			}
 			msg.Headers[lname] = val
 		}
-		q := keyless
-		if m.Key == "" && q.State != models.QueueReadWrite {
+		if m.Key == "" && !anyWritable {
 			return nil, fmt.Errorf("topic %s: every queue is read-only: %w", topic.Name, models.ErrQueueUnavailable)
 		}
 		if m.Key != "" {
-			var ok bool
-			q, ok = topic.SlotQueue(keySlot(m.Key))
+			q, ok := topic.SlotQueue(keySlot(m.Key))
 			if !ok || q.State != models.QueueReadWrite {
 				return nil, fmt.Errorf("key %q: %w", m.Key, models.ErrQueueUnavailable)
 			}
+			msg.QueueID = q.ID
 		}
-		msg.QueueID = q.ID
 		out[i] = msg
 	}
 	if err := v.Err(); err != nil {
@@ -300,18 +298,15 @@ func keySlot(key string) int {
 	return int(h.Sum32() % models.KeySlots)
 }
 
-// nextQueue picks the writable queue for a request's keyless messages, round-robin;
-// when every queue is read-only it returns one of them (buildMessages refuses it).
-func (s *Server) nextQueue(t *models.Topic) models.Queue {
-	v, _ := s.rr.LoadOrStore(t.ID, new(uint64))
-	n := atomic.AddUint64(v.(*uint64), 1)
-	for i := range t.Queues {
-		q := t.Queues[(int(n)+i)%len(t.Queues)]
+// writable lists the ids of t's queues that accept writes, in queue order.
+func writable(t *models.Topic) []int64 {
+	var out []int64
+	for _, q := range t.Queues {
 		if q.State == models.QueueReadWrite {
-			return q
+			out = append(out, q.ID)
 		}
 	}
-	return t.Queues[int(n)%len(t.Queues)]
+	return out
 }
 
 func hasCtl(s string) bool {

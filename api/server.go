@@ -71,7 +71,6 @@ type Server struct {
 
 	keys   sync.Map    // prefix → *cachedKey
 	topics sync.Map    // name → *cachedTopic
-	rr     sync.Map    // topic id → *uint64 round-robin counter
 	stats  statsRollup // published counts waiting for the next rollup flush
 }
 

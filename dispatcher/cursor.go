@@ -14,6 +14,10 @@ type pendingMsg struct {
 	createdAt int64 // Unix ms, for lag seconds
 	notBefore int64 // Unix ms; 0 = now
 	returns   int   // times returned after a failed POST, for back-off
+	// msg is the whole message when a local notification carried it (read-only,
+	// shared by every cursor of the queue); the job then carries it to the worker,
+	// which skips loading it. Returned messages do not keep it.
+	msg *models.Message
 }
 
 type inflightMsg struct {

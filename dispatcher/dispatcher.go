@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -57,6 +58,14 @@ type Dispatcher struct {
 	log      *slog.Logger
 	now      Clock
 
+	// local links this dispatcher to the api and worker of its process (local.go);
+	// nil when they run elsewhere.
+	local       *delivery.Local
+	localEvents chan notify.Event
+	overflow    atomic.Bool // a local notification found localEvents full
+	alone       atomic.Bool // this is the only live dispatcher (last rebalance)
+	running     atomic.Bool // the loop serves localEvents
+
 	groups      map[int64]*groupState
 	events      opEvents               // rate-limit gates of operational events
 	cursors     map[int64]*cursorState // by cursor id
@@ -95,7 +104,8 @@ func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.U
 		st: st, sched: st, rdb: rdb, notifier: notify.New(rdb, keys), queue: newAsynqQueue(redisOpt), log: log, now: now,
 		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
 		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{}, dirtyQ: map[int64]bool{}, exported: map[int64]string{},
-		claimSeq: now().UnixNano() / int64(time.Millisecond),
+		claimSeq:    now().UnixNano() / int64(time.Millisecond),
+		localEvents: make(chan notify.Event, localEventsBuffer),
 	}
 }
 
@@ -110,6 +120,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer func() { _ = d.queue.Close() }()
 	events := make(chan notify.Event, 1024)
 	reports := make(chan delivery.Report, 1024)
+	if d.local != nil {
+		d.local.AttachDispatcher(d.id, reports)
+	}
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() error { return d.subscribe(ectx, events) })
 	eg.Go(func() error { return d.popReports(ectx, reports) })
@@ -117,7 +130,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	beaten := make(chan struct{})
 	go func() { d.beat(bctx); close(beaten) }()
 	eg.Go(func() error {
-		defer d.shutdown()
+		defer d.shutdown(reports)
 		defer func() { stopBeat(); <-beaten }() // no heartbeat may land after the row is deleted
 		return d.loop(ectx, events, reports)
 	})
@@ -142,6 +155,8 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 		return err
 	}
 	d.rebalance(ctx)
+	d.running.Store(true)
+	defer d.running.Store(false)
 	heartbeat := time.NewTicker(d.cfg.HeartbeatInterval)
 	defer heartbeat.Stop()
 	commit := time.NewTicker(d.cfg.CommitInterval)
@@ -155,6 +170,8 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 		case <-ctx.Done():
 			return nil
 		case ev := <-events:
+			d.onEvent(ev)
+		case ev := <-d.localEvents:
 			d.onEvent(ev)
 		case r := <-reports:
 			d.applyReport(r)
@@ -178,10 +195,17 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 			select {
 			case ev := <-events:
 				d.onEvent(ev)
+			case ev := <-d.localEvents:
+				d.onEvent(ev)
 			case r := <-reports:
 				d.applyReport(r)
 			default:
 				break drain
+			}
+		}
+		if d.overflow.Swap(false) {
+			for q := range d.byQueue {
+				d.dirtyQ[q] = true // a local notification was dropped: read every queue
 			}
 		}
 		if d.refresh {
@@ -200,7 +224,12 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 
 func (d *Dispatcher) onEvent(ev notify.Event) {
 	if ev.Queue > 0 {
-		if len(d.byQueue[ev.Queue]) > 0 {
+		if len(d.byQueue[ev.Queue]) == 0 {
+			return
+		}
+		if len(ev.Rows) > 0 {
+			d.applyRows(ev)
+		} else {
 			d.dirtyQ[ev.Queue] = true
 		}
 		return
@@ -220,9 +249,22 @@ func (d *Dispatcher) wakeBy(t time.Time) {
 	}
 }
 
-func (d *Dispatcher) shutdown() {
+func (d *Dispatcher) shutdown(reports <-chan delivery.Report) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if d.local != nil {
+		// Later reports go to Redis, where a successor reads them; those already
+		// handed over are applied before the commit.
+		d.local.DetachDispatcher()
+	}
+	for drained := false; !drained; {
+		select {
+		case r := <-reports:
+			d.applyReport(r)
+		default:
+			drained = true
+		}
+	}
 	d.commit(ctx)
 	d.deleteGroupMetrics()
 	all := make([]*cursorState, 0, len(d.cursors))

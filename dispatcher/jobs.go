@@ -153,7 +153,8 @@ func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState
 	for i, t := range take {
 		offsets[i] = t.offset
 	}
-	j := delivery.Job{Group: g.ID, Queue: cs.queueID, Version: cs.version, Owner: d.id, Offsets: delivery.Ranges(offsets), Parallelism: p, Attempt: 1, Probe: probe}
+	j := delivery.Job{Group: g.ID, Queue: cs.queueID, Version: cs.version, Owner: d.id, Offsets: delivery.Ranges(offsets), Parallelism: p, Attempt: 1, Probe: probe,
+		Messages: carried(take)}
 	js := &jobState{job: j, group: gs, cursor: cs, remaining: make(map[int64]bool, len(take))}
 	for _, t := range take {
 		js.remaining[t.offset] = true
@@ -170,6 +171,21 @@ func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState
 	return true
 }
 
+// carried returns the messages of take (offset order) when a local notification
+// brought every one of them, else nil (the worker loads them).
+func carried(take []pendingMsg) []models.Message {
+	for _, t := range take {
+		if t.msg == nil {
+			return nil
+		}
+	}
+	out := make([]models.Message, len(take))
+	for i, t := range take {
+		out[i] = *t.msg
+	}
+	return out
+}
+
 // deadline is JobDeadlineBase (40 s) + POST rounds × timeout + the rate's time.
 func (d *Dispatcher) deadline(js *jobState) time.Duration {
 	g := js.group.g
@@ -183,13 +199,18 @@ func (d *Dispatcher) deadline(js *jobState) time.Duration {
 	return dl
 }
 
+// enqueue hands js to this process's worker when it has a free slot (Local), else
+// to asynq, and sets its deadline.
 func (d *Dispatcher) enqueue(ctx context.Context, js *jobState, now time.Time) error {
+	dl := d.deadline(js)
+	js.deadline = now.Add(dl)
+	if d.local != nil && d.local.Offer(js.job, dl) {
+		return nil
+	}
 	t, err := delivery.NewDeliver(js.job)
 	if err != nil {
 		return err
 	}
-	dl := d.deadline(js)
-	js.deadline = now.Add(dl)
 	_, err = d.queue.EnqueueContext(ctx, t, asynq.TaskID(js.job.TaskID()), asynq.Queue(d.keys.AsynqQueue()),
 		asynq.MaxRetry(0), asynq.Timeout(dl), asynq.Retention(0))
 	if errors.Is(err, asynq.ErrTaskIDConflict) {
@@ -243,6 +264,10 @@ func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 		if now.Before(js.deadline) {
 			continue
 		}
+		if d.local != nil && d.local.Running(id) {
+			js.deadline = now.Add(d.cfg.JobDeadlineBase) // still running on this process's worker
+			continue
+		}
 		alive, err := d.rdb.Exists(ctx, d.keys.Heartbeat(id)).Result()
 		if err == nil && alive > 0 {
 			js.deadline = now.Add(d.cfg.JobDeadlineBase)
@@ -277,6 +302,7 @@ func (d *Dispatcher) redispatch(ctx context.Context, old *jobState, now time.Tim
 	}
 	j := old.job
 	j.Generation++
+	j.Messages = nil // the worker loads what is left
 	j.Offsets = delivery.Ranges(offsets)
 	if j.Retry {
 		was := map[int64]int{}

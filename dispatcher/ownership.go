@@ -65,6 +65,7 @@ func (d *Dispatcher) rebalance(ctx context.Context) {
 	if !slices.Contains(live, d.id) {
 		live = append(live, d.id)
 	}
+	d.alone.Store(len(live) == 1) // local notifications then need no Redis copy (Notified)
 	groups, err := d.st.GroupList(ctx, 0, 0)
 	if err != nil {
 		d.log.Warn("list groups", "err", err)

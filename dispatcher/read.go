@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -31,11 +32,7 @@ func (d *Dispatcher) step(ctx context.Context) {
 func (d *Dispatcher) readQueue(ctx context.Context, q int64) (more bool) {
 	byPos := map[int64][]*cursorState{}
 	for _, cs := range d.byQueue[q] {
-		if cs.group.g.Status != models.GroupRunning || cs.beyond || cs.takeover != nil {
-			continue
-		}
-		room := d.cfg.MaxSpan - cs.span()
-		if room <= 0 {
+		if !d.serving(cs) {
 			continue
 		}
 		byPos[cs.readPos] = append(byPos[cs.readPos], cs)
@@ -51,8 +48,12 @@ func (d *Dispatcher) readQueue(ctx context.Context, q int64) (more bool) {
 			d.log.Warn("read queue", "queue", q, "err", err)
 			return false
 		}
+		read := make([]notify.Row, len(rows))
+		for i, r := range rows {
+			read[i] = notify.Row{ID: r.ID, Tag: r.Tag, CreatedAt: r.CreatedAt}
+		}
 		for _, cs := range css {
-			d.fanOut(cs, rows, started)
+			d.fanOut(cs, read, started)
 		}
 		if len(rows) == limit {
 			more = true
@@ -61,9 +62,51 @@ func (d *Dispatcher) readQueue(ctx context.Context, q int64) (more bool) {
 	return more
 }
 
+// Bodies a cursor keeps from local notifications (pendingMsg.msg): only while it
+// keeps up (fewer than bodyHoldPending messages waiting) and only bodies of at most
+// bodyHoldBytes, so a slow group holds at most bodyHoldPending × bodyHoldBytes per
+// cursor; the worker loads everything else from the queue table.
+const (
+	bodyHoldPending = 256
+	bodyHoldBytes   = 64 << 10
+)
+
+// serving reports whether cs takes new rows: its group runs, it is neither beyond
+// the table's end nor held for a takeover, and it has room in its span.
+func (d *Dispatcher) serving(cs *cursorState) bool {
+	return cs.group.g.Status == models.GroupRunning && !cs.beyond && cs.takeover == nil && d.cfg.MaxSpan-cs.span() > 0
+}
+
+// applyRows hands the rows a flush committed to one queue (a notification's, in id
+// order) to each cursor of the queue whose read position is just before them, so
+// those cursors need no queue read; any other cursor (behind, out of room, or the
+// rows have gaps another writer may fill) has the queue read instead. A cursor
+// already past the rows (a scan got there first, or this is the Redis copy of a
+// local notification) ignores them.
+func (d *Dispatcher) applyRows(ev notify.Event) {
+	rows := ev.Rows
+	first, last := rows[0].ID, rows[len(rows)-1].ID
+	contiguous := last-first+1 == int64(len(rows))
+	var at time.Time
+	for _, cs := range d.byQueue[ev.Queue] {
+		if cs.readPos >= last {
+			continue
+		}
+		if !contiguous || cs.readPos+1 != first || !d.serving(cs) || d.cfg.MaxSpan-cs.span() < len(rows) {
+			// (A paused cursor marks the queue too; the read skips it.)
+			d.dirtyQ[ev.Queue] = true
+			continue
+		}
+		if at.IsZero() {
+			at = d.now()
+		}
+		d.fanOut(cs, rows, at)
+	}
+}
+
 // fanOut applies rows (id order, all > cs.readPos) to one cursor: gaps become holes,
 // matching rows become pending, filtered-out rows are done at once.
-func (d *Dispatcher) fanOut(cs *cursorState, rows []store.RowMeta, at time.Time) {
+func (d *Dispatcher) fanOut(cs *cursorState, rows []notify.Row, at time.Time) {
 	sub := d.subscription(cs)
 	nowMS := at.UnixMilli()
 	for _, r := range rows {
@@ -78,7 +121,11 @@ func (d *Dispatcher) fanOut(cs *cursorState, rows []store.RowMeta, at time.Time)
 			continue // reported by the previous owner (takeover.go)
 		}
 		if sub.Matches(r.Tag) {
-			cs.pending = append(cs.pending, pendingMsg{offset: r.ID, createdAt: r.CreatedAt})
+			p := pendingMsg{offset: r.ID, createdAt: r.CreatedAt}
+			if r.Msg != nil && len(r.Msg.Body) <= bodyHoldBytes && len(cs.pending) < bodyHoldPending {
+				p.msg = r.Msg
+			}
+			cs.pending = append(cs.pending, p)
 		} else {
 			cs.markDone(r.ID)
 		}

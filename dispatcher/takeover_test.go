@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/models/store"
 )
 
 // TestReplayPreviousOwnerReports: outcomes a dead owner left in its report list are
@@ -27,7 +27,7 @@ func TestReplayPreviousOwnerReports(t *testing.T) {
 
 	c.group.g = &models.Group{Subscriptions: []models.Subscription{{TopicID: 1}}}
 	d := &Dispatcher{queueTopics: map[int64]int64{1: 1}}
-	d.fanOut(c, []store.RowMeta{{ID: 15}, {ID: 16}, {ID: 17}, {ID: 18}, {ID: 19}}, time.Now())
+	d.fanOut(c, []notify.Row{{ID: 15}, {ID: 16}, {ID: 17}, {ID: 18}, {ID: 19}}, time.Now())
 	var got []int64
 	for _, p := range c.pending {
 		got = append(got, p.offset)

@@ -23,6 +23,13 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 		w.log.Error("drop malformed delivery job", "err", err)
 		return nil
 	}
+	w.run(ctx, j)
+	return nil
+}
+
+// run runs job j: fence and group checks, messages (carried or loaded), batches
+// sent with at most j.Parallelism POSTs at once, and every outcome reported.
+func (w *Worker) run(ctx context.Context, j delivery.Job) {
 	rep := newReporter(w, j)
 	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHB()
@@ -32,7 +39,7 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 	offsets := delivery.Expand(j.Offsets)
 	if w.isStopping() {
 		rep.returned(delivery.ReasonShutdown, offsets, delivery.Counters{})
-		return nil
+		return
 	}
 	if !j.Retry {
 		// One HGET per job: a reset or takeover since the job was cut fences it.
@@ -42,32 +49,35 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 		}
 		if stale {
 			rep.returned(delivery.ReasonFenced, offsets, delivery.Counters{})
-			return nil
+			return
 		}
 	} else if w.fences.Retired(j.Group, j.Queue) {
 		rep.returned(delivery.ReasonFenced, offsets, delivery.Counters{}) // the group was deleted
-		return nil
+		return
 	}
 	g, err := w.group(ctx, j.Group)
 	if errors.Is(err, models.ErrNotFound) {
 		// Deleted: nothing is sent; the returned messages have no cursor left to go to.
 		rep.returned(delivery.ReasonFenced, offsets, delivery.Counters{})
-		return nil
+		return
 	}
 	if err != nil {
 		w.log.Warn("load group for job", "group", j.Group, "err", err)
 		rep.returned(delivery.ReasonShutdown, offsets, delivery.Counters{})
-		return nil
+		return
 	}
 	if g.Status != models.GroupRunning {
 		rep.returned(delivery.ReasonPaused, offsets, delivery.Counters{})
-		return nil
+		return
 	}
-	msgs, err := w.st.MessagesGet(ctx, j.Queue, offsets)
+	msgs := j.Carried(offsets)
+	if msgs == nil {
+		msgs, err = w.st.MessagesGet(ctx, j.Queue, offsets)
+	}
 	if err != nil {
 		w.log.Warn("load messages for job", "group", j.Group, "queue", j.Queue, "err", err)
 		rep.returned(delivery.ReasonShutdown, offsets, delivery.Counters{})
-		return nil
+		return
 	}
 	if len(msgs) != len(offsets) {
 		found := make(map[int64]bool, len(msgs))
@@ -126,7 +136,6 @@ feed:
 	for ; i < len(batches); i++ {
 		rep.returned(reason, offsetsOf(batches[i]), delivery.Counters{})
 	}
-	return nil
 }
 
 // attemptsOf returns each offset's attempt number: the job's for first deliveries,

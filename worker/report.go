@@ -114,6 +114,12 @@ func (r *reporter) flush(final bool) {
 			r.w.log.Warn("release returned retry rows", "task", r.taskID, "err", err)
 		}
 	}
+	if r.w.local != nil && r.w.local.Report(r.job.Owner, rep) {
+		if final && r.beating.Load() {
+			r.w.rdb.Del(ctx, r.w.keys.Heartbeat(r.taskID))
+		}
+		return
+	}
 	b, _ := json.Marshal(rep)
 	pipe := r.w.rdb.Pipeline()
 	pipe.RPush(ctx, r.w.keys.Reports(r.job.Owner), b)

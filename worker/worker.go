@@ -48,6 +48,12 @@ type Worker struct {
 	// stopping is closed when Run's ctx ends: no POST starts after it. asynq does not
 	// cancel handler contexts on Shutdown, so handlers watch this instead.
 	stopping chan struct{}
+
+	// local links the worker to the dispatcher of its process (local.go).
+	local      *delivery.Local
+	localSlots chan struct{}
+	localJobs  sync.WaitGroup
+	stopMu     sync.Mutex // orders closing stopping against localJobs.Add
 }
 
 // New returns a Worker. guard decides which endpoint addresses may be dialled.
@@ -99,6 +105,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	case <-time.After(2 * time.Second):
 		w.log.Warn("fence subscription not confirmed; jobs still check the fence when they start")
 	}
+	if w.local != nil {
+		w.local.AttachWorker(w.runLocal)
+	}
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(delivery.TypeDeliver, w.handle)
 	if err := srv.Start(mux); err != nil {
@@ -108,7 +117,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { w.writeAttempts(actx); close(done) }()
 	<-ctx.Done()
+	w.stopMu.Lock()
 	close(w.stopping)
+	w.stopMu.Unlock()
+	if w.local != nil {
+		w.local.AttachWorker(nil)
+	}
+	w.localJobs.Wait()
 	srv.Shutdown()
 	stopAttempts()
 	<-done

@@ -83,10 +83,19 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		return nil, fmt.Errorf("connect to redis at %s: %w", cfg.RedisAddr, err)
 	}
 	a := &App{Cfg: cfg, Store: st, Redis: rdb, RedisOpt: ropt, log: log}
+	inProcess := roles.Dispatcher && (roles.API || roles.Worker)
+	if cfg.InProcess != nil && !inProcess {
+		rdb.Close()
+		st.Close()
+		return nil, errors.New("HERALD_IN_PROCESS applies only where one process runs the dispatcher with the api or the worker (herald all); unset it")
+	}
+	inProcess = inProcess && (cfg.InProcess == nil || *cfg.InProcess)
 	guard := ssrf.Guard{AllowPrivate: cfg.AllowPrivateEndpoints}
 	keys := delivery.Keys{Namespace: cfg.Namespace}
+	var notifier *notify.Notifier
 	if roles.API {
 		n := notify.New(rdb, keys)
+		notifier = n
 		a.Writer = groupcommit.New(st, n, log)
 		a.Writer.Lanes = cfg.PublishLanes
 		a.Writer.FlushTimeout = cfg.PublishTimeout
@@ -103,6 +112,16 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 	}
 	if roles.Maintenance {
 		a.Maintenance = maintenance.New(cfg.Maintenance, keys, st, rdb, log)
+	}
+	if inProcess {
+		local := &delivery.Local{}
+		a.Dispatcher.UseLocal(local)
+		if a.Worker != nil {
+			a.Worker.UseLocal(local)
+		}
+		if a.API != nil {
+			notifier.Local = a.Dispatcher.Notified
+		}
 	}
 	return a, nil
 }

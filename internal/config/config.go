@@ -55,6 +55,13 @@ type Config struct {
 	// keys are served at PublicURL + /.well-known/jwks.json. Default http://127.0.0.1:8080.
 	PublicURL string `env:"PUBLIC_URL" envDefault:"http://127.0.0.1:8080"`
 
+	// InProcess, where one process runs the dispatcher with the api or the worker
+	// (`herald all`), passes notifications, delivery jobs and reports between those
+	// roles in memory (delivery.Local); false sends them through Redis as between
+	// separate processes. Default true. Setting it where no two of those roles run
+	// together is refused: it would change nothing.
+	InProcess *bool `env:"IN_PROCESS"`
+
 	// PublishLanes is how many group-commit flushes the api runs at once per db node,
 	// each on its own connection. Default 1, one writer per node: two lanes measured no
 	// better on 2 cores (docs/measurements/publish-lanes.md).

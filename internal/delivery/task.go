@@ -11,6 +11,8 @@ import (
 	"strconv"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/heraldhq/herald/models"
 )
 
 // TypeDeliver names the delivery-job asynq task.
@@ -74,6 +76,40 @@ type Job struct {
 	// after another, and the first failed POST stops it; the failed messages are
 	// reported as InPlace and the unsent ones returned with ReasonBlocked.
 	Ordered bool `json:"ord,omitempty"`
+	// Messages, when set, are the job's messages in offset order with their bodies,
+	// as the publishing process held them: the worker then does not load them from
+	// the queue table. Only jobs whose messages all came with a local notification
+	// carry them, and an asynq payload only up to MaxCarriedBytes of bodies (Carry).
+	Messages []models.Message `json:"m,omitempty"`
+}
+
+// MaxCarriedBytes caps the bodies an asynq task payload carries (64 KiB): larger
+// jobs go without Messages and the worker loads them.
+const MaxCarriedBytes = 64 << 10
+
+// Carry reports whether j's Messages fit in a task payload (MaxCarriedBytes).
+func (j Job) Carry() bool {
+	n := 0
+	for _, m := range j.Messages {
+		if n += len(m.Body); n > MaxCarriedBytes {
+			return false
+		}
+	}
+	return true
+}
+
+// Carried returns j's Messages if they are exactly the messages at offsets (as
+// Expand(j.Offsets) lists them), else nil: the worker then loads them.
+func (j Job) Carried(offsets []int64) []models.Message {
+	if len(j.Messages) != len(offsets) {
+		return nil
+	}
+	for i, m := range j.Messages {
+		if m.Offset != offsets[i] || m.QueueID != j.Queue {
+			return nil
+		}
+	}
+	return j.Messages
 }
 
 // TaskID is `<group>:<queue>:<version>:<first>-<last>:g<generation>`, so a repeated
@@ -87,8 +123,12 @@ func (j Job) TaskID() string {
 		strconv.FormatInt(first, 10) + "-" + strconv.FormatInt(last, 10) + ":g" + strconv.Itoa(j.Generation)
 }
 
-// NewDeliver builds the asynq task for j. Callers add TaskID, Queue, MaxRetry(0) and Timeout.
+// NewDeliver builds the asynq task for j, without its Messages when they exceed
+// MaxCarriedBytes. Callers add TaskID, Queue, MaxRetry(0) and Timeout.
 func NewDeliver(j Job) (*asynq.Task, error) {
+	if !j.Carry() {
+		j.Messages = nil
+	}
 	b, err := json.Marshal(j)
 	if err != nil {
 		return nil, err

@@ -6,13 +6,16 @@
 package groupcommit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/models/store"
 )
 
@@ -36,9 +39,9 @@ var ErrOutcomeUnknown = errors.New("publish outcome unknown")
 // Writer.FlushTimeout is zero.
 const DefaultFlushTimeout = 10 * time.Second
 
-// Notifier is told which queues a committed flush touched.
+// Notifier is told, after each commit, the rows the flush stored in each queue.
 type Notifier interface {
-	Queues(ctx context.Context, ids []int64) error
+	Published(ctx context.Context, evs []notify.Event) error
 }
 
 type item struct {
@@ -57,6 +60,9 @@ type Writer struct {
 	in     chan *item
 	stop   chan struct{}
 	log    *slog.Logger
+	// spread is the per-topic round-robin counter of keyless placement (assign).
+	spreadMu sync.Mutex
+	spread   map[int64]int
 	// OnFlush, when set, is called after each flush with its request and row counts.
 	OnFlush func(requests, rows int)
 	// Lanes is how many flushes may run at once, each on its own connection. Default 1.
@@ -69,7 +75,7 @@ type Writer struct {
 
 // New returns a Writer over st that notifies n after each commit.
 func New(st *store.Store, n Notifier, log *slog.Logger) *Writer {
-	return &Writer{st: st, notify: n, in: make(chan *item, 4096), stop: make(chan struct{}), log: log}
+	return &Writer{st: st, notify: n, in: make(chan *item, 4096), stop: make(chan struct{}), log: log, spread: map[int64]int{}}
 }
 
 // Submit queues req for the next flush and waits until it is committed or failed.
@@ -179,11 +185,39 @@ func (w *Writer) flushTimeout() time.Duration {
 	return DefaultFlushTimeout
 }
 
+// assign puts every keyless message (QueueID 0) of the flush into one queue per
+// topic, the next of its Spread in round-robin order per flush: a flush of many
+// single-message requests then writes one queue table (one INSERT, in autocommit)
+// and the dispatchers read and cut one run of offsets, instead of touching every
+// queue with a few rows each.
+func (w *Writer) assign(reqs []*store.PublishRequest) {
+	chosen := map[int64]int64{}
+	for _, r := range reqs {
+		for i := range r.Messages {
+			m := &r.Messages[i]
+			if m.QueueID != 0 || len(r.Spread) == 0 {
+				continue
+			}
+			q, ok := chosen[r.TopicID]
+			if !ok {
+				w.spreadMu.Lock()
+				n := w.spread[r.TopicID]
+				w.spread[r.TopicID] = n + 1
+				w.spreadMu.Unlock()
+				q = r.Spread[n%len(r.Spread)]
+				chosen[r.TopicID] = q
+			}
+			m.QueueID = q
+		}
+	}
+}
+
 func (w *Writer) flush(ctx context.Context, batch []*item) {
 	reqs := make([]*store.PublishRequest, len(batch))
 	for i, it := range batch {
 		reqs[i] = it.req
 	}
+	w.assign(reqs)
 	err := w.st.MessagesInsert(ctx, reqs)
 	errs := make([]error, len(batch))
 	if err != nil && ctx.Err() != nil {
@@ -201,21 +235,33 @@ func (w *Writer) flush(ctx context.Context, batch []*item) {
 	} else {
 		errs[0] = err
 	}
-	touched := map[int64]struct{}{}
+	// Notified rows point at the requests' messages: handlers only read them after
+	// their answer (respond), and receivers treat them as read-only.
+	byQueue := map[int64][]notify.Row{}
+	var order []int64
 	for i, it := range batch {
-		if errs[i] == nil {
-			for _, m := range it.req.Messages {
-				touched[m.QueueID] = struct{}{}
-			}
+		if errs[i] != nil {
+			continue
 		}
+		for j := range it.req.Messages {
+			m := &it.req.Messages[j]
+			if _, ok := byQueue[m.QueueID]; !ok {
+				order = append(order, m.QueueID)
+			}
+			byQueue[m.QueueID] = append(byQueue[m.QueueID], notify.Row{ID: m.Offset, Tag: m.Tag, CreatedAt: m.CreatedAt, Msg: m})
+		}
+	}
+	for i, it := range batch {
 		it.done <- errs[i]
 	}
-	if len(touched) > 0 && w.notify != nil {
-		ids := make([]int64, 0, len(touched))
-		for q := range touched {
-			ids = append(ids, q)
+	if len(order) > 0 && w.notify != nil {
+		evs := make([]notify.Event, len(order))
+		for i, q := range order {
+			rows := byQueue[q]
+			slices.SortFunc(rows, func(a, b notify.Row) int { return cmp.Compare(a.ID, b.ID) })
+			evs[i] = notify.Event{Queue: q, Rows: rows}
 		}
-		if err := w.notify.Queues(ctx, ids); err != nil {
+		if err := w.notify.Published(ctx, evs); err != nil {
 			w.log.Warn("notify after publish", "err", err)
 		}
 	}

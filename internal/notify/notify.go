@@ -1,24 +1,41 @@
-// Package notify carries wake-ups over Redis pub/sub: the api publishes a queue id
-// after each flush that touched it, and "g<id>" after a group change; dispatchers
-// subscribe. A dispatcher publishes "d" after a dead-letter report, which wakes the
-// maintenance role's outbox; the outbox publishes the dead-letter queues it appended
-// to. Notifications are hints: a lost one costs at most the fallback poll.
+// Package notify carries wake-ups over Redis pub/sub: the api publishes, after each
+// flush, the rows it committed to each queue (ids, tags and creation times, so a
+// dispatcher need not read them back), and "g<id>" after a group change;
+// dispatchers subscribe. A dispatcher publishes "d" after a dead-letter report,
+// which wakes the maintenance role's outbox; the outbox publishes the dead-letter
+// queues it appended to. Notifications are hints: a lost one costs at most the
+// fallback poll. In `herald all` a flush's notification also goes to the
+// dispatcher of the same process directly (Notifier.Local), with the bodies.
 package notify
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/models"
 )
 
-// Event is one wake-up: Queue > 0 after a publish, Group > 0 after a group change,
-// DeadLetters after dead letters were written.
+// Row is one committed queue row as a notification carries it. Msg, set only on
+// notifications passed inside one process, is the whole message with its body; it
+// is shared and must not be modified.
+type Row struct {
+	ID        int64
+	Tag       string
+	CreatedAt int64 // Unix ms
+	Msg       *models.Message
+}
+
+// Event is one wake-up: Queue > 0 after a publish (Rows, when not empty, lists the
+// committed rows of the flush in id order; when empty, only that the queue has new
+// rows), Group > 0 after a group change, DeadLetters after dead letters were written.
 type Event struct {
 	Queue       int64
+	Rows        []Row
 	Group       int64
 	DeadLetters bool
 }
@@ -27,10 +44,35 @@ type Event struct {
 // it read it as queue 0 and ignore it.
 const deadLettersPayload = "d"
 
+// rowsPrefix starts a payload that lists rows (rowsPayload in JSON).
+const rowsPrefix = "r"
+
+// MaxRowsPerPayload caps the rows one PUBLISH lists; a larger flush is announced
+// by queue id alone and read back by the dispatcher.
+const MaxRowsPerPayload = 1000
+
+// rowsPayload is the JSON form of a flush's rows: ids as inclusive ranges, creation
+// times per row (one value when all rows share it) and tags per row (absent when
+// every tag is empty).
+type rowsPayload struct {
+	Queue     int64            `json:"q"`
+	IDs       []delivery.Range `json:"id"`
+	CreatedAt []int64          `json:"c"`
+	Tags      []string         `json:"t,omitempty"`
+}
+
+// LocalSink receives a flush's events in the process that committed it. It must
+// not block. It reports whether every dispatcher that may own a cursor of those
+// queues was reached (the process's dispatcher is the only live one), in which
+// case nothing is published on Redis.
+type LocalSink func(evs []Event) (alone bool)
+
 // Notifier publishes events on the namespace's channel (delivery.Keys.NotifyChannel).
 type Notifier struct {
 	rdb     redis.UniversalClient
 	channel string
+	// Local, when set, receives Published's events first (see LocalSink).
+	Local LocalSink
 }
 
 // New returns a Notifier publishing on keys' notify channel.
@@ -51,6 +93,78 @@ func (n *Notifier) Queues(ctx context.Context, ids []int64) error {
 	return err
 }
 
+// Published announces a committed flush: one event per queue with its rows in id
+// order. The local sink, if any, gets them first; unless it reached every
+// dispatcher, they are published on Redis too (rows without bodies, pipelined in
+// one round trip).
+func (n *Notifier) Published(ctx context.Context, evs []Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	if n.Local != nil && n.Local(evs) {
+		return nil
+	}
+	pipe := n.rdb.Pipeline()
+	for _, ev := range evs {
+		pipe.Publish(ctx, n.channel, encodeRows(ev))
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+func encodeRows(ev Event) string {
+	if len(ev.Rows) == 0 || len(ev.Rows) > MaxRowsPerPayload {
+		return strconv.FormatInt(ev.Queue, 10)
+	}
+	p := rowsPayload{Queue: ev.Queue}
+	ids := make([]int64, len(ev.Rows))
+	same, tags := true, false
+	for i, r := range ev.Rows {
+		ids[i] = r.ID
+		same = same && r.CreatedAt == ev.Rows[0].CreatedAt
+		tags = tags || r.Tag != ""
+	}
+	p.IDs = delivery.Ranges(ids)
+	if same {
+		p.CreatedAt = []int64{ev.Rows[0].CreatedAt}
+	} else {
+		p.CreatedAt = make([]int64, len(ev.Rows))
+		for i, r := range ev.Rows {
+			p.CreatedAt[i] = r.CreatedAt
+		}
+	}
+	if tags {
+		p.Tags = make([]string, len(ev.Rows))
+		for i, r := range ev.Rows {
+			p.Tags[i] = r.Tag
+		}
+	}
+	b, _ := json.Marshal(p)
+	return rowsPrefix + string(b)
+}
+
+// decodeRows parses a rows payload; a malformed one yields the queue alone (or 0),
+// which receivers treat as "read the queue".
+func decodeRows(s string) Event {
+	var p rowsPayload
+	if json.Unmarshal([]byte(s), &p) != nil {
+		return Event{Queue: p.Queue}
+	}
+	ids := delivery.Expand(p.IDs)
+	if len(ids) == 0 || len(ids) > MaxRowsPerPayload || (len(p.CreatedAt) != 1 && len(p.CreatedAt) != len(ids)) ||
+		(p.Tags != nil && len(p.Tags) != len(ids)) {
+		return Event{Queue: p.Queue}
+	}
+	ev := Event{Queue: p.Queue, Rows: make([]Row, len(ids))}
+	for i, id := range ids {
+		ev.Rows[i] = Row{ID: id, CreatedAt: p.CreatedAt[min(i, len(p.CreatedAt)-1)]}
+		if p.Tags != nil {
+			ev.Rows[i].Tag = p.Tags[i]
+		}
+	}
+	return ev
+}
+
 // Group publishes a group-change notification.
 func (n *Notifier) Group(ctx context.Context, id int64) error {
 	return n.rdb.Publish(ctx, n.channel, "g"+strconv.FormatInt(id, 10)).Err()
@@ -59,6 +173,24 @@ func (n *Notifier) Group(ctx context.Context, id int64) error {
 // DeadLetters publishes that new dead letters wait for the outbox.
 func (n *Notifier) DeadLetters(ctx context.Context) error {
 	return n.rdb.Publish(ctx, n.channel, deadLettersPayload).Err()
+}
+
+// Parse decodes one payload of the notify channel.
+func Parse(payload string) Event {
+	var ev Event
+	switch {
+	case payload == deadLettersPayload:
+		ev.DeadLetters = true
+	case strings.HasPrefix(payload, rowsPrefix):
+		ev = decodeRows(payload[len(rowsPrefix):])
+	default:
+		if g, ok := strings.CutPrefix(payload, "g"); ok {
+			ev.Group, _ = strconv.ParseInt(g, 10, 64)
+		} else {
+			ev.Queue, _ = strconv.ParseInt(payload, 10, 64)
+		}
+	}
+	return ev
 }
 
 // Subscribe delivers events to out until ctx ends. Events that find out full are
@@ -78,16 +210,8 @@ func Subscribe(ctx context.Context, rdb redis.UniversalClient, keys delivery.Key
 			if !ok {
 				return nil
 			}
-			var ev Event
-			if m.Payload == deadLettersPayload {
-				ev.DeadLetters = true
-			} else if g, ok := strings.CutPrefix(m.Payload, "g"); ok {
-				ev.Group, _ = strconv.ParseInt(g, 10, 64)
-			} else {
-				ev.Queue, _ = strconv.ParseInt(m.Payload, 10, 64)
-			}
 			select {
-			case out <- ev:
+			case out <- Parse(m.Payload):
 			case <-ctx.Done():
 				return nil
 			}

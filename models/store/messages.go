@@ -12,10 +12,16 @@ import (
 )
 
 // PublishRequest is one publish request inside a group-commit flush. Messages must
-// have QueueID set; MessagesInsert fills their Offset. Idempotency, when set, is
-// stored in the same transaction with the response Respond builds from the offsets.
+// have QueueID set by the time MessagesInsert runs, which fills their Offset; a
+// keyless message may leave it 0 for the group-commit writer to choose among
+// Spread. Idempotency, when set, is stored in the same transaction with the
+// response Respond builds from the offsets.
 type PublishRequest struct {
-	Messages    []models.Message
+	Messages []models.Message
+	// TopicID and Spread (the topic's writable queue ids) let the writer put every
+	// keyless message (QueueID 0) of one flush and topic into one queue.
+	TopicID     int64
+	Spread      []int64
 	Idempotency *IdempotencyRecord
 	Respond     func(msgs []models.Message) (status int, body []byte)
 }
@@ -45,6 +51,9 @@ func (s *Store) MessagesInsert(ctx context.Context, reqs []*PublishRequest) erro
 	for ri, r := range reqs {
 		for mi := range r.Messages {
 			q := r.Messages[mi].QueueID
+			if q <= 0 {
+				return fmt.Errorf("publish: message %d of request %d has no queue: %w", mi, ri, models.ErrInvalid)
+			}
 			if _, ok := byQueue[q]; !ok {
 				order = append(order, q)
 			}
