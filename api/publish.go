@@ -140,6 +140,10 @@ func (s *Server) publish(c echo.Context) error {
 	} else if err != nil {
 		return err
 	}
+	// While this request is read and checked, the writer's next flush may linger
+	// for it (groupcommit.Writer.Linger).
+	expected := s.writer.Expect()
+	defer expected()
 	body, err := readBody(c, MaxRequestBytes)
 	if err != nil {
 		return err
@@ -170,6 +174,7 @@ func (s *Server) publish(c echo.Context) error {
 	if idemKey != "" {
 		pr.Idempotency = &store.IdempotencyRecord{APIKeyID: key.ID, TopicID: topic.ID, Key: idemKey, RequestHash: reqHash}
 	}
+	expected()
 	if err := s.writer.Submit(ctx, pr); err != nil {
 		if idemKey != "" && errors.Is(err, models.ErrConflict) {
 			// A concurrent request with the same key won the race: answer as it did.

@@ -85,7 +85,7 @@ func (d *Dispatcher) cutOrdered(ctx context.Context, gs *groupState, cs *cursorS
 		offsets[i] = t.offset
 	}
 	j := delivery.Job{Group: g.ID, Queue: cs.queueID, Version: cs.version, Owner: d.id, Offsets: delivery.Ranges(offsets),
-		Parallelism: 1, Attempt: attempt, Probe: probe, Ordered: true}
+		Parallelism: 1, Attempt: attempt, Probe: probe, Ordered: true, Messages: carried(taken)}
 	js := &jobState{job: j, group: gs, cursor: cs, remaining: make(map[int64]bool, take)}
 	for _, t := range taken {
 		js.remaining[t.offset] = true

@@ -98,6 +98,7 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		notifier = n
 		a.Writer = groupcommit.New(st, n, log)
 		a.Writer.Lanes = cfg.PublishLanes
+		a.Writer.Linger = cfg.PublishLinger
 		a.Writer.FlushTimeout = cfg.PublishTimeout
 		a.API = api.New(api.Options{JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost, Keys: keys, PublishTimeout: cfg.PublishTimeout,
 			DeletedGroupGrace: cfg.Maintenance.DeletedGroupGrace, PublicURL: cfg.PublicURL}, st, rdb, a.Writer, n, guard, log)

@@ -15,11 +15,12 @@ import (
 const slowPoll = time.Minute
 
 // TestWorkerWakeLoneMessages publishes lone messages to an idle Herald whose workers
-// poll asynq once a minute: each must still arrive within a second or two, because
-// the dispatcher's PUBLISH on Keys.JobsChannel ends the worker's idle sleep.
+// poll asynq once a minute and whose jobs go through asynq (not in process): each
+// must still arrive within a second or two, because the dispatcher's PUBLISH on
+// Keys.JobsChannel ends the worker's idle sleep.
 func TestWorkerWakeLoneMessages(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, func(c *config.Config) { c.Worker.TaskCheckInterval = slowPoll })
+	h := testinfra.StartHerald(t, func(c *config.Config) { c.Worker.TaskCheckInterval = slowPoll; c.InProcess = new(bool) })
 	h.CreateTopic("wake", 2)
 	recv := testinfra.NewReceiver(t)
 	recv.SetSecret(h.CreateGroup(map[string]any{"name": "wake", "endpoint_url": recv.URL,

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/heraldhq/herald/internal/notify"
@@ -67,6 +68,11 @@ type Writer struct {
 	OnFlush func(requests, rows int)
 	// Lanes is how many flushes may run at once, each on its own connection. Default 1.
 	Lanes int
+	// Linger is how long a flush may wait for requests that are already being read
+	// (Expect) before it starts; it never waits when none is. Default 0 (no wait).
+	Linger time.Duration
+	// expected counts requests between Expect and their Submit.
+	expected atomic.Int64
 	// FlushTimeout bounds one flush, statement and commit; a flush that runs out
 	// fails its requests with ErrOutcomeUnknown and frees its lane, so a stalled
 	// database cannot hold publishes forever. Default DefaultFlushTimeout (10 s).
@@ -76,6 +82,16 @@ type Writer struct {
 // New returns a Writer over st that notifies n after each commit.
 func New(st *store.Store, n Notifier, log *slog.Logger) *Writer {
 	return &Writer{st: st, notify: n, in: make(chan *item, 4096), stop: make(chan struct{}), log: log, spread: map[int64]int{}}
+}
+
+// Expect announces a publish request being read that will reach Submit soon (or
+// be abandoned); call the returned func once when it has been submitted or
+// abandoned. While requests are expected, a flush lingers up to Linger for them, so
+// concurrent publishers share one commit instead of queueing behind it.
+func (w *Writer) Expect() (done func()) {
+	w.expected.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { w.expected.Add(-1) }) }
 }
 
 // Submit queues req for the next flush and waits until it is committed or failed.
@@ -149,6 +165,7 @@ func (w *Writer) lane(ctx context.Context) {
 		}
 		batch := []*item{first}
 		rows, bytes := first.rows, first.bytes
+		var until time.Time // end of this flush's linger, set when it starts
 	drain:
 		for rows < MaxFlushRows && bytes < MaxFlushBytes {
 			select {
@@ -165,7 +182,9 @@ func (w *Writer) lane(ctx context.Context) {
 				rows += it.rows
 				bytes += it.bytes
 			default:
-				break drain
+				if !w.linger(&until, &batch, &rows, &bytes, &carry) {
+					break drain
+				}
 			}
 		}
 		// A flush outlives shutdown (it finishes what it took) but never FlushTimeout.
@@ -174,6 +193,43 @@ func (w *Writer) lane(ctx context.Context) {
 		cancel()
 		if w.OnFlush != nil {
 			w.OnFlush(len(batch), rows)
+		}
+	}
+}
+
+// linger waits, while requests are expected (being read), for one more until
+// *until (Linger after the flush first lingered), adding it to the batch as the
+// drain loop would; it reports whether it added one (so the drain goes on).
+func (w *Writer) linger(until *time.Time, batch *[]*item, rows, bytes *int, carry **item) bool {
+	if w.Linger <= 0 || w.expected.Load() == 0 {
+		return false
+	}
+	if until.IsZero() {
+		*until = time.Now().Add(w.Linger)
+	}
+	wait := time.Until(*until)
+	if wait <= 0 {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case it := <-w.in:
+			if it.ctx.Err() != nil {
+				it.done <- it.ctx.Err()
+				continue
+			}
+			if *rows+it.rows > MaxFlushRows || *bytes+it.bytes > MaxFlushBytes {
+				*carry = it
+				return false
+			}
+			*batch = append(*batch, it)
+			*rows += it.rows
+			*bytes += it.bytes
+			return true
+		case <-t.C:
+			return false
 		}
 	}
 }

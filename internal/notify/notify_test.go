@@ -1,0 +1,49 @@
+package notify
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRowsPayloadRoundTrip: a flush's rows survive the Redis payload (ids, tags and
+// creation times; never bodies), shared creation times are sent once, and a
+// payload a receiver cannot use still names the queue.
+func TestRowsPayloadRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rows []Row
+	}{
+		{"one row, no tag", []Row{{ID: 7, CreatedAt: 1000}}},
+		{"contiguous, shared time", []Row{{ID: 10, CreatedAt: 5}, {ID: 11, CreatedAt: 5}, {ID: 12, CreatedAt: 5}}},
+		{"gaps, tags, times", []Row{{ID: 3, Tag: "push", CreatedAt: 1}, {ID: 5, Tag: "", CreatedAt: 2}, {ID: 6, Tag: "ïssue \"x\"", CreatedAt: 2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := encodeRows(Event{Queue: 42, Rows: tc.rows})
+			require.True(t, strings.HasPrefix(p, rowsPrefix))
+			got := Parse(p)
+			require.Equal(t, int64(42), got.Queue)
+			require.Equal(t, tc.rows, got.Rows)
+		})
+	}
+	shared := encodeRows(Event{Queue: 1, Rows: []Row{{ID: 1, CreatedAt: 1234567}, {ID: 2, CreatedAt: 1234567}}})
+	require.Equal(t, 1, strings.Count(shared, "1234567"), "a shared creation time is sent once: %s", shared)
+	require.NotContains(t, encodeRows(Event{Queue: 1, Rows: []Row{{ID: 1}}}), `"t"`, "no tags, no tag list")
+
+	for payload, want := range map[string]Event{
+		"17":                              {Queue: 17},
+		"g9":                              {Group: 9},
+		"d":                               {DeadLetters: true},
+		`r{"q":5,"id":[[1,3]],"c":[1,2]}`: {Queue: 5}, // 3 ids, 2 times: read the queue instead
+		`r{"q":5,"id":[[1,1]],"c":[1],"t":["a","b"]}`: {Queue: 5},
+		`r{not json`: {},
+	} {
+		require.Equal(t, want, Parse(payload), payload)
+	}
+	big := make([]Row, MaxRowsPerPayload+1)
+	for i := range big {
+		big[i] = Row{ID: int64(i + 1)}
+	}
+	require.Equal(t, "3", encodeRows(Event{Queue: 3, Rows: big}), "a flush over the cap is announced by queue id")
+}
