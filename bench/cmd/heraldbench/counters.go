@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -66,6 +67,20 @@ func (c counters) snap(ctx context.Context) countSnap {
 	return s
 }
 
+// status returns one counter of SHOW GLOBAL STATUS, e.g. Com_update (letters, digits
+// and underscores only: SHOW takes no placeholders).
+func (c counters) status(ctx context.Context, name string) (int64, error) {
+	if strings.ContainsFunc(name, func(r rune) bool { return r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		return 0, fmt.Errorf("status variable %q: want letters, digits and underscores", name)
+	}
+	var k string
+	var v int64
+	if err := c.db.QueryRowContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name = '"+name+"'").Scan(&k, &v); err != nil {
+		return 0, fmt.Errorf("SHOW GLOBAL STATUS LIKE %s: %w", name, err)
+	}
+	return v, nil
+}
+
 // countUse is what the servers executed between two snaps, the benchmark's own
 // counter reads removed.
 type countUse struct {
@@ -97,8 +112,7 @@ func (a countSnap) until(b countSnap) countUse {
 	}
 	u.mysql["Questions"]-- // the second snap's SHOW STATUS
 	u.mysql["Com_show_status"]--
-	for k, v := range u.redis {
-		_ = k
+	for _, v := range u.redis {
 		u.redisTotal += v
 	}
 	u.questions = max(u.mysql["Questions"], 0)
@@ -106,8 +120,10 @@ func (a countSnap) until(b countSnap) countUse {
 	return u
 }
 
-// top lists the n largest entries of m as "name count" pairs, divided by div.
-func top(m map[string]int64, n int, div float64, unit string) string {
+// top lists the entries of m, largest first, as "name count" pairs divided by div
+// (with the raw count when the quotient rounds to 0.000); n > 0 keeps the n largest
+// and says how many more there were, n ≤ 0 lists them all.
+func top(m map[string]int64, n int, div float64) string {
 	type kv struct {
 		k string
 		v int64
@@ -121,16 +137,20 @@ func top(m map[string]int64, n int, div float64, unit string) string {
 	slices.SortFunc(all, func(a, b kv) int { return cmp.Or(cmp.Compare(b.v, a.v), strings.Compare(a.k, b.k)) })
 	var parts []string
 	for i, e := range all {
-		if i == n {
+		if n > 0 && i == n {
 			parts = append(parts, fmt.Sprintf("… %d more", len(all)-n))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s %s", e.k, fmtRate(float64(e.v)/div)))
+		v := fmtRate(float64(e.v) / div)
+		if v == "0.000" {
+			v = fmt.Sprintf("0.000 (%d in all)", e.v)
+		}
+		parts = append(parts, e.k+" "+v)
 	}
 	if len(parts) == 0 {
 		return "none"
 	}
-	return strings.Join(parts, ", ") + unit
+	return strings.Join(parts, ", ")
 }
 
 func fmtRate(x float64) string {
@@ -144,22 +164,46 @@ func fmtRate(x float64) string {
 	}
 }
 
-// addCountRows adds Redis commands and MySQL statements per second (idle) or per
-// message (msgs > 0), with the largest contributors.
-func (r *result) addCountRows(phase string, u countUse, msgs int) {
+// countGoals are ceilings on exact counts: Redis commands and MySQL statements (Questions)
+// per second in addCountRows, per unit in addPerUnitCounts. Zero is no goal.
+type countGoals struct {
+	redis, mysql float64
+}
+
+// per is what per-unit figures are divided by: n units called unit ("message", "delivery").
+type per struct {
+	n    int
+	unit string
+}
+
+func perMessage(n int) per { return per{n: n, unit: "message"} }
+
+// addCountRows adds Redis commands and MySQL statements per second, with the largest
+// contributors by name; g checks the two rates.
+func (r *result) addCountRows(phase string, u countUse, g countGoals) {
 	if u.err != nil {
 		r.info("command counts"+phase, "n/a ("+u.err.Error()+")")
 		return
 	}
 	secs := u.wall.Seconds()
-	r.info("Redis commands"+phase, fmt.Sprintf("%d in %.1f s", u.redisTotal, secs))
-	r.info("Redis commands by name, per second"+phase, top(u.redis, 12, secs, ""))
-	r.info("MySQL statements/s"+phase, fmt.Sprintf("%s (Questions %d in %.1f s)", fmtRate(float64(u.questions)/secs), u.questions, secs))
-	r.info("MySQL Com_* per second"+phase, top(u.mysql, 10, secs, ""))
-	if msgs > 0 {
-		r.info("Redis commands per message"+phase, fmtRate(float64(u.redisTotal)/float64(msgs)))
-		r.info("Redis commands by name, per message"+phase, top(u.redis, 12, float64(msgs), ""))
-		r.info("MySQL statements per message"+phase, fmtRate(float64(u.questions)/float64(msgs)))
-		r.info("MySQL Com_* per message"+phase, top(u.mysql, 10, float64(msgs), ""))
+	redisRate, mysqlRate := float64(u.redisTotal)/secs, float64(u.questions)/secs
+	r.ceiling("Redis commands/s"+phase, fmt.Sprintf("%s (%d in %.1f s)", fmtRate(redisRate), u.redisTotal, secs), redisRate, g.redis, "")
+	r.info("Redis commands by name, per second"+phase, top(u.redis, 12, secs))
+	r.ceiling("MySQL statements/s"+phase, fmt.Sprintf("%s (Questions %d in %.1f s)", fmtRate(mysqlRate), u.questions, secs), mysqlRate, g.mysql, "")
+	r.info("MySQL Com_* per second"+phase, top(u.mysql, 10, secs))
+}
+
+// addPerUnitCounts adds Redis commands and MySQL statements per p.unit, every Redis
+// command and Com_* counter by name so each one can be attributed; g checks the two
+// totals per unit.
+func (r *result) addPerUnitCounts(phase string, u countUse, p per, g countGoals) {
+	if u.err != nil || p.n <= 0 {
+		return
 	}
+	n := float64(p.n)
+	redis, mysql := float64(u.redisTotal)/n, float64(u.questions)/n
+	r.ceiling("Redis commands per "+p.unit+phase, fmt.Sprintf("%s (%d for %d)", fmtRate(redis), u.redisTotal, p.n), redis, g.redis, "")
+	r.info("Redis commands by name, per "+p.unit+phase, top(u.redis, 0, n))
+	r.ceiling("MySQL statements per "+p.unit+phase, fmt.Sprintf("%s (Questions %d for %d)", fmtRate(mysql), u.questions, p.n), mysql, g.mysql, "")
+	r.info("MySQL Com_* per "+p.unit+phase, top(u.mysql, 0, n))
 }

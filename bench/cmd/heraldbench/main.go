@@ -29,7 +29,17 @@ type options struct {
 	private                   bool
 	idleDur, trickleDur       time.Duration
 	idleGroups, trickleRate   int
+	// Scenario s: publishers, publishing time and a message cap.
+	saturationPublishers, saturationMax int
+	saturationDur                       time.Duration
+	// Scenario o: groups, paced publishes per second and publishing time.
+	fanoutGroups, fanoutRate int
+	fanoutDur                time.Duration
 }
+
+// defaultScenarios is the default order: (e) must see no group at all, and (f)'s
+// 1,000 groups come last so they do not weigh on the others.
+const defaultScenarios = "e,g,h,d,s,o,a,b,c,f"
 
 func parseFlags() options {
 	var o options
@@ -38,12 +48,18 @@ func parseFlags() options {
 	flag.StringVar(&o.results, "results", "bench/results", "directory for the report and Herald's log")
 	flag.StringVar(&o.dsn, "mysql-dsn", "root@tcp(127.0.0.1:3306)/herald_bench", "DSN of the benchmark database; it is DROPPED and recreated")
 	flag.StringVar(&o.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis address (a fresh namespace is used per run)")
-	flag.StringVar(&o.scenarios, "scenarios", "e,g,h,a,b,c,d,f", "scenarios to run, in this order: a drain 1 KiB, b drain GitHub payloads, c publish throughput, d latency, e idle without groups, f idle with -idle-groups groups, g lone messages, h paced single-message publishes")
+	flag.StringVar(&o.scenarios, "scenarios", defaultScenarios, "scenarios to run, in this order: a drain 1 KiB, b drain GitHub payloads, c publish throughput, d latency, e idle without groups, f idle with -idle-groups groups, g lone messages, h paced single-message publishes, s live saturation, o fan-out to -fanout-groups groups")
 	flag.BoolVar(&o.private, "private", true, "start a private mariadbd and redis-server for the run (exact command counts and CPU); false uses -mysql-dsn and -redis-addr")
 	flag.DurationVar(&o.idleDur, "idle-duration", 10*time.Second, "measured time of the idle scenarios e and f")
 	flag.IntVar(&o.idleGroups, "idle-groups", 1000, "groups in scenario f")
 	flag.IntVar(&o.trickleRate, "trickle-rate", 500, "paced publishes per second in scenario h")
 	flag.DurationVar(&o.trickleDur, "trickle-duration", 10*time.Second, "paced publishing time in scenario h (whole seconds)")
+	flag.IntVar(&o.saturationPublishers, "saturation-publishers", 32, "concurrent unpaced single-message publishers in scenario s")
+	flag.DurationVar(&o.saturationDur, "saturation-duration", 10*time.Second, "longest publishing time in scenario s")
+	flag.IntVar(&o.saturationMax, "saturation-max", 200000, "most messages published in scenario s")
+	flag.IntVar(&o.fanoutGroups, "fanout-groups", 10, "groups subscribed to the topic in scenario o")
+	flag.IntVar(&o.fanoutRate, "fanout-rate", 500, "paced publishes per second in scenario o")
+	flag.DurationVar(&o.fanoutDur, "fanout-duration", 10*time.Second, "paced publishing time in scenario o (whole seconds)")
 	flag.IntVar(&o.drainN, "n-drain", 50000, "messages in scenario a")
 	flag.IntVar(&o.githubN, "n-github", 20000, "messages in scenario b")
 	flag.IntVar(&o.publishN, "n-publish", 200000, "most messages in scenario c")
@@ -74,13 +90,15 @@ func main() {
 
 func (o options) validate() error {
 	for _, s := range o.selected() {
-		if !strings.Contains("abcdefgh", s) || len(s) != 1 {
-			return fmt.Errorf("-scenarios: unknown scenario %q (want letters a to h)", s)
+		if !strings.Contains("abcdefghos", s) || len(s) != 1 {
+			return fmt.Errorf("-scenarios: unknown scenario %q (want one of a to h, o, s)", s)
 		}
 	}
 	if o.drainN < 1 || o.githubN < 1 || o.publishN < 100 || o.publishers < 1 || o.latencyRate < 1 || o.latencyDur < time.Second ||
-		o.idleDur < time.Second || o.idleGroups < 1 || o.trickleRate < 1 || o.trickleDur < time.Second {
-		return fmt.Errorf("message counts, publishers and rates must be positive, -n-publish ≥ 100, -latency-duration, -idle-duration and -trickle-duration ≥ 1s")
+		o.idleDur < time.Second || o.idleGroups < 1 || o.trickleRate < 1 || o.trickleDur < time.Second ||
+		o.saturationPublishers < 1 || o.saturationMax < 1 || o.saturationDur <= 0 || o.fanoutGroups < 1 || o.fanoutRate < 1 || o.fanoutDur < time.Second {
+		return fmt.Errorf("message counts, publishers, groups and rates must be positive, -n-publish ≥ 100, -saturation-duration > 0, " +
+			"-latency-duration, -idle-duration, -trickle-duration and -fanout-duration ≥ 1s")
 	}
 	return nil
 }

@@ -61,22 +61,39 @@ func (a cpuSnap) until(b cpuSnap) cpuUse {
 		self: d(a.self, b.self), busy: d(a.busy, b.busy), total: d(a.total, b.total)}
 }
 
-// addCPURows adds one row per process: CPU ms per message and cores busy.
-func (r *result) addCPURows(phase string, u cpuUse, msgs int) {
-	for _, p := range []struct {
+// addCPURows adds one row per process and one for Herald + MariaDB + Redis together:
+// CPU ms per p.unit and cores busy. A positive goalMs (CPU-ms per unit of the three
+// processes together) makes the last a checked row.
+func (r *result) addCPURows(phase string, u cpuUse, p per, goalMs float64) {
+	var sum time.Duration
+	known := true
+	for _, proc := range []struct {
 		name string
 		d    time.Duration
 	}{{"Herald", u.herald}, {"MariaDB", u.mariadb}, {"Redis", u.redis}} {
-		metric := p.name + " CPU per message" + phase
-		if p.d < 0 || msgs == 0 {
+		metric := proc.name + " CPU per " + p.unit + phase
+		if proc.d < 0 || p.n <= 0 {
+			known = false
 			r.info(metric, "n/a")
 			continue
 		}
-		per := float64(p.d) / float64(time.Millisecond) / float64(msgs)
-		cores := float64(p.d) / float64(u.wall)
-		r.info(metric, fmt.Sprintf("%.4f ms (%.0f µs; %.2f cores over %s)", per, per*1000, cores, u.wall.Round(time.Millisecond)))
+		sum += proc.d
+		r.info(metric, cpuPer(proc.d, u.wall, p.n))
+	}
+	metric := "Herald + MariaDB + Redis CPU per " + p.unit + phase
+	switch {
+	case known:
+		r.ceiling(metric, cpuPer(sum, u.wall, p.n), float64(sum)/float64(time.Millisecond)/float64(p.n), goalMs, " ms")
+	case goalMs > 0:
+		r.check(metric, "n/a", fmt.Sprintf("≤ %g ms", goalMs), false)
 	}
 	r.machineRow(phase, u)
+}
+
+// cpuPer formats CPU time d spent over wall for n units: ms per unit, µs, cores.
+func cpuPer(d, wall time.Duration, n int) string {
+	per := float64(d) / float64(time.Millisecond) / float64(n)
+	return fmt.Sprintf("%.4f ms (%.0f µs; %.2f cores over %s)", per, per*1000, float64(d)/float64(wall), wall.Round(time.Millisecond))
 }
 
 // machineRow adds how many cores the machine, this benchmark and other processes used.

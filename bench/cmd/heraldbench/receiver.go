@@ -198,7 +198,8 @@ func (s *sink) waitDistinct(ctx context.Context, n int) bool {
 }
 
 // timeline returns when the first delivery arrived after start, and distinct receipts
-// per whole second after start (the last, partial second left out).
+// per whole second after start (the last, partial second left out); receipts before
+// start are left out.
 func (s *sink) timeline(start time.Time) (first time.Duration, perSecond []int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -207,6 +208,9 @@ func (s *sink) timeline(start time.Time) (first time.Duration, perSecond []int) 
 	buckets := make([]int, int(last/time.Second)+1)
 	for _, d := range s.got {
 		off := d.at.Sub(start)
+		if off < 0 {
+			continue
+		}
 		if first < 0 || off < first {
 			first = off
 		}

@@ -31,6 +31,16 @@ func (r *result) check(metric, value, goal string, pass bool) {
 	r.rows = append(r.rows, row{metric, value, goal, v})
 }
 
+// ceiling adds a figure x that is checked against "≤ goal" (goal written with suffix,
+// e.g. " ms") when goal > 0, a plain one otherwise.
+func (r *result) ceiling(metric, value string, x, goal float64, suffix string) {
+	if goal > 0 {
+		r.check(metric, value, fmt.Sprintf("≤ %g%s", goal, suffix), x <= goal)
+		return
+	}
+	r.info(metric, value)
+}
+
 func (r *result) note(format string, args ...any) {
 	r.notes = append(r.notes, fmt.Sprintf(format, args...))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"time"
@@ -85,10 +86,10 @@ func (b *bench) drain(ctx context.Context, s drainSpec) *result {
 		r.note("drain did not finish within %s: %d of %d distinct ids received, %d requests in all", b.opts.phaseTimeout, st.distinct, s.n, st.total)
 	}
 	b.logf("%s: drained %d of %d", s.key, st.distinct, s.n)
-	r.timelineRow(sk, start)
+	r.timelineRow("drain timeline", sk, start, "group create")
 	r.info("TCP connections Herald opened to the receiver", fmt.Sprint(b.rcv.conns.Load()-conns0))
-	r.addCPURows(" (drain)", use, int(st.distinct))
-	r.addCPURows(" (publish)", pubUse, s.n)
+	r.addCPURows(" (drain)", use, perMessage(int(st.distinct)), 0)
+	r.addCPURows(" (publish)", pubUse, perMessage(s.n), 0)
 	r.peakRSSRow(b.procs.herald, resetOK)
 
 	time.Sleep(500 * time.Millisecond) // let late duplicates show
@@ -100,45 +101,67 @@ func (b *bench) drain(ctx context.Context, s drainSpec) *result {
 	return r
 }
 
-// verify compares received body hashes with the published ones, by message id.
+// verify compares received body hashes with the published ones, by message id, and
+// adds the duplicates and the sampled signature check.
 func (b *bench) verify(r *result, sk *sink, pub bulkResult) {
-	var missing, mismatched int
-	var firstBad string
-	for id, want := range pub.want {
+	bc := compareBodies(sk, pub.want)
+	r.check("bodies byte-identical (SHA-256 by webhook-id)", fmt.Sprintf("%d missing, %d differ, %d unknown ids", bc.missing, bc.mismatched, bc.unexpected),
+		"0 / 0 / 0", bc.ok())
+	if bc.firstBad != "" {
+		r.note("first body that differs: %s", bc.firstBad)
+	}
+	st := sk.stats()
+	r.info("duplicate deliveries", fmt.Sprint(st.dups))
+	r.info("webhook-signature (1 in 200 checked)", signatureText(st))
+}
+
+// bodyCheck is how a sink's receipts compare with what was published.
+type bodyCheck struct {
+	missing, mismatched int   // published ids never received; received with another body
+	unexpected          int64 // received ids that were never published
+	firstBad            string
+}
+
+func (c bodyCheck) ok() bool { return c.missing == 0 && c.mismatched == 0 && c.unexpected == 0 }
+
+// compareBodies matches every published id (want: body SHA-256 by id) with the first
+// receipt of that webhook-id at sk.
+func compareBodies(sk *sink, want map[string][sha256.Size]byte) bodyCheck {
+	var c bodyCheck
+	for id, h := range want {
 		d, ok := sk.lookup(id)
 		switch {
 		case !ok:
-			missing++
-		case d.hash != want:
-			mismatched++
-			if firstBad == "" {
-				firstBad = id
+			c.missing++
+		case d.hash != h:
+			c.mismatched++
+			if c.firstBad == "" {
+				c.firstBad = id
 			}
 		}
 	}
-	st := sk.stats()
-	unexpected := st.distinct - int64(len(pub.want)-missing)
-	bodiesOK := missing == 0 && mismatched == 0 && unexpected == 0
-	r.check("bodies byte-identical (SHA-256 by webhook-id)", fmt.Sprintf("%d missing, %d differ, %d unknown ids", missing, mismatched, unexpected), "0 / 0 / 0", bodiesOK)
-	if firstBad != "" {
-		r.note("first body that differs: %s", firstBad)
-	}
-	r.info("duplicate deliveries", fmt.Sprint(st.dups))
+	c.unexpected = sk.stats().distinct - int64(len(want)-c.missing)
+	return c
+}
+
+// signatureText describes the sampled signature check of a sink.
+func signatureText(st sinkStats) string {
 	sig := fmt.Sprintf("%d of %d sampled signatures valid", st.sigOK, st.sigOK+st.sigBad)
 	if st.noID > 0 {
 		sig += fmt.Sprintf("; %d requests without webhook-id", st.noID)
 	}
-	r.info("webhook-signature (1 in 200 checked)", sig)
+	return sig
 }
 
-// timelineRow describes how steadily the backlog drained.
-func (r *result) timelineRow(sk *sink, start time.Time) {
+// timelineRow adds how steadily receipts came: the first receipt after start (the
+// moment called since) and distinct receipts per whole second after it.
+func (r *result) timelineRow(label string, sk *sink, start time.Time, since string) {
 	first, per := sk.timeline(start)
-	v := fmt.Sprintf("first delivery %s after group create", first.Round(time.Millisecond))
+	v := fmt.Sprintf("first delivery %s after %s", first.Round(time.Millisecond), since)
 	if len(per) > 0 {
 		s := slices.Clone(per)
 		slices.Sort(s)
 		v += fmt.Sprintf("; per whole second: min %d, median %d, max %d (%v)", s[0], s[len(s)/2], s[len(s)-1], per)
 	}
-	r.info("drain timeline", v)
+	r.info(label, v)
 }

@@ -79,7 +79,7 @@ func (b *bench) scenarioPublish(ctx context.Context) *result {
 		r.check("failed publish requests", fmt.Sprint(f), "0", false)
 		r.note("first publish error: %v", firstErr)
 	}
-	r.addCPURows("", use, int(n))
+	r.addCPURows("", use, perMessage(int(n)), 0)
 	r.peakRSSRow(b.procs.herald, resetOK)
 	r.storageRow(ctx, b.db, b.schema, queues)
 	return r

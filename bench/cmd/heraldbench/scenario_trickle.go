@@ -50,7 +50,8 @@ func (b *bench) scenarioLone(ctx context.Context) *result {
 
 // scenarioTrickle is (h): single-message publishes paced at -trickle-rate (default
 // 500/s) for -trickle-duration to one group (batch 1): Redis commands and MySQL
-// statements per message, CPU per message and latency.
+// statements per message, CPU per message and latency. Goals per message: ≤ 14 Redis
+// commands, ≤ 1.3 MySQL statements, ≤ 0.4 CPU-ms of Herald + MariaDB + Redis.
 func (b *bench) scenarioTrickle(ctx context.Context) *result {
 	rate := b.opts.trickleRate
 	r := &result{key: "h", title: fmt.Sprintf("paced %d msg/s single-message publishes to one group, batch 1 (%s)", rate, b.opts.trickleDur)}
@@ -59,20 +60,19 @@ func (b *bench) scenarioTrickle(ctx context.Context) *result {
 		return r.fail(err)
 	}
 	n := rate * int(b.opts.trickleDur/time.Second)
-	c0, p0 := b.counts.snap(ctx), b.procs.snap()
-	ids, _, errs := lt.paced(ctx, n, time.Second/time.Duration(rate))
+	end := b.startWindow(ctx)
+	ps := lt.paced(ctx, n, time.Second/time.Duration(rate))
 	wctx, cancel := context.WithTimeout(ctx, b.opts.phaseTimeout)
-	lt.sk.waitDistinct(wctx, len(ids)+1)
+	lt.sk.waitDistinct(wctx, len(ps.ids)+1)
 	cancel()
-	time.Sleep(1500 * time.Millisecond) // the last reports and the commit
-	c1, p1 := b.counts.snap(ctx), b.procs.snap()
-	lats, missing := lt.latencies(ids)
-	r.info("messages", fmt.Sprintf("%d published, %d errors, %d not received", len(ids), errs, missing))
+	use := end()
+	lats, missing := lt.latencies(ps.ids)
+	r.info("messages", fmt.Sprintf("%d published, %d errors, %d not received", len(ps.ids), ps.errs, missing))
 	if len(lats) > 0 {
 		r.info("latency p50 / p99", ms(pct(lats, 0.5))+" / "+ms(pct(lats, 0.99)))
 	}
-	r.addCountRows("", c0.until(c1), len(ids))
-	r.addCPURows("", p0.until(p1), len(ids))
+	r.publishRows(ps, lt.firstErr)
+	r.addLiveRows("", use, perMessage(len(ps.ids)), liveGoals{counts: countGoals{redis: 14, mysql: 1.3}, cpuMs: 0.4})
 	if err := b.c.pauseGroup(ctx, "bench-"+r.key); err != nil {
 		r.note("pause bench-%s: %v", r.key, err)
 	}
@@ -94,7 +94,7 @@ func (b *bench) trickleGroup(ctx context.Context, r *result, key string) (*laten
 	if err := sk.setSecret(secret); err != nil {
 		r.note("signature check off: %v", err)
 	}
-	lt := &latencyRun{b: b, sk: sk, topic: topic, sent: map[string]time.Time{}, answered: map[string]time.Time{}}
+	lt := newLatencyRun(b, sk, topic)
 	if _, err := lt.publishOne(ctx, -1); err != nil {
 		return nil, fmt.Errorf("warm-up publish: %w", err)
 	}
