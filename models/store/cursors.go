@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/models"
@@ -84,35 +85,62 @@ type CursorCommit struct {
 	Holes   []models.Hole
 }
 
-// CursorsCommit writes every commit in one transaction and returns the ids whose
-// version or owner no longer matched (the caller lost them: a reset or a rebalance).
+// cursorCommitChunk caps the cursors one commit statement writes (4 parameters each).
+const cursorCommitChunk = 500
+
+// CursorsCommit writes every commit and returns the ids whose version or owner no
+// longer matched (the caller lost them: a reset or a rebalance). Each chunk of up
+// to 500 cursors is one multi-row UPDATE (a join with the new values, fenced by
+// version and owner), so a commit tick costs one statement, not one per cursor; a
+// chunk that matched fewer rows than it named reads the fences back to tell which
+// were lost. Every row written is also written whole: a failed chunk changes none
+// of its cursors.
 func (s *Store) CursorsCommit(ctx context.Context, owner string, commits []CursorCommit) (lost []int64, err error) {
-	if len(commits) == 0 {
+	for start := 0; start < len(commits); start += cursorCommitChunk {
+		chunk := commits[start:min(start+cursorCommitChunk, len(commits))]
+		l, err := s.cursorsCommitChunk(ctx, owner, chunk)
+		if err != nil {
+			return lost, err
+		}
+		lost = append(lost, l...)
+	}
+	return lost, nil
+}
+
+func (s *Store) cursorsCommitChunk(ctx context.Context, owner string, commits []CursorCommit) (lost []int64, err error) {
+	var sb strings.Builder
+	sb.WriteString("UPDATE cursors c JOIN (")
+	args := make([]any, 0, 4*len(commits)+1)
+	ids := make([]int64, len(commits))
+	for i, c := range commits {
+		if i == 0 {
+			sb.WriteString("SELECT ? AS id, ? AS ver, ? AS off, ? AS holes")
+		} else {
+			sb.WriteString(" UNION ALL SELECT ?, ?, ?, ?")
+		}
+		holes, _ := json.Marshal(nonNilHoles(c.Holes))
+		args = append(args, c.ID, c.Version, c.Offset, string(holes))
+		ids[i] = c.ID
+	}
+	sb.WriteString(") v ON c.id = v.id AND c.version = v.ver SET c.committed_offset = v.off, c.holes = v.holes, c.updated_at = NOW(3) WHERE c.owner = ?")
+	args = append(args, owner)
+	res, err := s.sql.ExecContext(ctx, sb.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("commit %d cursors: %w", len(commits), err)
+	}
+	if n, _ := res.RowsAffected(); n == int64(len(commits)) {
 		return nil, nil
 	}
-	tx, err := s.begin(ctx)
+	// Fewer rows changed: some fences failed (or a row was already identical within
+	// the same millisecond). Read the fences back to tell which.
+	cur, err := s.CursorVersions(ctx, ids)
 	if err != nil {
-		return nil, fmt.Errorf("begin commit: %w", err)
+		return nil, fmt.Errorf("read cursor fences after commit: %w", err)
 	}
-	defer tx.Rollback()
 	for _, c := range commits {
-		holes, _ := json.Marshal(nonNilHoles(c.Holes))
-		res, err := tx.ExecContext(ctx, "UPDATE cursors SET committed_offset = ?, holes = ?, updated_at = NOW(3) WHERE id = ? AND version = ? AND owner = ?",
-			c.Offset, holes, c.ID, c.Version, owner)
-		if err != nil {
-			return nil, fmt.Errorf("commit cursor %d: %w", c.ID, err)
+		if f, ok := cur[c.ID]; !ok || f.Version != c.Version || f.Owner != owner {
+			lost = append(lost, c.ID)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			// Zero rows also when nothing changed; tell the cases apart.
-			var v int64
-			var o string
-			if err := tx.QueryRowContext(ctx, "SELECT version, owner FROM cursors WHERE id = ?", c.ID).Scan(&v, &o); err != nil || v != c.Version || o != owner {
-				lost = append(lost, c.ID)
-			}
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit cursors: %w", err)
 	}
 	return lost, nil
 }

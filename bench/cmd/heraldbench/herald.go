@@ -35,6 +35,7 @@ type heraldSettings struct {
 	httpAddr  string
 	admin     string
 	password  string
+	extra     []string // NAME=value settings from -herald-env
 }
 
 // environ returns the process environment without any HERALD_* variable, plus ours.
@@ -45,7 +46,7 @@ func (s heraldSettings) environ(metricsAddr string) []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env,
+	return append(append(env,
 		"HERALD_MYSQL_DSN="+s.dsn,
 		"HERALD_REDIS_ADDR="+s.redisAddr,
 		"HERALD_NAMESPACE="+s.namespace,
@@ -55,7 +56,7 @@ func (s heraldSettings) environ(metricsAddr string) []string {
 		"HERALD_ADMIN_USER="+s.admin,
 		"HERALD_ADMIN_PASSWORD="+s.password,
 		"HERALD_ALLOW_PRIVATE_ENDPOINTS=true",
-	)
+	), s.extra...)
 }
 
 // recreateDatabase drops and creates the database named in dsn (utf8mb4), connecting

@@ -35,6 +35,8 @@ type options struct {
 	// Scenario o: groups, paced publishes per second and publishing time.
 	fanoutGroups, fanoutRate int
 	fanoutDur                time.Duration
+	// heraldEnv are extra NAME=value settings for the Herald under test.
+	heraldEnv string
 }
 
 // defaultScenarios is the default order: (e) must see no group at all, and (f)'s
@@ -44,6 +46,7 @@ const defaultScenarios = "e,g,h,d,s,o,a,b,c,f"
 func parseFlags() options {
 	var o options
 	flag.StringVar(&o.herald, "herald", "bin/herald", "path of the herald binary")
+	flag.StringVar(&o.heraldEnv, "herald-env", "", "extra HERALD_* settings for the Herald under test, comma-separated NAME=value pairs (e.g. HERALD_PUBLISH_LINGER=1ms); the report lists them")
 	flag.StringVar(&o.fixtures, "fixtures", "testdata/github-webhooks", "directory of GitHub webhook JSON files with index.tsv (scenario b)")
 	flag.StringVar(&o.results, "results", "bench/results", "directory for the report and Herald's log")
 	flag.StringVar(&o.dsn, "mysql-dsn", "root@tcp(127.0.0.1:3306)/herald_bench", "DSN of the benchmark database; it is DROPPED and recreated")

@@ -30,6 +30,9 @@ func (r report) markdown() string {
 	p("| machine | %d CPUs, %s, %s RAM, Linux %s |", m.nproc, m.cpuModel, m.memTotal, m.kernel)
 	p("| software | git %s, %s, MariaDB %s (%s) |", m.commit, m.goVersion, m.mariadb, m.innodb)
 	p("| herald | `%s all`, Redis namespace `%s`, database from `%s` |", r.opts.herald, r.namespace, r.opts.dsn)
+	if r.opts.heraldEnv != "" {
+		p("| herald settings | `%s` |", r.opts.heraldEnv)
+	}
 	p("| scenarios | %s (phase timeout %s) |", r.opts.scenarios, r.opts.phaseTimeout)
 	p("| floors | MariaDB autocommit INSERT %s; Redis PING %s |", r.floors.commit, r.floors.redisRTT)
 	p("| background load | %.2f cores busy in the second before Herald started |", r.floors.background)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -106,6 +107,14 @@ func run(ctx context.Context, o options) error {
 	}
 	hs := heraldSettings{binary: o.herald, dsn: o.dsn, redisAddr: o.redisAddr, namespace: "bench" + randomHex(4),
 		httpAddr: httpAddr, admin: "bench", password: randomHex(16)}
+	for _, kv := range strings.Split(o.heraldEnv, ",") {
+		if kv = strings.TrimSpace(kv); kv != "" {
+			if !strings.HasPrefix(kv, "HERALD_") || !strings.Contains(kv, "=") {
+				return fmt.Errorf("-herald-env: %q is not a HERALD_NAME=value pair", kv)
+			}
+			hs.extra = append(hs.extra, kv)
+		}
+	}
 	b.logf("herald migrate up")
 	if err := migrateUp(ctx, hs); err != nil {
 		return err
