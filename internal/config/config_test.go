@@ -39,6 +39,7 @@ func TestValidateBounds(t *testing.T) {
 		{"shutdown timeout", func(c *Config) { c.Worker.ShutdownTimeout = 0 }, "HERALD_WORKER_SHUTDOWN_TIMEOUT must be > 0"},
 		{"lag interval", func(c *Config) { c.Maintenance.LagInterval = 0 }, "HERALD_MAINTENANCE_LAG_INTERVAL must be > 0"},
 		{"publish lanes", func(c *Config) { c.PublishLanes = 0 }, "HERALD_PUBLISH_LANES must be ≥1"},
+		{"publish linger", func(c *Config) { c.PublishLinger = 6 * time.Millisecond }, "HERALD_PUBLISH_LINGER must be between 0 and 5ms"},
 		{"response cap", func(c *Config) { c.Worker.ResponseCapBytes = 0 }, "HERALD_WORKER_RESPONSE_CAP_BYTES must be ≥1"},
 		{"retention", func(c *Config) { c.Maintenance.AttemptRetention = time.Hour }, "HERALD_MAINTENANCE_ATTEMPT_RETENTION must be at least 24h"},
 	} {

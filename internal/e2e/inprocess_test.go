@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/testinfra"
@@ -73,4 +77,18 @@ func TestDeliveryPaths(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInProcessRefusedForSplitRoles: HERALD_IN_PROCESS set on a process whose
+// roles cannot pass work in memory (a worker alone) is refused with a clear error,
+// not silently ignored.
+func TestInProcessRefusedForSplitRoles(t *testing.T) {
+	t.Parallel()
+	dsn, _ := testinfra.Database(t)
+	_, ns := testinfra.Redis(t)
+	cfg := testinfra.TestConfig(dsn, ns)
+	on := true
+	cfg.InProcess = &on
+	_, err := app.Open(context.Background(), cfg, app.Roles{Worker: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.ErrorContains(t, err, "HERALD_IN_PROCESS applies only where one process runs the dispatcher")
 }
