@@ -253,18 +253,14 @@ func (d *Dispatcher) shutdown(reports <-chan delivery.Report) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if d.local != nil {
-		// Later reports go to Redis, where a successor reads them; those already
-		// handed over are applied before the commit.
+		// The process's worker stops with it: its local jobs start no new POST and
+		// finish the open ones (within timeout_ms). Their reports are applied before
+		// the commit, so a successor sends none of it again; after the wait, later
+		// reports go to Redis.
+		d.awaitLocalJobs(ctx, reports)
 		d.local.DetachDispatcher()
 	}
-	for drained := false; !drained; {
-		select {
-		case r := <-reports:
-			d.applyReport(r)
-		default:
-			drained = true
-		}
-	}
+	d.applyWaiting(reports)
 	d.commit(ctx)
 	d.deleteGroupMetrics()
 	all := make([]*cursorState, 0, len(d.cursors))

@@ -1,9 +1,15 @@
 package dispatcher
 
 import (
+	"context"
+	"time"
+
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
 )
+
+// localJobsWait bounds how long a stopping dispatcher waits for its local jobs.
+const localJobsWait = 10 * time.Second
 
 // localEventsBuffer is how many local notifications (one per flush and queue) wait
 // for the loop; beyond it they are dropped and every queue is read instead.
@@ -31,4 +37,38 @@ func (d *Dispatcher) Notified(evs []notify.Event) (alone bool) {
 		}
 	}
 	return d.alone.Load()
+}
+
+// awaitLocalJobs applies reports while jobs run on the process's worker, until none
+// does, ctx ends or localJobsWait passes; a job still running then is re-sent by
+// the successor (a POST in flight).
+func (d *Dispatcher) awaitLocalJobs(ctx context.Context, reports <-chan delivery.Report) {
+	deadline := time.NewTimer(localJobsWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for d.local.Busy() > 0 {
+		select {
+		case r := <-reports:
+			d.applyReport(r)
+		case <-tick.C:
+		case <-deadline.C:
+			d.log.Warn("stopping with local jobs still running; their POSTs may be sent again", "jobs", d.local.Busy())
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// applyWaiting applies every report already waiting in reports.
+func (d *Dispatcher) applyWaiting(reports <-chan delivery.Report) {
+	for {
+		select {
+		case r := <-reports:
+			d.applyReport(r)
+		default:
+			return
+		}
+	}
 }

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,7 +22,8 @@ type Local struct {
 	reports  chan<- Report
 	detached chan struct{}
 	run      LocalRunner
-	running  sync.Map // task id → struct{}, local jobs not finished
+	running  sync.Map     // task id → struct{}, local jobs not finished
+	count    atomic.Int64 // entries in running
 }
 
 // LocalRunner starts job j on the worker and reports whether it took it; it must not
@@ -84,12 +86,20 @@ func (l *Local) Offer(j Job, timeout time.Duration) bool {
 	}
 	id := j.TaskID()
 	l.running.Store(id, struct{}{})
-	if !run(j, timeout, func() { l.running.Delete(id) }) {
+	l.count.Add(1)
+	finished := func() {
 		l.running.Delete(id)
+		l.count.Add(-1)
+	}
+	if !run(j, timeout, finished) {
+		finished()
 		return false
 	}
 	return true
 }
+
+// Busy reports how many local jobs have not finished.
+func (l *Local) Busy() int { return int(l.count.Load()) }
 
 // Running reports whether the local job with task id has not finished.
 func (l *Local) Running(id string) bool {
