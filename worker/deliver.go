@@ -27,13 +27,21 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 	return nil
 }
 
+// heartbeatDelay is how long a job runs before its heartbeat goroutine starts
+// (progress reports, fence flushes and the heartbeat key; see reporter.heartbeat).
+const heartbeatDelay = 100 * time.Millisecond
+
 // run runs job j: fence and group checks, messages (carried or loaded), batches
 // sent with at most j.Parallelism POSTs at once, and every outcome reported.
 func (w *Worker) run(ctx context.Context, j delivery.Job) {
 	rep := newReporter(w, j)
 	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHB()
-	go rep.heartbeat(hbCtx, w.cfg.ProgressInterval)
+	// A job that ends within heartbeatDelay (most live jobs) never starts its
+	// heartbeat goroutine: its final report covers progress, and a takeover waits
+	// longer than that (250 ms) for a fenced job's flush.
+	hb := time.AfterFunc(heartbeatDelay, func() { rep.heartbeat(hbCtx, w.cfg.ProgressInterval) })
+	defer hb.Stop()
 	defer rep.flush(true)
 
 	offsets := delivery.Expand(j.Offsets)

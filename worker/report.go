@@ -146,6 +146,10 @@ func (r *reporter) heartbeat(ctx context.Context, interval time.Duration) {
 	var fenced <-chan struct{}
 	if !r.job.Retry {
 		fenced = r.w.fences.Changed()
+		if r.w.fences.Stale(r.job.Group, r.job.Queue, r.job.Version) {
+			fenced = nil // fenced before this started (heartbeatDelay): flush now
+			r.flush(false)
+		}
 	}
 	for {
 		select {

@@ -192,7 +192,8 @@ type Worker struct {
 	// HeartbeatTTL is how long a running job's heartbeat key lives without a refresh
 	// (refreshed every TTL/3). Default 10s.
 	HeartbeatTTL time.Duration `env:"HEARTBEAT_TTL" envDefault:"10s"`
-	// ProgressInterval is the longest time between a running job's progress reports. Default 1s.
+	// ProgressInterval is the longest time between a running job's progress reports
+	// (the first comes up to 100 ms later: a job's heartbeat starts after 100 ms). Default 1s.
 	ProgressInterval time.Duration `env:"PROGRESS_INTERVAL" envDefault:"1s"`
 	// Issuer is the `iss` claim of push tokens; the app sets it from HERALD_PUBLIC_URL
 	// (it has no variable of its own).
