@@ -135,6 +135,12 @@ func (c *Control) notifyGroup(ctx context.Context, id int64) {
 	}
 }
 
+func (c *Control) notifyGroups(ctx context.Context, ids []int64) {
+	if c.notifier != nil {
+		_ = c.notifier.Groups(context.WithoutCancel(ctx), ids)
+	}
+}
+
 func (c *Control) notifyQueues(ctx context.Context, ids []int64) {
 	if c.notifier != nil {
 		_ = c.notifier.Queues(context.WithoutCancel(ctx), ids)

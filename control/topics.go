@@ -91,8 +91,9 @@ func (c *Control) CreateTopic(ctx context.Context, a Actor, spec TopicSpec) (*mo
 	return t, nil
 }
 
-// PatchTopic applies p to topic name, wakes the dispatchers of its queues, drops
-// cached copies (OnTopicChange) and audits it (topic.update). Errors: ErrNotFound, or
+// PatchTopic applies p to topic name, wakes the dispatchers of its queues (and, when
+// queues were added, the owners of the subscribed groups, which claim the new
+// cursors), drops cached copies (OnTopicChange) and audits it (topic.update). Errors: ErrNotFound, or
 // a *models.ValidationError for a shrinking queue count or a foreign queue id.
 func (c *Control) PatchTopic(ctx context.Context, a Actor, name string, p TopicPatch) (*models.Topic, error) {
 	t, err := c.st.TopicGetByName(ctx, name)
@@ -117,8 +118,18 @@ func (c *Control) PatchTopic(ctx context.Context, a Actor, name string, p TopicP
 		t.RetentionHours, t.RetentionPolicy = hours, policy
 	}
 	if p.Queues != nil {
+		n := len(t.Queues)
 		if err := c.st.TopicAddQueues(ctx, t, *p.Queues); err != nil {
 			return nil, err
+		}
+		if len(t.Queues) > n {
+			// The new queues' cursors belong to the subscribed groups: their owners
+			// claim them at once instead of at their next sweep.
+			ids, err := c.st.TopicSubscriberIDs(ctx, t.ID)
+			if err != nil {
+				return nil, err
+			}
+			c.notifyGroups(ctx, ids)
 		}
 	}
 	if p.ReadOnlyQueues != nil {

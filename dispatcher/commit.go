@@ -4,13 +4,13 @@ import (
 	"context"
 	"time"
 
-	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/models/store"
 )
 
 // commit writes every changed cursor in one transaction, fenced by version and owner.
-// A cursor whose fence fails was reset or taken over: it is dropped and reclaimed at
-// the next rebalance from its new committed state.
+// A cursor whose fence fails was reset or taken over: it is dropped and its group
+// reloaded at the next step, which claims it again from its new committed state if
+// it is still this dispatcher's.
 func (d *Dispatcher) commit(ctx context.Context) {
 	d.reported, d.lastCommit = false, d.now()
 	d.saveBlocks(ctx)
@@ -39,14 +39,15 @@ func (d *Dispatcher) commit(ctx context.Context) {
 		if cs := d.cursors[id]; cs != nil {
 			d.log.Info("cursor fence lost (reset or takeover); reloading", "cursor", id)
 			d.dropCursor(cs)
-			d.refresh = true
+			d.reload[cs.groupID] = true
 		}
 	}
 }
 
 // updateLag publishes each owned group's lag: offsets between its cursors and the
 // queues' max offsets at the last poll plus the read messages the commits list as not
-// done, and the age of the oldest message read but not done.
+// done, and the age of the oldest message read but not done. Only values that
+// changed are set (groupGauges).
 func (d *Dispatcher) updateLag() {
 	nowMS := d.now().UnixMilli()
 	for _, gs := range d.groups {
@@ -57,46 +58,20 @@ func (d *Dispatcher) updateLag() {
 				msgs += m - cs.committed
 			}
 			msgs += int64(len(cs.late))
+			if len(cs.pending)+len(cs.inflight) == 0 {
+				continue // nothing read and not done
+			}
 			if o := cs.oldestUndone(); o > 0 && (oldest == 0 || o < oldest) {
 				oldest = o
 			}
 		}
-		metrics.LagMessages.WithLabelValues(gs.g.Name).Set(float64(msgs))
 		lag := 0.0
 		if oldest > 0 {
 			lag = float64(nowMS-oldest) / float64(time.Second/time.Millisecond)
 		}
-		metrics.LagSeconds.WithLabelValues(gs.g.Name).Set(lag)
-	}
-}
-
-// checkVersions reloads the version and owner of every owned cursor (every commit
-// tick), so an offset reset reaches an idle cursor
-// too: a changed version or owner drops the cursor and the next rebalance reclaims
-// it from its new committed state. Reads go in chunks of 1,000 ids.
-func (d *Dispatcher) checkVersions(ctx context.Context) {
-	ids := make([]int64, 0, len(d.cursors))
-	for id := range d.cursors {
-		ids = append(ids, id)
-	}
-	for start := 0; start < len(ids); start += 1000 {
-		chunk := ids[start:min(start+1000, len(ids))]
-		cur, err := d.sched.CursorVersions(ctx, chunk)
-		if err != nil {
-			d.log.Warn("reload cursor versions", "err", err)
-			return
-		}
-		for _, id := range chunk {
-			cs := d.cursors[id]
-			c, ok := cur[id]
-			if cs == nil || (ok && c.Version == cs.version && c.Owner == d.id) {
-				continue
-			}
-			// Reset, taken over, or deleted with its subscription.
-			d.log.Info("cursor changed elsewhere; reloading", "cursor", id)
-			d.dropCursor(cs)
-			d.refresh = true
-		}
+		gg := d.gauges(gs)
+		gg.set(gaugeLagMessages, float64(msgs))
+		gg.set(gaugeLagSeconds, lag)
 	}
 }
 

@@ -73,10 +73,6 @@ func (s *memStore) CursorsCommit(_ context.Context, _ string, commits []store.Cu
 	return s.lost, nil
 }
 
-func (s *memStore) CursorVersions(context.Context, []int64) (map[int64]models.Cursor, error) {
-	return map[int64]models.Cursor{}, nil
-}
-
 // cutBundle is a dispatcher wired to a recordQueue and a memStore at a fixed time.
 type cutBundle struct {
 	d   *Dispatcher
@@ -92,7 +88,7 @@ func setupCut(t *testing.T, maxJobs, jobSize int) *cutBundle {
 		cfg: config.Dispatcher{JobSize: jobSize, MaxJobsInFlight: maxJobs, JobDeadlineBase: 40 * time.Second},
 		id:  "d1", sched: b.st, queue: b.q, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: func() time.Time { return b.now },
 		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
-		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{},
+		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{}, reload: map[int64]bool{},
 	}
 	return b
 }
@@ -243,7 +239,7 @@ func TestCutEnqueueFails(t *testing.T) {
 }
 
 // TestCommitDropsLostCursors: a cursor whose fence the commit lost is dropped with its
-// jobs' credits, and the next step reloads the groups.
+// jobs' credits, and the next step reloads its group alone (no full rebalance).
 func TestCommitDropsLostCursors(t *testing.T) {
 	t.Parallel()
 	b := setupCut(t, 16, 10)
@@ -257,7 +253,8 @@ func TestCommitDropsLostCursors(t *testing.T) {
 	b.st.lost = []int64{lost.id}
 	b.d.commit(context.Background())
 	require.Len(t, b.st.commits, 2)
-	require.True(t, b.d.refresh)
+	require.False(t, b.d.refresh)
+	require.Equal(t, map[int64]bool{gs.g.ID: true}, b.d.reload)
 	require.NotContains(t, b.d.cursors, lost.id)
 	require.Len(t, gs.cursors, 1)
 	require.Equal(t, 3, gs.inflightP)

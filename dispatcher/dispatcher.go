@@ -76,7 +76,16 @@ type Dispatcher struct {
 	dirtyQ      map[int64]bool
 	queueTopics map[int64]int64
 	maxIDs      map[int64]int64
-	refresh     bool // reload groups at the next step
+	// Ownership (ownership.go, membership.go): refresh asks for a full rebalance at
+	// the next step, reload names groups to re-read alone (group notifications, lost
+	// fences), members is the view of the live dispatchers and retry the ownership
+	// work to try again later; lapsed is signalled by the heartbeat goroutine when the
+	// lease may have run out between two heartbeats.
+	refresh bool
+	reload  map[int64]bool
+	members members
+	retry   ownRetry
+	lapsed  chan struct{}
 	// reported says a report was applied since the last commit; lastCommit is when
 	// that commit ran (commitReported spaces report-driven commits by ReportCommitDelay).
 	reported   bool
@@ -86,8 +95,8 @@ type Dispatcher struct {
 	// outboxDue asks the next poll to wake the maintenance role's dead-letter outbox.
 	outboxDue bool
 	claimSeq  int64
-	// exported names the groups whose per-group series this dispatcher set, by id.
-	exported          map[int64]string
+	// exported holds the per-group series this dispatcher set, by group id (metrics.go).
+	exported          map[int64]*groupGauges
 	lastBacklogSample time.Time
 }
 
@@ -103,7 +112,8 @@ func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.U
 		cfg: cfg, keys: keys, id: fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:])),
 		st: st, sched: st, rdb: rdb, notifier: notify.New(rdb, keys), queue: newAsynqQueue(redisOpt), log: log, now: now,
 		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
-		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{}, dirtyQ: map[int64]bool{}, exported: map[int64]string{},
+		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{}, dirtyQ: map[int64]bool{},
+		exported: map[int64]*groupGauges{}, reload: map[int64]bool{}, lapsed: make(chan struct{}, 1),
 		claimSeq:    now().UnixNano() / int64(time.Millisecond),
 		localEvents: make(chan notify.Event, localEventsBuffer),
 	}
@@ -154,11 +164,24 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 	if err := d.heartbeat(ctx); err != nil {
 		return err
 	}
-	d.rebalance(ctx)
+	d.announce(ctx) // the others re-read the live set and hand this one its groups
+	d.rebalance(ctx, true)
 	d.running.Store(true)
 	defer d.running.Store(false)
-	heartbeat := time.NewTicker(d.cfg.HeartbeatInterval)
-	defer heartbeat.Stop()
+	sweep := time.NewTicker(d.cfg.RebalanceInterval)
+	defer sweep.Stop()
+	members := time.NewTimer(time.Hour)
+	defer members.Stop()
+	arm := func() { // the next read of the live set, as the last read asked
+		if d.members.rearm {
+			d.members.rearm = false
+			members.Stop()
+			if d.members.next > 0 {
+				members.Reset(d.members.next)
+			}
+		}
+	}
+	arm()
 	commit := time.NewTicker(d.cfg.CommitInterval)
 	defer commit.Stop()
 	poll := time.NewTicker(d.cfg.PollInterval)
@@ -175,18 +198,25 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 			d.onEvent(ev)
 		case r := <-reports:
 			d.applyReport(r)
-		case <-heartbeat.C:
-			d.refresh = true // heartbeats themselves run on their own goroutine (beat)
+		case <-sweep.C:
+			d.refresh = true // the fallback for lost notifications and missed fences
+		case <-members.C:
+			d.members.check = true // the first peer lease seen at the last read ends now
+		case <-d.lapsed:
+			d.refresh = true // others may have taken cursors while the lease was out
 		case <-commit.C:
 			d.commit(ctx)
-			d.checkVersions(ctx)
 			d.tickHealth(ctx)
 		case <-poll.C:
-			d.poll(ctx)
+			if d.pollDue() {
+				d.poll(ctx)
+				// Lag and backlogs change only with what a poll or a step sees, so an
+				// idle dispatcher publishes them at the idle poll's pace.
+				d.updateLag()
+				d.exportGroupMetrics(ctx)
+			}
 			d.checkDeadlines(ctx)
 			d.askOutbox(ctx)
-			d.updateLag()
-			d.exportGroupMetrics(ctx)
 		case <-wake.C:
 		}
 		// Take everything already waiting before doing I/O, so one step serves many events.
@@ -208,10 +238,8 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 				d.dirtyQ[q] = true // a local notification was dropped: read every queue
 			}
 		}
-		if d.refresh {
-			d.refresh = false
-			d.rebalance(ctx)
-		}
+		d.applyOwnership(ctx)
+		arm()
 		d.step(ctx)
 		d.commitReported(ctx)
 		if !d.wakeAt.IsZero() {
@@ -223,7 +251,8 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 }
 
 func (d *Dispatcher) onEvent(ev notify.Event) {
-	if ev.Queue > 0 {
+	switch {
+	case ev.Queue > 0:
 		if len(d.byQueue[ev.Queue]) == 0 {
 			return
 		}
@@ -232,13 +261,14 @@ func (d *Dispatcher) onEvent(ev notify.Event) {
 		} else {
 			d.dirtyQ[ev.Queue] = true
 		}
-		return
-	}
-	if ev.Group > 0 {
-		d.refresh = true
+	case ev.Group > 0:
+		d.reload[ev.Group] = true // only this group is re-read (ownership.go)
 		if gs := d.groups[ev.Group]; gs != nil {
 			gs.nextRetry = time.Time{} // a redrive may have made retries due
+			gs.backlogDirty = true     // a redrive, purge or resend changed its backlogs
 		}
+	case ev.Dispatchers:
+		d.members.check = true
 	}
 }
 
@@ -272,4 +302,5 @@ func (d *Dispatcher) shutdown(reports <-chan delivery.Report) {
 	if err := d.st.DispatcherDelete(ctx, d.id); err != nil {
 		d.log.Warn("delete dispatcher row", "err", err)
 	}
+	d.announce(ctx) // the others claim the released cursors at once
 }

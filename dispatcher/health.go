@@ -30,6 +30,9 @@ type health struct {
 	delivered [measureWindow]struct{ sec, n int64 }
 	nextRetry time.Time // earliest time a retry row may be due; zero = check now
 	dirty     bool
+	// backlogDirty says the retry-topic or dead-letter size may have changed since
+	// the last sample (metrics.go).
+	backlogDirty bool
 	// statsDelivered and statsFailed count messages since the last rollup flush.
 	statsDelivered, statsFailed int64
 }
@@ -40,6 +43,9 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 	now := d.now()
 	c := r.Counters
 	h := &gs.health
+	if r.Retry || len(r.RetryWritten) > 0 || len(r.DeadLettered) > 0 {
+		h.backlogDirty = true
+	}
 	if c.Successes+c.Failures+c.Throttles == 0 && !c.Gone {
 		return
 	}
@@ -145,9 +151,14 @@ func (d *Dispatcher) mayCut(gs *groupState, now time.Time) bool {
 }
 
 // tickHealth publishes effective rates, auto-pauses groups failing past DisableAfter,
-// saves changed health rows and adds delivered/failed counts to the per-minute rollup.
+// saves changed health rows and adds delivered/failed counts to the per-minute
+// rollup: one multi-row statement each for all groups, none when nothing changed.
 func (d *Dispatcher) tickHealth(ctx context.Context) {
 	now := d.now()
+	var saves []store.GroupHealth
+	var saved []*groupState
+	var deltas []store.StatsDelta
+	var counted []*groupState
 	for _, gs := range d.groups {
 		h := &gs.health
 		if r := gs.pace.slowed(now); r != h.shownRate {
@@ -158,17 +169,30 @@ func (d *Dispatcher) tickHealth(ctx context.Context) {
 		}
 		if h.dirty {
 			h.dirty = false
-			if err := d.st.GroupHealthSave(ctx, gs.snapshot()); err != nil {
-				d.log.Warn("save group health", "group", gs.g.Name, "err", err)
-			}
+			saves, saved = append(saves, gs.snapshot()), append(saved, gs)
 		}
 		if h.statsDelivered+h.statsFailed > 0 {
-			// One row per group per flush into the console's per-minute rollup.
-			if err := d.st.StatsAdd(ctx, now.UTC().Truncate(time.Minute), gs.g.ID, 0, 0, h.statsDelivered, h.statsFailed); err != nil {
-				d.log.Warn("stats rollup", "group", gs.g.Name, "err", err)
-			} else {
-				h.statsDelivered, h.statsFailed = 0, 0
+			deltas = append(deltas, store.StatsDelta{GroupID: gs.g.ID, Delivered: h.statsDelivered, Failed: h.statsFailed})
+			counted = append(counted, gs)
+		}
+	}
+	if len(saves) > 0 {
+		if err := d.st.GroupHealthSave(ctx, saves...); err != nil {
+			d.log.Warn("save group health", "groups", len(saves), "err", err)
+			for _, gs := range saved {
+				gs.dirty = true // saved again at the next tick
 			}
+		}
+	}
+	if len(deltas) > 0 {
+		// One row per group per flush into the console's per-minute rollup.
+		if err := d.st.StatsAddDeliveries(ctx, now.UTC().Truncate(time.Minute), deltas); err != nil {
+			d.log.Warn("stats rollup", "groups", len(deltas), "err", err)
+			return // kept, added at the next tick
+		}
+		for i, gs := range counted {
+			gs.statsDelivered -= deltas[i].Delivered
+			gs.statsFailed -= deltas[i].Failed
 		}
 	}
 }
@@ -218,8 +242,10 @@ func (d *Dispatcher) audit(gs *groupState, action string, after any) {
 	}
 }
 
-// retryDueBy notes that a retry row may be due at t.
+// retryDueBy notes that a retry row may be due at t (and so that the retry topic
+// changed, for the backlog sample).
 func (h *health) retryDueBy(t time.Time) {
+	h.backlogDirty = true
 	if h.nextRetry.IsZero() || t.Before(h.nextRetry) {
 		h.nextRetry = t
 	}

@@ -25,13 +25,13 @@ type jobState struct {
 }
 
 // cut turns pending messages and due retries into delivery jobs for every running
-// group, within the group's in-flight credits, its (effective) rate and each
-// cursor's job cap; a throttled group or an open breaker sends nothing, and a
-// half-open breaker sends one probe batch.
+// group with work (hasWork), within the group's in-flight credits, its (effective)
+// rate and each cursor's job cap; a throttled group or an open breaker sends
+// nothing, and a half-open breaker sends one probe batch.
 func (d *Dispatcher) cut(ctx context.Context) {
 	now := d.now()
 	for _, gs := range d.groups {
-		if gs.g.Status != models.GroupRunning || !d.mayCut(gs, now) {
+		if gs.g.Status != models.GroupRunning || !gs.hasWork(now) || !d.mayCut(gs, now) {
 			continue
 		}
 		if gs.state == breakerHalfOpen {

@@ -4,43 +4,110 @@ import (
 	"context"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/heraldhq/herald/internal/metrics"
 )
 
-// backlogSampleEvery is how often an owner samples its groups' retry-topic and
-// dead-letter sizes for metrics (two grouped queries for all its groups).
-const backlogSampleEvery = 5 * time.Second
+// Backlog sampling: retry-topic and dead-letter sizes change through what the owner
+// sees (reports naming retries or dead letters, retry rows it writes, group
+// notifications of redrives, purges and resends) and through little else (dead-letter
+// expiry in the maintenance role). An owner samples them with one grouped statement
+// for all its groups at most every backlogSampleEvery after such a change or a newly
+// owned group, and every backlogSweepEvery whatever happened.
+const (
+	backlogSampleEvery = 5 * time.Second
+	backlogSweepEvery  = time.Minute
+)
+
+// The per-group series one owner exports, in groupGauges order.
+const (
+	gaugeLagMessages = iota
+	gaugeLagSeconds
+	gaugeBreaker
+	gaugeRetry
+	gaugeDead
+	gaugeCount
+)
+
+// groupGauges are the series an owner exports for one group, looked up once (no
+// WithLabelValues per tick) with the values last set, so a tick sets only what
+// changed. A series exists from its first set: lag and breaker at the first tick,
+// retry and dead letters at the first backlog sample.
+type groupGauges struct {
+	name  string
+	g     [gaugeCount]prometheus.Gauge
+	value [gaugeCount]float64
+}
+
+func newGroupGauges(name string) *groupGauges {
+	return &groupGauges{name: name}
+}
+
+// set sets series i to v unless it already holds v.
+func (gg *groupGauges) set(i int, v float64) {
+	if gg.g[i] != nil && gg.value[i] == v {
+		return
+	}
+	if gg.g[i] == nil {
+		vecs := [gaugeCount]*prometheus.GaugeVec{metrics.LagMessages, metrics.LagSeconds, metrics.BreakerState, metrics.RetryMessages, metrics.DeadLetters}
+		gg.g[i] = vecs[i].WithLabelValues(gg.name)
+	}
+	gg.g[i].Set(v)
+	gg.value[i] = v
+}
+
+// gauges returns gs's series, creating them for a group newly owned or renamed
+// (exportGroupMetrics deletes the old name's), and asks for a backlog sample then.
+func (d *Dispatcher) gauges(gs *groupState) *groupGauges {
+	gg := d.exported[gs.g.ID]
+	if gg == nil || gg.name != gs.g.Name {
+		if gg != nil {
+			metrics.DeleteGroupOwnerSeries(gg.name)
+		}
+		gg = newGroupGauges(gs.g.Name)
+		d.exported[gs.g.ID] = gg
+		gs.backlogDirty = true
+	}
+	return gg
+}
 
 // exportGroupMetrics sets the breaker state of every owned group, samples retry and
-// dead-letter sizes at most every backlogSampleEvery, and deletes every per-group
-// series of groups this dispatcher no longer owns (moved by a rebalance, deleted or
-// renamed), so after a rebalance only the new owner reports a group.
+// dead-letter sizes (see backlogSampleEvery), and deletes every per-group series of
+// groups this dispatcher no longer owns (moved by a rebalance, deleted), so after a
+// rebalance only the new owner reports a group.
 func (d *Dispatcher) exportGroupMetrics(ctx context.Context) {
-	for id, name := range d.exported {
-		if gs := d.groups[id]; gs == nil || gs.g.Name != name {
-			metrics.DeleteGroupOwnerSeries(name)
+	for id, gg := range d.exported {
+		if gs := d.groups[id]; gs == nil || gs.g.Name != gg.name {
+			metrics.DeleteGroupOwnerSeries(gg.name)
 			delete(d.exported, id)
 		}
 	}
-	ids := make([]int64, 0, len(d.groups))
-	for id, gs := range d.groups {
-		ids = append(ids, id)
-		d.exported[id] = gs.g.Name
-		metrics.BreakerState.WithLabelValues(gs.g.Name).Set(breakerGauge(gs.state))
+	changed := false
+	for _, gs := range d.groups {
+		d.gauges(gs).set(gaugeBreaker, breakerGauge(gs.state))
+		changed = changed || gs.backlogDirty
 	}
 	now := d.now()
-	if now.Sub(d.lastBacklogSample) < backlogSampleEvery {
+	since := now.Sub(d.lastBacklogSample)
+	if len(d.groups) == 0 || since < backlogSampleEvery || (!changed && since < backlogSweepEvery) {
 		return
 	}
 	d.lastBacklogSample = now
+	ids := make([]int64, 0, len(d.groups))
+	for id := range d.groups {
+		ids = append(ids, id)
+	}
 	retry, dead, err := d.st.GroupBacklogs(ctx, ids)
 	if err != nil {
 		d.log.Warn("sample group backlogs", "err", err)
 		return
 	}
 	for id, gs := range d.groups {
-		metrics.RetryMessages.WithLabelValues(gs.g.Name).Set(float64(retry[id]))
-		metrics.DeadLetters.WithLabelValues(gs.g.Name).Set(float64(dead[id]))
+		gs.backlogDirty = false
+		gg := d.gauges(gs)
+		gg.set(gaugeRetry, float64(retry[id]))
+		gg.set(gaugeDead, float64(dead[id]))
 	}
 }
 
@@ -57,8 +124,8 @@ func breakerGauge(state string) float64 {
 
 // deleteGroupMetrics removes every series this dispatcher exported (on shutdown).
 func (d *Dispatcher) deleteGroupMetrics() {
-	for id, name := range d.exported {
-		metrics.DeleteGroupOwnerSeries(name)
+	for id, gg := range d.exported {
+		metrics.DeleteGroupOwnerSeries(gg.name)
 		delete(d.exported, id)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -12,31 +11,6 @@ import (
 	"github.com/heraldhq/herald/internal/fence"
 	"github.com/heraldhq/herald/models"
 )
-
-func (d *Dispatcher) heartbeat(ctx context.Context) error {
-	host, _ := os.Hostname()
-	return d.st.DispatcherHeartbeat(ctx, d.id, host, d.cfg.LeaseDuration)
-}
-
-// beat renews the lease every HeartbeatInterval until ctx ends, on its own goroutine
-// so a slow step of the loop cannot let a short lease lapse. A heartbeat under way
-// when ctx ends completes (bounded by the lease) before beat returns.
-func (d *Dispatcher) beat(ctx context.Context) {
-	t := time.NewTicker(d.cfg.HeartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.LeaseDuration)
-			if err := d.heartbeat(hctx); err != nil {
-				d.log.Warn("dispatcher heartbeat", "err", err)
-			}
-			cancel()
-		}
-	}
-}
 
 // owner picks the live dispatcher with the highest rendezvous hash for group: sticky,
 // so a join or leave moves about 1/N of groups.
@@ -51,43 +25,145 @@ func owner(group int64, live []string) string {
 	return best
 }
 
-// rebalance reloads groups and live dispatchers, claims cursors of groups this
-// dispatcher should own, releases those it should not, and refreshes settings. A
-// held cursor whose version or owner changed (an offset reset) is dropped and
-// claimed again at once. Every claim raises the workers' fence to the new version;
-// a cursor taken from another owner waits for its reports (takeover.go).
-func (d *Dispatcher) rebalance(ctx context.Context) {
-	live, err := d.st.DispatchersLive(ctx)
-	if err != nil {
-		d.log.Warn("list live dispatchers", "err", err)
-		return
+// applyOwnership does the step's ownership work, cheapest sufficient first: a read
+// of the live set when asked (an announcement, a peer lease ending), which turns into
+// a full rebalance only if the set changed; a full rebalance (the sweep, a possible
+// lapse, a changed set); otherwise the reload of the groups named by notifications,
+// lost commits and due retries.
+func (d *Dispatcher) applyOwnership(ctx context.Context) {
+	retried := d.takeRetries()
+	read := false // the live set was read in this step
+	if d.members.check && !d.refresh {
+		d.members.check = false
+		changed, ok := d.readMembers(ctx)
+		switch {
+		case !ok:
+			d.retryLater(true) // the full rebalance reads the set again
+		case changed:
+			d.log.Info("live dispatchers changed; rebalancing", "live", d.members.live)
+			d.refresh, read = true, true
+		}
 	}
-	if !slices.Contains(live, d.id) {
-		live = append(live, d.id)
+	switch {
+	case d.refresh:
+		d.refresh, d.members.check = false, false
+		clear(d.reload) // the full rebalance reads them too
+		d.rebalance(ctx, !read)
+	case len(d.reload) > 0:
+		d.reloadGroups(ctx)
 	}
-	d.alone.Store(len(live) == 1) // local notifications then need no Redis copy (Notified)
+	if retried && d.retry.at.IsZero() {
+		d.retry.delay = 0 // what was retried went through
+	}
+}
+
+// rebalance reloads the live dispatchers (unless readLive is false: just read),
+// every group and every cursor of the groups this dispatcher should own (the sweep,
+// a possible lapse, and after the live set changed): it releases the groups it
+// should not own, telling their new owners, and adopts the others (adopt).
+// Comparing every held cursor with its row is also what finds a reset or takeover
+// whose notification was lost.
+func (d *Dispatcher) rebalance(ctx context.Context, readLive bool) {
+	if readLive {
+		if _, ok := d.readMembers(ctx); !ok {
+			d.retryLater(true)
+			return
+		}
+	}
 	groups, err := d.st.GroupList(ctx, 0, 0)
 	if err != nil {
 		d.log.Warn("list groups", "err", err)
+		d.retryLater(true)
 		return
 	}
-	mine := map[int64]*models.Group{}
+	exists := make(map[int64]bool, len(groups))
+	var mine []*models.Group
 	for _, g := range groups {
-		if owner(g.ID, live) == d.id {
-			mine[g.ID] = g
+		exists[g.ID] = true
+		if owner(g.ID, d.members.live) == d.id {
+			mine = append(mine, g)
 		}
 	}
+	var moved []int64
 	for id := range d.groups {
-		if _, ok := mine[id]; !ok {
-			d.releaseGroup(ctx, id)
+		if exists[id] && owner(id, d.members.live) == d.id {
+			continue
+		}
+		d.releaseGroup(ctx, id)
+		if exists[id] {
+			moved = append(moved, id)
 		}
 	}
-	var want []int64
-	for id, g := range mine {
-		gs := d.groups[id]
+	d.tellNewOwners(ctx, moved)
+	d.adopt(ctx, mine, true)
+}
+
+// reloadGroups re-reads only the groups in d.reload (two statements for the groups,
+// one for their cursors): a group another dispatcher should own is released to it, a
+// deleted one is dropped, and the rest are adopted. Groups owned elsewhere cost no
+// statement.
+func (d *Dispatcher) reloadGroups(ctx context.Context) {
+	var ids, moved []int64
+	for id := range d.reload {
+		switch {
+		case owner(id, d.members.live) == d.id:
+			ids = append(ids, id)
+		case d.groups[id] != nil:
+			d.releaseGroup(ctx, id)
+			moved = append(moved, id)
+		}
+	}
+	clear(d.reload)
+	d.tellNewOwners(ctx, moved)
+	if len(ids) == 0 {
+		return
+	}
+	groups, err := d.st.GroupsByIDs(ctx, ids)
+	if err != nil {
+		d.log.Warn("read groups", "err", err)
+		d.retryLater(false, ids...)
+		return
+	}
+	found := make(map[int64]bool, len(groups))
+	for _, g := range groups {
+		found[g.ID] = true
+	}
+	for _, id := range ids {
+		if !found[id] && d.groups[id] != nil {
+			d.releaseGroup(ctx, id) // deleted
+		}
+	}
+	d.adopt(ctx, groups, false)
+}
+
+// tellNewOwners publishes a group notification for each group this dispatcher just
+// released to another, so the new owner claims its cursors at once instead of at
+// its next retry or sweep.
+func (d *Dispatcher) tellNewOwners(ctx context.Context, ids []int64) {
+	if len(ids) == 0 {
+		return
+	}
+	if err := d.notifier.Groups(ctx, ids); err != nil {
+		d.log.Warn("tell the new owners of released groups; their retries cover it", "groups", len(ids), "err", err)
+	}
+}
+
+// adopt takes groups this dispatcher owns: it refreshes their settings (a changed
+// config version rebuilds the pacer and re-reads their queues, so a resumed group or
+// a new filter applies at once), drops cursors deleted in MySQL, claims cursors it
+// does not hold, and drops and claims again a held cursor whose version or owner
+// changed (an offset reset, a takeover). A cursor still leased by another
+// dispatcher is tried again later (retryLater). Every claim raises the workers'
+// fence to the new version; a cursor taken from another owner waits for its
+// reports (takeover.go). all says groups is every group owned (the sweep), whose
+// retry due times are then refreshed too.
+func (d *Dispatcher) adopt(ctx context.Context, groups []*models.Group, all bool) {
+	want := make([]int64, 0, len(groups))
+	for _, g := range groups {
+		gs := d.groups[g.ID]
 		if gs == nil {
 			gs = &groupState{g: g}
-			d.groups[id] = gs
+			d.groups[g.ID] = gs
 		}
 		changed := gs.g.ConfigVersion != g.ConfigVersion || gs.pace == nil
 		gs.g = g
@@ -98,8 +174,14 @@ func (d *Dispatcher) rebalance(ctx context.Context) {
 				gs.pace.configure(g.RateLimit, g.BatchSize, d.now())
 			}
 			gs.nextRetry = time.Time{}
+			for _, cs := range gs.cursors {
+				d.dirtyQ[cs.queueID] = true
+				if !g.Ordered {
+					cs.clearBlock() // no longer ordered: a block left from then is void
+				}
+			}
 		}
-		want = append(want, id)
+		want = append(want, g.ID)
 	}
 	if len(want) == 0 {
 		return
@@ -107,6 +189,7 @@ func (d *Dispatcher) rebalance(ctx context.Context) {
 	cursors, err := d.st.CursorsByGroups(ctx, want)
 	if err != nil {
 		d.log.Warn("read cursors", "err", err)
+		d.retryLater(false, want...)
 		return
 	}
 	// A cursor deleted in MySQL (its topic removed, its subscription dropped) is
@@ -137,10 +220,12 @@ func (d *Dispatcher) rebalance(ctx context.Context) {
 		claimed, ok, err := d.st.CursorClaim(ctx, c.ID, d.id)
 		if err != nil {
 			d.log.Warn("claim cursor", "cursor", c.ID, "err", err)
+			d.retryLater(false, c.GroupID)
 			continue
 		}
 		if !ok {
-			continue // still leased by another dispatcher; retried next rebalance
+			d.retryLater(false, c.GroupID) // still leased by another dispatcher
+			continue
 		}
 		cs := d.addCursor(claimed.Cursor)
 		if fences[c.GroupID] == nil {
@@ -165,6 +250,7 @@ func (d *Dispatcher) rebalance(ctx context.Context) {
 			d.log.Warn("raise cursor fence; the previous owner's jobs may still be sent", "group", g, "err", err)
 		}
 	}
+	d.refreshRetryDue(ctx, want, all)
 }
 
 func (d *Dispatcher) addCursor(c models.Cursor) *cursorState {

@@ -57,7 +57,6 @@ type scheduleStore interface {
 	RetryRelease(ctx context.Context, groupID, queueID int64, offsets []int64, delay time.Duration) error
 	RetryRecord(ctx context.Context, groupID int64, maxAttempts int, schedule []int, fails []store.Failure) (store.FailureOutcome, error)
 	CursorsCommit(ctx context.Context, owner string, commits []store.CursorCommit) (lost []int64, err error)
-	CursorVersions(ctx context.Context, ids []int64) (map[int64]models.Cursor, error)
 }
 
 var (

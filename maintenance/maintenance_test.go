@@ -2,9 +2,11 @@ package maintenance_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +31,7 @@ func TestMain(m *testing.M) {
 
 // bundle is one test's database, Redis namespace and maintenance settings.
 type bundle struct {
+	dsn  string
 	st   *store.Store
 	rdb  *redis.Client
 	keys delivery.Keys
@@ -37,11 +40,11 @@ type bundle struct {
 
 func setup(t *testing.T) bundle {
 	t.Helper()
-	_, st := testinfra.Database(t)
+	dsn, st := testinfra.Database(t)
 	rdb, ns := testinfra.Redis(t)
 	cfg := config.Maintenance{LeaseDuration: 2 * time.Second, RenewInterval: 100 * time.Millisecond,
 		OutboxInterval: time.Hour, LagInterval: time.Hour, AttemptRetention: 168 * time.Hour}
-	return bundle{st: st, rdb: rdb, keys: delivery.Keys{Namespace: ns}, cfg: cfg}
+	return bundle{dsn: dsn, st: st, rdb: rdb, keys: delivery.Keys{Namespace: ns}, cfg: cfg}
 }
 
 // start runs a Maintainer until the returned stop is called (or the test ends).
@@ -183,4 +186,48 @@ func TestOutboxOnWake(t *testing.T) {
 			t.Fatal("no notification for the dead-letter queue")
 		}
 	}
+}
+
+// TestIdleLeaderStatements: the duties a leader runs on taking the lease cost a
+// fixed number of statements whatever the number of groups (no dead-letter expiry
+// DELETE per group when nothing expired, no lag row written for a lag of 0), and
+// holding the lease costs one UPDATE per renewal.
+func TestIdleLeaderStatements(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, err := b.st.TopicCreate(ctx, "orders", 2)
+	require.NoError(t, err)
+	for i := range 30 {
+		g := &models.Group{Name: fmt.Sprintf("g%02d", i), EndpointURL: "http://127.0.0.1:9/hook", SigningSecret: signing.NewSecret(),
+			Subscriptions: []models.Subscription{{Topic: "orders"}}}
+		g.ApplyDefaults()
+		require.NoError(t, b.st.GroupCreate(ctx, g))
+	}
+	counter := testinfra.NewSQLCounter(t, b.dsn)
+	st, err := store.Open(ctx, counter.ProxiedDSN(t, b.dsn))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	st.SetPoolSize(2)
+	b.st = st
+	start := time.Now()
+	m, _ := b.start(t)
+	require.Eventually(t, m.Leader, 5*time.Second, 10*time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the duties run once on taking the lease
+	taken := counter.Since(start)
+	var text []string
+	for _, s := range taken {
+		text = append(text, s.SQL[:min(len(s.SQL), 50)])
+		require.NotContains(t, s.SQL, "DELETE FROM dead_letters", "expiry with nothing expired")
+		require.NotContains(t, s.SQL, "INSERT INTO stats_minutely", "a lag of 0 sampled")
+	}
+	require.Less(t, len(taken), 30, "statements of the first run: %q", text)
+
+	from := time.Now()
+	time.Sleep(10 * b.cfg.RenewInterval)
+	held := counter.Since(from)
+	for _, s := range held {
+		require.True(t, strings.HasPrefix(s.SQL, "UPDATE maintenance_leases"), "only renewals while idle: %s", s.SQL)
+	}
+	require.LessOrEqual(t, len(held), 11)
 }

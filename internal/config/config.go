@@ -127,8 +127,18 @@ type Maintenance struct {
 
 // Dispatcher tunes the dispatcher role: leases, reads, jobs, commits.
 type Dispatcher struct {
-	// PollInterval is the fallback MAX(id) poll per db node. Default 250ms.
+	// PollInterval is the fallback MAX(id) poll per db node while the dispatcher has
+	// work (jobs in flight, messages read and not sent, open holes). Default 250ms.
 	PollInterval time.Duration `env:"POLL_INTERVAL" envDefault:"250ms"`
+	// IdlePollInterval is the fallback poll while the dispatcher has no work at all:
+	// publishes wake it by notification, so this bounds only what a lost
+	// notification costs an idle dispatcher. Default 1s.
+	IdlePollInterval time.Duration `env:"IDLE_POLL_INTERVAL" envDefault:"1s"`
+	// RebalanceInterval is how often a dispatcher re-reads every group, cursor and
+	// live dispatcher whatever it was told (the sweep). Group changes, joins and
+	// leaves are applied at once on their notifications and a crashed peer when its
+	// lease ends; the sweep bounds what a lost notification costs. Default 30s.
+	RebalanceInterval time.Duration `env:"REBALANCE_INTERVAL" envDefault:"30s"`
 	// GapTimeout is how long a hole stays open before it is taken as a rollback. Default 30s.
 	GapTimeout time.Duration `env:"GAP_TIMEOUT" envDefault:"30s"`
 	// JobSize caps messages per delivery job. Default 100.
@@ -154,13 +164,14 @@ type Dispatcher struct {
 	// delivered and reported within this window before the crash. Default 100ms.
 	ReportCommitDelay time.Duration `env:"REPORT_COMMIT_DELAY" envDefault:"100ms"`
 	// HeartbeatInterval is how often the dispatcher renews its lease (on its own
-	// goroutine) and rebalances, which is also how soon a survivor notices an
-	// expired lease. Default 1s.
+	// goroutine); also the first delay before a claim another dispatcher still
+	// holds is tried again. Default 1s.
 	HeartbeatInterval time.Duration `env:"HEARTBEAT_INTERVAL" envDefault:"1s"`
 	// LeaseDuration is how long a heartbeat keeps the lease, in database time
-	// (lease_until = NOW(3) + this). A killed dispatcher's groups are claimed at most
-	// LeaseDuration + HeartbeatInterval after its last heartbeat (4 s by default);
-	// keep it ≥ 3 × HeartbeatInterval. Default 3s.
+	// (lease_until = NOW(3) + this). Survivors re-read the live set when the first
+	// peer lease they saw ends, so a killed dispatcher's groups are claimed about
+	// LeaseDuration after its last heartbeat (3 s by default); keep it ≥ 3 ×
+	// HeartbeatInterval. Default 3s.
 	LeaseDuration time.Duration `env:"LEASE_DURATION" envDefault:"3s"`
 	// DisableAfter auto-pauses (disables) a group that failed without a success for
 	// this long (throttle-only time counts). Default 72h.
@@ -245,6 +256,8 @@ func (c Config) Validate() error {
 		d    time.Duration
 	}{
 		{"HERALD_DISPATCHER_POLL_INTERVAL", c.Dispatcher.PollInterval},
+		{"HERALD_DISPATCHER_IDLE_POLL_INTERVAL", c.Dispatcher.IdlePollInterval},
+		{"HERALD_DISPATCHER_REBALANCE_INTERVAL", c.Dispatcher.RebalanceInterval},
 		{"HERALD_DISPATCHER_GAP_TIMEOUT", c.Dispatcher.GapTimeout},
 		{"HERALD_DISPATCHER_JOB_DEADLINE_BASE", c.Dispatcher.JobDeadlineBase},
 		{"HERALD_DISPATCHER_RETURN_BACKOFF", c.Dispatcher.ReturnBackoff},

@@ -3,9 +3,12 @@
 // dispatcher need not read them back), and "g<id>" after a group change;
 // dispatchers subscribe. A dispatcher publishes "d" after a dead-letter report,
 // which wakes the maintenance role's outbox; the outbox publishes the dead-letter
-// queues it appended to. Notifications are hints: a lost one costs at most the
-// fallback poll. In `herald all` a flush's notification also goes to the
-// dispatcher of the same process directly (Notifier.Local), with the bodies.
+// queues it appended to. A dispatcher publishes "m" when it joins, comes back after
+// its lease may have lapsed, or leaves, so the others re-read the live set at once.
+// Notifications are hints: a lost one costs at most the fallback poll (queues) or
+// the dispatchers' rebalance sweep (groups, membership). In `herald all` a flush's
+// notification also goes to the dispatcher of the same process directly
+// (Notifier.Local), with the bodies.
 package notify
 
 import (
@@ -32,17 +35,22 @@ type Row struct {
 
 // Event is one wake-up: Queue > 0 after a publish (Rows, when not empty, lists the
 // committed rows of the flush in id order; when empty, only that the queue has new
-// rows), Group > 0 after a group change, DeadLetters after dead letters were written.
+// rows), Group > 0 after a group change, DeadLetters after dead letters were written,
+// Dispatchers after the set of live dispatchers changed.
 type Event struct {
 	Queue       int64
 	Rows        []Row
 	Group       int64
 	DeadLetters bool
+	Dispatchers bool
 }
 
-// deadLettersPayload is the payload of a DeadLetters event. Receivers that predate
-// it read it as queue 0 and ignore it.
-const deadLettersPayload = "d"
+// Payloads of the DeadLetters and Dispatchers events. Receivers that predate them
+// read them as queue 0 and ignore them.
+const (
+	deadLettersPayload = "d"
+	dispatchersPayload = "m"
+)
 
 // rowsPrefix starts a payload that lists rows (rowsPayload in JSON).
 const rowsPrefix = "r"
@@ -170,6 +178,26 @@ func (n *Notifier) Group(ctx context.Context, id int64) error {
 	return n.rdb.Publish(ctx, n.channel, "g"+strconv.FormatInt(id, 10)).Err()
 }
 
+// Groups publishes one group-change notification per id, pipelined in one round trip
+// (a dispatcher that released groups tells their new owners).
+func (n *Notifier) Groups(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	pipe := n.rdb.Pipeline()
+	for _, id := range ids {
+		pipe.Publish(ctx, n.channel, "g"+strconv.FormatInt(id, 10))
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// Dispatchers publishes that the set of live dispatchers changed (a join, a return
+// after a possible lapse, a leave).
+func (n *Notifier) Dispatchers(ctx context.Context) error {
+	return n.rdb.Publish(ctx, n.channel, dispatchersPayload).Err()
+}
+
 // DeadLetters publishes that new dead letters wait for the outbox.
 func (n *Notifier) DeadLetters(ctx context.Context) error {
 	return n.rdb.Publish(ctx, n.channel, deadLettersPayload).Err()
@@ -181,6 +209,8 @@ func Parse(payload string) Event {
 	switch {
 	case payload == deadLettersPayload:
 		ev.DeadLetters = true
+	case payload == dispatchersPayload:
+		ev.Dispatchers = true
 	case strings.HasPrefix(payload, rowsPrefix):
 		ev = decodeRows(payload[len(rowsPrefix):])
 	default:

@@ -128,18 +128,29 @@ type GroupHealth struct {
 	UpdatedAt           time.Time
 }
 
-// GroupHealthSave upserts a group's health row.
-func (s *Store) GroupHealthSave(ctx context.Context, h GroupHealth) error {
-	_, err := s.sql.ExecContext(ctx, `INSERT INTO group_health (group_id, consecutive_failures, breaker_state, breaker_open_until, breaker_cooldown_ms, effective_rate,
+// GroupHealthSave upserts the given groups' health rows, 200 rows per statement.
+func (s *Store) GroupHealthSave(ctx context.Context, hs ...GroupHealth) error {
+	for start := 0; start < len(hs); start += 200 {
+		chunk := hs[start:min(start+200, len(hs))]
+		var sb strings.Builder
+		args := make([]any, 0, 13*len(chunk))
+		for i, h := range chunk {
+			if i > 0 {
+				sb.WriteString(",")
+			}
+			sb.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?,NOW(3))")
+			args = append(args, h.GroupID, h.ConsecutiveFailures, h.BreakerState, h.BreakerOpenUntil, h.BreakerCooldownMS, h.EffectiveRate, h.LastStatus,
+				truncate(h.LastError, 255), h.LastSuccessAt, h.FailingSince, h.ThrottledUntil, h.SuccessesMinute, h.FailuresMinute)
+		}
+		_, err := s.sql.ExecContext(ctx, `INSERT INTO group_health (group_id, consecutive_failures, breaker_state, breaker_open_until, breaker_cooldown_ms, effective_rate,
 		last_status, last_error, last_success_at, failing_since, throttled_until, successes_minute, failures_minute, updated_at)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,NOW(3)) ON DUPLICATE KEY UPDATE consecutive_failures = VALUES(consecutive_failures), breaker_state = VALUES(breaker_state),
+		VALUES `+sb.String()+` ON DUPLICATE KEY UPDATE consecutive_failures = VALUES(consecutive_failures), breaker_state = VALUES(breaker_state),
 		breaker_open_until = VALUES(breaker_open_until), breaker_cooldown_ms = VALUES(breaker_cooldown_ms), effective_rate = VALUES(effective_rate),
 		last_status = VALUES(last_status), last_error = VALUES(last_error), last_success_at = VALUES(last_success_at), failing_since = VALUES(failing_since),
-		throttled_until = VALUES(throttled_until), successes_minute = VALUES(successes_minute), failures_minute = VALUES(failures_minute), updated_at = NOW(3)`,
-		h.GroupID, h.ConsecutiveFailures, h.BreakerState, h.BreakerOpenUntil, h.BreakerCooldownMS, h.EffectiveRate, h.LastStatus, truncate(h.LastError, 255),
-		h.LastSuccessAt, h.FailingSince, h.ThrottledUntil, h.SuccessesMinute, h.FailuresMinute)
-	if err != nil {
-		return fmt.Errorf("save health of group %d: %w", h.GroupID, err)
+		throttled_until = VALUES(throttled_until), successes_minute = VALUES(successes_minute), failures_minute = VALUES(failures_minute), updated_at = NOW(3)`, args...)
+		if err != nil {
+			return fmt.Errorf("save health of %d groups: %w", len(chunk), err)
+		}
 	}
 	return nil
 }

@@ -133,7 +133,7 @@ func (s *Store) cursorsCommitChunk(ctx context.Context, owner string, commits []
 	}
 	// Fewer rows changed: some fences failed (or a row was already identical within
 	// the same millisecond). Read the fences back to tell which.
-	cur, err := s.CursorVersions(ctx, ids)
+	cur, err := s.cursorFences(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read cursor fences after commit: %w", err)
 	}
@@ -143,6 +143,19 @@ func (s *Store) cursorsCommitChunk(ctx context.Context, owner string, commits []
 		}
 	}
 	return lost, nil
+}
+
+// cursorFences returns the version and owner of the given cursors (absent: deleted).
+func (s *Store) cursorFences(ctx context.Context, ids []int64) (map[int64]cursorRow, error) {
+	var rows []cursorRow
+	if err := s.db.WithContext(ctx).Select("id", "version", "owner").Where("id IN ?", ids).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[int64]cursorRow, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r
+	}
+	return out, nil
 }
 
 func nonNilHoles(h []models.Hole) []models.Hole {
@@ -162,23 +175,6 @@ func (s *Store) CursorsRelease(ctx context.Context, owner string, ids []int64) e
 		Updates(map[string]any{"owner": "", "updated_at": time.Now().UTC()}).Error
 }
 
-// CursorVersions returns version and owner of the given cursors, so an owner notices
-// resets and takeovers each tick.
-func (s *Store) CursorVersions(ctx context.Context, ids []int64) (map[int64]models.Cursor, error) {
-	out := map[int64]models.Cursor{}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	var rows []cursorRow
-	if err := s.db.WithContext(ctx).Select("id", "group_id", "queue_id", "version", "owner").Where("id IN ?", ids).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("read cursor versions: %w", err)
-	}
-	for _, r := range rows {
-		out[r.ID] = models.Cursor{ID: r.ID, GroupID: r.GroupID, QueueID: r.QueueID, Version: r.Version, Owner: r.Owner}
-	}
-	return out, nil
-}
-
 // DispatcherHeartbeat upserts dispatcher id with lease_until = NOW(3) + lease.
 func (s *Store) DispatcherHeartbeat(ctx context.Context, id, hostname string, lease time.Duration) error {
 	_, err := s.sql.ExecContext(ctx, `INSERT INTO dispatchers (id, hostname, started_at, lease_until)
@@ -195,6 +191,39 @@ func (s *Store) DispatchersLive(ctx context.Context) ([]string, error) {
 	var ids []string
 	err := s.db.WithContext(ctx).Raw("SELECT id FROM dispatchers WHERE lease_until > NOW(3) ORDER BY id").Scan(&ids).Error
 	return ids, err
+}
+
+// DispatcherLease is a live dispatcher and how long its lease still runs, measured
+// in database time when it was read.
+type DispatcherLease struct {
+	ID   string
+	Left time.Duration
+}
+
+// DispatcherLeases lists dispatchers whose lease has not expired, ordered by id,
+// each with the time its lease has left (database time, so the caller can wait
+// that long on its own clock and find the lease over if it was not renewed). One
+// statement.
+func (s *Store) DispatcherLeases(ctx context.Context) ([]DispatcherLease, error) {
+	rows, err := s.sql.QueryContext(ctx, "SELECT id, TIMESTAMPDIFF(MICROSECOND, NOW(3), lease_until) FROM dispatchers WHERE lease_until > NOW(3) ORDER BY id")
+	if err != nil {
+		return nil, fmt.Errorf("read dispatcher leases: %w", err)
+	}
+	defer rows.Close()
+	var out []DispatcherLease
+	for rows.Next() {
+		var l DispatcherLease
+		var us int64
+		if err := rows.Scan(&l.ID, &us); err != nil {
+			return nil, fmt.Errorf("read dispatcher leases: %w", err)
+		}
+		l.Left = time.Duration(us) * time.Microsecond
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read dispatcher leases: %w", err)
+	}
+	return out, nil
 }
 
 // DispatcherDelete removes dispatcher id (on clean shutdown) and old expired rows.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/models"
@@ -156,14 +157,24 @@ func (s *Store) DeletedGroupsPurge(ctx context.Context, maxChunks int) (int, err
 
 // DeadLettersExpire deletes dead letters older than their group's
 // dead_letter_retention_hours (database time), at most maxChunks chunks of
-// purgeChunk rows per group per call, and returns how many it deleted.
+// purgeChunk rows per group per call, and returns how many it deleted. One
+// statement finds the groups that have any to expire (an index probe per group
+// and state on idx_dead_letters_state), so a run with nothing to expire costs one
+// statement, not one per group.
 func (s *Store) DeadLettersExpire(ctx context.Context, maxChunks int) (int64, error) {
 	var groups []struct {
 		ID                       int64
 		DeadLetterRetentionHours int
 	}
-	if err := s.db.WithContext(ctx).Raw("SELECT id, dead_letter_retention_hours FROM consumer_groups").Scan(&groups).Error; err != nil {
-		return 0, fmt.Errorf("read dead-letter retention: %w", err)
+	states := models.DeadLetterStates()
+	args := make([]any, len(states))
+	for i, st := range states {
+		args[i] = string(st)
+	}
+	q := `SELECT g.id, g.dead_letter_retention_hours FROM consumer_groups g WHERE EXISTS (SELECT 1 FROM dead_letters d
+		WHERE d.group_id = g.id AND d.state IN (?` + strings.Repeat(", ?", len(states)-1) + `) AND d.created_at < NOW(3) - INTERVAL g.dead_letter_retention_hours HOUR)`
+	if err := s.db.WithContext(ctx).Raw(q, args...).Scan(&groups).Error; err != nil {
+		return 0, fmt.Errorf("read groups with expired dead letters: %w", err)
 	}
 	var total int64
 	for _, g := range groups {

@@ -220,6 +220,20 @@ func (s *Store) GroupList(ctx context.Context, after int64, limit int) ([]*model
 	return s.withSubscriptions(ctx, rows)
 }
 
+// GroupsByIDs returns the listed groups that exist, ordered by id, with their
+// subscriptions (two statements whatever the number); a deleted group is simply
+// absent.
+func (s *Store) GroupsByIDs(ctx context.Context, ids []int64) ([]*models.Group, error) {
+	if len(ids) == 0 {
+		return []*models.Group{}, nil
+	}
+	var rows []groupRow
+	if err := s.db.WithContext(ctx).Where("id IN ?", ids).Order("id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read groups: %w", err)
+	}
+	return s.withSubscriptions(ctx, rows)
+}
+
 func (s *Store) withSubscriptions(ctx context.Context, rows []groupRow) ([]*models.Group, error) {
 	out := make([]*models.Group, 0, len(rows))
 	if len(rows) == 0 {

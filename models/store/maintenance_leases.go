@@ -12,24 +12,31 @@ import (
 // NOW(3) + lease (database time, never local clocks). It succeeds when the lease is
 // free, expired or already holder's, and reports whether holder holds it afterwards;
 // a live lease of another holder is left alone (false, nil). Renewing moves
-// lease_until and keeps acquired_at.
+// lease_until and keeps acquired_at. A renewal or a take is one UPDATE; only when it
+// changes no row (another holder, a renewal within the same millisecond, or no row
+// yet) is the holder read back, and a missing row created.
 func (s *Store) MaintenanceLeaseTake(ctx context.Context, name, holder string, lease time.Duration) (bool, error) {
-	if _, err := s.sql.ExecContext(ctx, "INSERT IGNORE INTO maintenance_leases (name, holder, lease_until) VALUES (?, '', NOW(3))", name); err != nil {
-		return false, fmt.Errorf("create lease %s: %w", name, err)
+	for created := false; ; created = true {
+		res, err := s.sql.ExecContext(ctx, `UPDATE maintenance_leases
+			SET acquired_at = IF(holder = ?, acquired_at, NOW(3)), holder = ?, lease_until = NOW(3) + INTERVAL ? MICROSECOND
+			WHERE name = ? AND (holder = ? OR lease_until <= NOW(3))`, holder, holder, lease.Microseconds(), name, holder)
+		if err != nil {
+			return false, fmt.Errorf("take lease %s: %w", name, err)
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			return true, nil
+		}
+		cur, until, err := s.MaintenanceLeaseHolder(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		if cur != "" || !until.IsZero() || created {
+			return cur == holder, nil
+		}
+		if _, err := s.sql.ExecContext(ctx, "INSERT IGNORE INTO maintenance_leases (name, holder, lease_until) VALUES (?, '', NOW(3))", name); err != nil {
+			return false, fmt.Errorf("create lease %s: %w", name, err)
+		}
 	}
-	_, err := s.sql.ExecContext(ctx, `UPDATE maintenance_leases
-		SET acquired_at = IF(holder = ?, acquired_at, NOW(3)), holder = ?, lease_until = NOW(3) + INTERVAL ? MICROSECOND
-		WHERE name = ? AND (holder = ? OR lease_until <= NOW(3))`, holder, holder, lease.Microseconds(), name, holder)
-	if err != nil {
-		return false, fmt.Errorf("take lease %s: %w", name, err)
-	}
-	// Rows affected cannot tell "renewed to the same millisecond" from "held by
-	// another", so read the holder back.
-	cur, _, err := s.MaintenanceLeaseHolder(ctx, name)
-	if err != nil {
-		return false, err
-	}
-	return cur == holder, nil
 }
 
 // MaintenanceLeaseRelease ends holder's lease called name at once, so a successor

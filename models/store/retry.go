@@ -164,6 +164,33 @@ func (s *Store) RetryNextDue(ctx context.Context, groupID int64) (time.Time, err
 	return t.Time, nil
 }
 
+// RetryNextDueByGroups returns when each listed group's earliest retry row is due;
+// groups with no row are absent. One statement (idx_retry_due), for a dispatcher
+// that adopts many groups at once.
+func (s *Store) RetryNextDueByGroups(ctx context.Context, groupIDs []int64) (map[int64]time.Time, error) {
+	out := map[int64]time.Time{}
+	if len(groupIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.sql.QueryContext(ctx, "SELECT group_id, MIN(due_at) FROM retry_messages WHERE group_id IN ("+idList(groupIDs)+") GROUP BY group_id")
+	if err != nil {
+		return nil, fmt.Errorf("read next retries: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var g int64
+		var t time.Time
+		if err := rows.Scan(&g, &t); err != nil {
+			return nil, fmt.Errorf("read next retries: %w", err)
+		}
+		out[g] = t
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read next retries: %w", err)
+	}
+	return out, nil
+}
+
 // RetryRelease makes claimed rows due again after delay (0: at once), on the database
 // clock, for messages returned unattempted.
 func (s *Store) RetryRelease(ctx context.Context, groupID, queueID int64, offsets []int64, delay time.Duration) error {

@@ -265,6 +265,17 @@ func (s *Store) TopicSubscribers(ctx context.Context, topicID int64) ([]string, 
 	return names, nil
 }
 
+// TopicSubscriberIDs returns the ids of the groups subscribed to topic id, in id
+// order.
+func (s *Store) TopicSubscriberIDs(ctx context.Context, topicID int64) ([]int64, error) {
+	var ids []int64
+	err := s.db.WithContext(ctx).Raw("SELECT group_id FROM subscriptions WHERE topic_id = ? ORDER BY group_id", topicID).Scan(&ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("read subscribers of topic %d: %w", topicID, err)
+	}
+	return ids, nil
+}
+
 // TopicDelete removes a topic, its queues and their tables. While groups subscribe
 // to it, it refuses with an error wrapping models.ErrInUse that names them and
 // changes nothing, unless force is set: then it first removes those subscriptions

@@ -1,0 +1,143 @@
+package testinfra
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/require"
+)
+
+// Statement is one statement a client sent through a SQLCounter: when it passed and
+// its text (at most 200 bytes).
+type Statement struct {
+	At  time.Time
+	SQL string
+}
+
+// SQLCounter is a TCP proxy in front of MySQL that records every statement its
+// clients send (COM_QUERY packets: Herald's DSNs interpolate parameters, so every
+// statement is one), so a test can count what one component costs without reading
+// the shared server's global counters. Close (also at test end) stops it.
+type SQLCounter struct {
+	ln     net.Listener
+	target string
+
+	mu     sync.Mutex
+	stmts  []Statement
+	conns  []net.Conn
+	closed bool
+}
+
+// NewSQLCounter listens on a random loopback port and forwards to the server of dsn.
+func NewSQLCounter(t testing.TB, dsn string) *SQLCounter {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(dsn)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	c := &SQLCounter{ln: ln, target: cfg.Addr}
+	go c.accept()
+	t.Cleanup(c.Close)
+	return c
+}
+
+// ProxiedDSN returns dsn with its address replaced by the counter's.
+func (c *SQLCounter) ProxiedDSN(t testing.TB, dsn string) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(dsn)
+	require.NoError(t, err)
+	cfg.Addr = c.ln.Addr().String()
+	return cfg.FormatDSN()
+}
+
+// Since returns the statements sent at or after t, oldest first.
+func (c *SQLCounter) Since(t time.Time) []Statement {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Statement
+	for _, s := range c.stmts {
+		if !s.At.Before(t) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Close stops listening and closes every proxied connection.
+func (c *SQLCounter) Close() {
+	c.mu.Lock()
+	c.closed = true
+	conns := c.conns
+	c.conns = nil
+	c.mu.Unlock()
+	c.ln.Close()
+	for _, conn := range conns {
+		conn.Close()
+	}
+}
+
+func (c *SQLCounter) accept() {
+	for {
+		conn, err := c.ln.Accept()
+		if err != nil {
+			return
+		}
+		go c.serve(conn)
+	}
+}
+
+func (c *SQLCounter) serve(conn net.Conn) {
+	up, err := net.Dial("tcp", c.target)
+	if err != nil {
+		conn.Close()
+		return
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		conn.Close()
+		up.Close()
+		return
+	}
+	c.conns = append(c.conns, conn, up)
+	c.mu.Unlock()
+	go func() {
+		defer conn.Close()
+		defer up.Close()
+		_, _ = io.Copy(conn, up)
+	}()
+	c.forward(up, conn)
+}
+
+// forward copies client packets to the server one by one, recording each command
+// packet (sequence id 0) that is a COM_QUERY.
+func (c *SQLCounter) forward(dst, src net.Conn) {
+	defer dst.Close()
+	defer src.Close()
+	var hdr [4]byte
+	for {
+		if _, err := io.ReadFull(src, hdr[:]); err != nil {
+			return
+		}
+		n := int(binary.LittleEndian.Uint32(append(hdr[:3:3], 0)))
+		payload := make([]byte, n)
+		if _, err := io.ReadFull(src, payload); err != nil {
+			return
+		}
+		if hdr[3] == 0 && n > 0 && payload[0] == 0x03 { // COM_QUERY
+			q := strings.TrimSpace(string(payload[1:min(n, 201)]))
+			c.mu.Lock()
+			c.stmts = append(c.stmts, Statement{At: time.Now(), SQL: q})
+			c.mu.Unlock()
+		}
+		if _, err := dst.Write(append(hdr[:], payload...)); err != nil {
+			return
+		}
+	}
+}
