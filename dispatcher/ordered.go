@@ -9,6 +9,16 @@ import (
 	"github.com/heraldhq/herald/models/store"
 )
 
+// lowestHole returns c's lowest open hole, if any.
+func (c *cursorState) lowestHole() (id int64, ok bool) {
+	for h := range c.holes {
+		if !ok || h < id {
+			id, ok = h, true
+		}
+	}
+	return id, ok
+}
+
 // orderedBlock is an ordered cursor stopped on its head (models.OrderedBlock): count
 // messages from offset failed attempts times and are sent again at at; paused waits
 // for an operator. saved is false while the row in ordered_blocks lags behind.
@@ -34,6 +44,14 @@ func (d *Dispatcher) cutOrdered(ctx context.Context, gs *groupState, cs *cursorS
 	}
 	nowMS := now.UnixMilli()
 	head := cs.pending[0]
+	// An open hole is an id allocated but not yet seen committed (another api
+	// process's flush, or a rollback): nothing above it may go before it. The poll
+	// re-reads it (every 250 ms while one is open); a rollback holds the queue until
+	// gap_timeout closes it.
+	hole, holed := cs.lowestHole()
+	if holed && hole < head.offset {
+		return false
+	}
 	n, attempt, limit := d.cfg.JobSize, 1, int64(-1)
 	if probe {
 		n = g.BatchSize
@@ -54,6 +72,9 @@ func (d *Dispatcher) cutOrdered(ctx context.Context, gs *groupState, cs *cursorS
 		default:
 			cs.clearBlock() // its head is done (dead-lettered or skipped)
 		}
+	}
+	if holed && (limit < 0 || hole < limit) {
+		limit = hole // the job ends below the hole
 	}
 	if head.notBefore > nowMS {
 		d.wakeBy(time.UnixMilli(head.notBefore))
