@@ -23,12 +23,13 @@ func startWorkerProcess(t *testing.T, h *testinfra.Herald) *exec.Cmd {
 	return startRoleProcess(t, h, "worker")
 }
 
-// startRoleProcess runs `herald <role>` against h's database and namespace and
-// returns the running command; it is killed when the test ends.
-func startRoleProcess(t *testing.T, h *testinfra.Herald, role string) *exec.Cmd {
+// startRoleProcess runs `herald <role>` against h's database and namespace, with
+// the extra NAME=value settings env, and returns the running command; it is killed
+// when the test ends.
+func startRoleProcess(t *testing.T, h *testinfra.Herald, role string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(heraldBin, role)
-	cmd.Env = append(os.Environ(), h.Env()...)
+	cmd.Env = append(append(os.Environ(), h.Env()...), env...)
 	if os.Getenv("HERALD_TEST_LOG") != "" {
 		cmd.Stderr = os.Stderr
 	}

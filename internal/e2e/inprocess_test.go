@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -132,21 +131,7 @@ func heraldAllRestarts(t *testing.T, sig syscall.Signal, maxDup int) {
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "timeout_ms": 2000, "max_in_flight": 8, "batch_size": 1,
 		"subscriptions": []map[string]any{{"topic": "allroll"}}}))
 	key := h.CreateAPIKey("allroll")
-	start := func() *exec.Cmd {
-		cmd := exec.Command(heraldBin, "all")
-		cmd.Env = append(append(os.Environ(), h.Env()...), "HERALD_HTTP_ADDR=127.0.0.1:0")
-		if os.Getenv("HERALD_TEST_LOG") != "" {
-			cmd.Stderr = os.Stderr
-		}
-		require.NoError(t, cmd.Start())
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-			}
-		})
-		return cmd
-	}
+	start := func() *exec.Cmd { return startRoleProcess(t, h, "all", "HERALD_HTTP_ADDR=127.0.0.1:0") }
 	proc := start()
 
 	var pub []testinfra.Published
