@@ -2,6 +2,8 @@ package fence_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,5 +100,55 @@ func BenchmarkLoad(b *testing.B) {
 		if _, err := w.Load(ctx, 1, 2, 5); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestConcurrentLoads: many jobs starting at once (a fan-out) each get the fence of
+// their own (group, queue) as Redis holds it when they ask, and a fence raised
+// between two rounds is seen by the next.
+func TestConcurrentLoads(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testinfra.Redis(t)
+	keys := delivery.Keys{Namespace: ns}
+	ctx := context.Background()
+	const groups = 40
+	for g := int64(1); g <= groups; g++ {
+		require.NoError(t, fence.Raise(ctx, rdb, keys, g, map[int64]int64{7: g}))
+	}
+	w := fence.NewWatcher(rdb, keys) // never subscribed: only Load tells it
+	for round := range 5 {
+		var wg sync.WaitGroup
+		errs := make(chan error, 2*groups)
+		for g := int64(1); g <= groups; g++ {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				stale, err := w.Load(ctx, g, 7, g-1) // below the fence
+				if err == nil && !stale {
+					err = fmt.Errorf("round %d group %d: version %d not fenced by %d", round, g, g-1, g)
+				}
+				errs <- err
+			}()
+			go func() {
+				defer wg.Done()
+				stale, err := w.Load(ctx, g, 7, g+int64(round)) // at or above the fence
+				if err == nil && stale {
+					err = fmt.Errorf("round %d group %d: version %d fenced", round, g, g+int64(round))
+				}
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		// Raise every fence by one: the next round's Loads must see it.
+		for g := int64(1); g <= groups; g++ {
+			require.NoError(t, fence.Raise(ctx, rdb, keys, g, map[int64]int64{7: g + int64(round) + 1}))
+		}
+		stale, err := w.Load(ctx, 1, 7, int64(round)+1)
+		require.NoError(t, err)
+		require.True(t, stale, "round %d: a fence raised before the call is seen", round)
 	}
 }
