@@ -105,13 +105,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	case <-time.After(2 * time.Second):
 		w.log.Warn("fence subscription not confirmed; jobs still check the fence when they start")
 	}
-	if w.local != nil {
-		w.local.AttachWorker(w.runLocal)
-	}
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(delivery.TypeDeliver, w.handle)
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start asynq server: %w", err)
+	}
+	if w.local != nil {
+		w.local.AttachWorker(w.runLocal)
 	}
 	actx, stopAttempts := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})

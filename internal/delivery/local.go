@@ -39,9 +39,10 @@ func (l *Local) AttachDispatcher(owner string, reports chan<- Report) {
 	l.owner, l.reports, l.detached = owner, reports, make(chan struct{})
 }
 
-// DetachDispatcher stops handing reports to the dispatcher: Report returns false from
-// now on (even for a send already waiting), so reporters fall back to Redis, where a
-// successor finds them. The dispatcher still applies what its channel holds.
+// DetachDispatcher stops handing reports to the dispatcher: Report calls made from
+// now on, and those waiting on a full channel, return false, so reporters fall back
+// to Redis, where a successor finds them. The dispatcher still applies what its
+// channel holds.
 func (l *Local) DetachDispatcher() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -59,6 +60,11 @@ func (l *Local) Report(owner string, r Report) bool {
 	l.mu.RUnlock()
 	if !ok {
 		return false
+	}
+	select {
+	case <-detached:
+		return false
+	default:
 	}
 	select {
 	case reports <- r:

@@ -89,10 +89,15 @@ func New(st *store.Store, n Notifier, log *slog.Logger) *Writer {
 // abandoned. While requests are expected, a flush lingers up to Linger for them, so
 // concurrent publishers share one commit instead of queueing behind it.
 func (w *Writer) Expect() (done func()) {
+	if w.Linger <= 0 {
+		return noop // nothing lingers: nothing to count
+	}
 	w.expected.Add(1)
 	var once sync.Once
 	return func() { once.Do(func() { w.expected.Add(-1) }) }
 }
+
+func noop() {}
 
 // Submit queues req for the next flush and waits until it is committed or failed.
 // The request is stored entirely or not at all. It returns ctx's error if ctx ends

@@ -103,3 +103,46 @@ func TestFlushPutsKeylessMessagesInOneQueue(t *testing.T) {
 	require.Positive(t, shared, "concurrent publishes shared at least one flush")
 	require.Greater(t, len(queues), 1, "flushes rotate over the topic's queues")
 }
+
+// TestLingerWaitsForExpectedRequests: with Linger set, a flush waits for a request
+// announced with Expect (being read) and commits both together; without an
+// announced request it does not wait.
+func TestLingerWaitsForExpectedRequests(t *testing.T) {
+	_, st := testinfra.Database(t)
+	ctx := context.Background()
+	topic, err := st.TopicCreate(ctx, "linger", 1)
+	require.NoError(t, err)
+	rec := &flushes{}
+	w := groupcommit.New(st, rec, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w.Linger = time.Second // far above the 20 ms the second request takes
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = w.Run(wctx); close(done) }()
+	defer func() { stop(); <-done }()
+	req := func() *store.PublishRequest {
+		return &store.PublishRequest{Messages: []models.Message{{Body: []byte(`1`), ContentType: "application/json", QueueID: topic.Queues[0].ID}},
+			Respond: func([]models.Message) (int, []byte) { return 201, nil }}
+	}
+
+	expected := w.Expect()
+	second := make(chan error, 1)
+	go func() {
+		time.Sleep(20 * time.Millisecond) // still "being read" when the first flush starts
+		expected()
+		second <- w.Submit(ctx, req())
+	}()
+	start := time.Now()
+	require.NoError(t, w.Submit(ctx, req()))
+	require.NoError(t, <-second)
+	require.Less(t, time.Since(start), 500*time.Millisecond, "the linger ended when the expected request came")
+
+	start = time.Now()
+	require.NoError(t, w.Submit(ctx, req()))
+	require.Less(t, time.Since(start), 500*time.Millisecond, "nothing expected: no linger")
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Len(t, rec.all, 2, "the first two requests shared a flush")
+	require.Len(t, rec.all[0][0].Rows, 2)
+	require.Len(t, rec.all[1][0].Rows, 1)
+}
