@@ -409,6 +409,34 @@ func tagged(all map[string]liveSent, tags ...string) map[string]liveSent {
 	return out
 }
 
+// inBackground starts n publishers sending single JSON messages to topic, each
+// pausing pause between its requests (publisher p tags its messages tags[p] when
+// tags is set), and returns the function that stops them and returns their errors.
+func (lp livePublisher) inBackground(topic string, n int, pause time.Duration, tags []string) (stop func() error) {
+	quit := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		errc <- runPublishers(n, func(p int) (bool, error) {
+			select {
+			case <-quit:
+				return false, nil
+			default:
+			}
+			tag := ""
+			if tags != nil {
+				tag = tags[p]
+			}
+			_, err := lp.publish(topic, jsonMsg(fmt.Sprintf(`{"p":%d,"t":%d}`, p, time.Now().UnixNano()), tag, ""))
+			time.Sleep(pause)
+			return true, err
+		})
+	}()
+	return func() error {
+		close(quit)
+		return <-errc
+	}
+}
+
 // runPublishers runs n publishers, publisher i calling each(i) until it returns
 // false or fails; it returns the first error.
 func runPublishers(n int, each func(i int) (more bool, err error)) error {
@@ -661,27 +689,13 @@ func TestLiveResetUnderTraffic(t *testing.T) {
 	ledger := newLiveLedger()
 	pub := livePublisher{base: h.BaseURL, key: key, ledger: ledger}
 
-	stop := make(chan struct{})
-	pubErr := make(chan error, 1)
-	go func() {
-		pubErr <- runPublishers(4, func(p int) (bool, error) {
-			select {
-			case <-stop:
-				return false, nil
-			default:
-			}
-			_, err := pub.publish("reset", jsonMsg(fmt.Sprintf(`{"p":%d,"t":%d}`, p, time.Now().UnixNano()), "", ""))
-			time.Sleep(5 * time.Millisecond)
-			return true, err
-		})
-	}()
+	stopPublishing := pub.inBackground("reset", 4, 5*time.Millisecond, nil)
 	r.WaitCount(30, 15*time.Second)
 	before := ledger.all() // every one answered: its row is at or below the reset's offsets
 	h.Admin("POST", "/groups/g/offsets/reset", map[string]any{"to": "latest"}, 200)
 	answered := time.Now()
 	time.Sleep(1500 * time.Millisecond)
-	close(stop)
-	require.NoError(t, <-pubErr)
+	require.NoError(t, stopPublishing())
 	after := map[string]liveSent{}
 	for id, s := range ledger.all() {
 		if s.started.After(answered) {
@@ -1004,26 +1018,12 @@ func TestLiveDeleteGroupUnderTraffic(t *testing.T) {
 		"subscriptions": []map[string]any{{"topic": "del"}}}))
 	ledger := newLiveLedger()
 	pub := livePublisher{base: h.BaseURL, key: h.CreateAPIKey("del"), ledger: ledger}
-	stop := make(chan struct{})
-	pubErr := make(chan error, 1)
-	go func() {
-		pubErr <- runPublishers(3, func(p int) (bool, error) {
-			select {
-			case <-stop:
-				return false, nil
-			default:
-			}
-			_, err := pub.publish("del", jsonMsg(fmt.Sprintf(`{"p":%d,"t":%d}`, p, time.Now().UnixNano()), "", ""))
-			time.Sleep(5 * time.Millisecond)
-			return true, err
-		})
-	}()
+	stopPublishing := pub.inBackground("del", 3, 5*time.Millisecond, nil)
 	doomed.WaitCount(30, 15*time.Second)
 	h.Admin("DELETE", "/groups/doomed", nil, 200)
 	answered := time.Now()
 	time.Sleep(2 * time.Second) // publishing goes on: rows keep arriving for the deleted group's cursors
-	close(stop)
-	require.NoError(t, <-pubErr)
+	require.NoError(t, stopPublishing())
 	want := ledger.all()
 	require.Less(t, doomed.Count(), len(want), "the doomed group had everything before the delete")
 	waitAllOf(t, "kept", kept, want, 30*time.Second)
@@ -1118,20 +1118,7 @@ func TestLiveTopicGrowsUnderTraffic(t *testing.T) {
 		"subscriptions": []map[string]any{{"topic": "grow"}}}))
 	ledger := newLiveLedger()
 	pub := livePublisher{base: h.BaseURL, key: h.CreateAPIKey("grow"), ledger: ledger}
-	stop := make(chan struct{})
-	pubErr := make(chan error, 1)
-	go func() {
-		pubErr <- runPublishers(4, func(p int) (bool, error) {
-			select {
-			case <-stop:
-				return false, nil
-			default:
-			}
-			_, err := pub.publish("grow", jsonMsg(fmt.Sprintf(`{"p":%d,"t":%d}`, p, time.Now().UnixNano()), liveTags[p], ""))
-			time.Sleep(3 * time.Millisecond)
-			return true, err
-		})
-	}()
+	stopPublishing := pub.inBackground("grow", 4, 3*time.Millisecond, liveTags)
 	a.WaitCount(20, 15*time.Second)
 	h.Admin("PATCH", "/topics/grow", map[string]any{"queues": 3}, 200)
 	grown := time.Now()
@@ -1144,8 +1131,7 @@ func TestLiveTopicGrowsUnderTraffic(t *testing.T) {
 		return len(queues) == 3
 	}, 15*time.Second, 50*time.Millisecond, "keyless messages never reached the new queues")
 	time.Sleep(500 * time.Millisecond)
-	close(stop)
-	require.NoError(t, <-pubErr)
+	require.NoError(t, stopPublishing())
 	t.Logf("new queues took messages %v after the patch", time.Since(grown).Round(time.Millisecond))
 	want := ledger.all()
 	waitAllOf(t, "a", a, want, 30*time.Second)
@@ -1284,20 +1270,7 @@ func TestLiveResetOneOfManyGroups(t *testing.T) {
 	}
 	ledger := newLiveLedger()
 	pub := livePublisher{base: h.BaseURL, key: h.CreateAPIKey("many"), ledger: ledger}
-	stop := make(chan struct{})
-	pubErr := make(chan error, 1)
-	go func() {
-		pubErr <- runPublishers(3, func(p int) (bool, error) {
-			select {
-			case <-stop:
-				return false, nil
-			default:
-			}
-			_, err := pub.publish("many", jsonMsg(fmt.Sprintf(`{"p":%d,"t":%d}`, p, time.Now().UnixNano()), "", ""))
-			time.Sleep(4 * time.Millisecond)
-			return true, err
-		})
-	}()
+	stopPublishing := pub.inBackground("many", 3, 4*time.Millisecond, nil)
 	recv[0].WaitCount(40, 15*time.Second)
 	for range 3 {
 		h.Admin("POST", "/groups/m0/offsets/reset", map[string]any{"to": "latest"}, 200)
@@ -1305,8 +1278,7 @@ func TestLiveResetOneOfManyGroups(t *testing.T) {
 	}
 	answered := time.Now().Add(-300 * time.Millisecond)
 	time.Sleep(time.Second)
-	close(stop)
-	require.NoError(t, <-pubErr)
+	require.NoError(t, stopPublishing())
 	want := ledger.all()
 	after := map[string]liveSent{}
 	for id, s := range want {
@@ -1342,28 +1314,14 @@ func TestLiveGroupCreatedUnderTraffic(t *testing.T) {
 		"subscriptions": []map[string]any{{"topic": "newg"}}}))
 	ledger := newLiveLedger()
 	pub := livePublisher{base: h.BaseURL, key: h.CreateAPIKey("newg"), ledger: ledger}
-	stop := make(chan struct{})
-	pubErr := make(chan error, 1)
-	go func() {
-		pubErr <- runPublishers(4, func(p int) (bool, error) {
-			select {
-			case <-stop:
-				return false, nil
-			default:
-			}
-			_, err := pub.publish("newg", jsonMsg(fmt.Sprintf(`{"p":%d,"t":%d}`, p, time.Now().UnixNano()), "", ""))
-			time.Sleep(3 * time.Millisecond)
-			return true, err
-		})
-	}()
+	stopPublishing := pub.inBackground("newg", 4, 3*time.Millisecond, nil)
 	first.WaitCount(30, 15*time.Second)
 	before := ledger.all()
 	late.SetSecret(h.CreateGroup(map[string]any{"name": "late", "endpoint_url": late.URL, "batch_size": 1, "max_in_flight": 8,
 		"subscriptions": []map[string]any{{"topic": "newg"}}}))
 	created := time.Now()
 	time.Sleep(1500 * time.Millisecond)
-	close(stop)
-	require.NoError(t, <-pubErr)
+	require.NoError(t, stopPublishing())
 	after := map[string]liveSent{}
 	for id, s := range ledger.all() {
 		if s.started.After(created) {
