@@ -25,13 +25,10 @@ type Statement struct {
 // statement is one), so a test can count what one component costs without reading
 // the shared server's global counters. Close (also at test end) stops it.
 type SQLCounter struct {
-	ln     net.Listener
-	target string
+	proxy *tcpProxy
 
-	mu     sync.Mutex
-	stmts  []Statement
-	conns  []net.Conn
-	closed bool
+	mu    sync.Mutex
+	stmts []Statement
 }
 
 // NewSQLCounter listens on a random loopback port and forwards to the server of dsn.
@@ -39,10 +36,15 @@ func NewSQLCounter(t testing.TB, dsn string) *SQLCounter {
 	t.Helper()
 	cfg, err := mysql.ParseDSN(dsn)
 	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	c := &SQLCounter{ln: ln, target: cfg.Addr}
-	go c.accept()
+	c := &SQLCounter{}
+	c.proxy = startProxy(t, cfg.Addr, nil, func(conn, up net.Conn) {
+		go func() {
+			defer conn.Close()
+			defer up.Close()
+			_, _ = io.Copy(conn, up)
+		}()
+		c.forward(up, conn)
+	})
 	t.Cleanup(c.Close)
 	return c
 }
@@ -50,10 +52,7 @@ func NewSQLCounter(t testing.TB, dsn string) *SQLCounter {
 // ProxiedDSN returns dsn with its address replaced by the counter's.
 func (c *SQLCounter) ProxiedDSN(t testing.TB, dsn string) string {
 	t.Helper()
-	cfg, err := mysql.ParseDSN(dsn)
-	require.NoError(t, err)
-	cfg.Addr = c.ln.Addr().String()
-	return cfg.FormatDSN()
+	return c.proxy.proxiedDSN(t, dsn)
 }
 
 // Since returns the statements sent at or after t, oldest first.
@@ -70,50 +69,7 @@ func (c *SQLCounter) Since(t time.Time) []Statement {
 }
 
 // Close stops listening and closes every proxied connection.
-func (c *SQLCounter) Close() {
-	c.mu.Lock()
-	c.closed = true
-	conns := c.conns
-	c.conns = nil
-	c.mu.Unlock()
-	c.ln.Close()
-	for _, conn := range conns {
-		conn.Close()
-	}
-}
-
-func (c *SQLCounter) accept() {
-	for {
-		conn, err := c.ln.Accept()
-		if err != nil {
-			return
-		}
-		go c.serve(conn)
-	}
-}
-
-func (c *SQLCounter) serve(conn net.Conn) {
-	up, err := net.Dial("tcp", c.target)
-	if err != nil {
-		conn.Close()
-		return
-	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		conn.Close()
-		up.Close()
-		return
-	}
-	c.conns = append(c.conns, conn, up)
-	c.mu.Unlock()
-	go func() {
-		defer conn.Close()
-		defer up.Close()
-		_, _ = io.Copy(conn, up)
-	}()
-	c.forward(up, conn)
-}
+func (c *SQLCounter) Close() { c.proxy.close() }
 
 // forward copies client packets to the server one by one, recording each command
 // packet (sequence id 0) that is a COM_QUERY.

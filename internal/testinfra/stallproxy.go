@@ -4,9 +4,6 @@ import (
 	"net"
 	"sync"
 	"testing"
-
-	"github.com/go-sql-driver/mysql"
-	"github.com/stretchr/testify/require"
 )
 
 // StallProxy is a TCP proxy in front of a server that a test can stall: while
@@ -14,37 +11,32 @@ import (
 // (the peer sees a database that stopped answering, as a SIGSTOPped mariadbd),
 // without touching the shared server. Close (also at test end) resumes and stops it.
 type StallProxy struct {
-	ln     net.Listener
-	target string
+	proxy *tcpProxy
 
 	mu      sync.Mutex
 	stalled bool
 	resume  chan struct{}
-	conns   []net.Conn
-	closed  bool
 }
 
 // NewStallProxy listens on a random loopback port and forwards to target (host:port).
 func NewStallProxy(t testing.TB, target string) *StallProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &StallProxy{ln: ln, target: target, resume: make(chan struct{})}
-	go p.accept()
+	p := &StallProxy{resume: make(chan struct{})}
+	p.proxy = startProxy(t, target, p.gate, func(c, up net.Conn) {
+		go p.pump(up, c)
+		p.pump(c, up)
+	})
 	t.Cleanup(p.Close)
 	return p
 }
 
 // Addr is the proxy's host:port.
-func (p *StallProxy) Addr() string { return p.ln.Addr().String() }
+func (p *StallProxy) Addr() string { return p.proxy.addr() }
 
 // ProxiedDSN returns dsn with its address replaced by p's.
 func (p *StallProxy) ProxiedDSN(t testing.TB, dsn string) string {
 	t.Helper()
-	cfg, err := mysql.ParseDSN(dsn)
-	require.NoError(t, err)
-	cfg.Addr = p.Addr()
-	return cfg.FormatDSN()
+	return p.proxy.proxiedDSN(t, dsn)
 }
 
 // Stall stops all forwarding until Resume.
@@ -70,15 +62,7 @@ func (p *StallProxy) Resume() {
 // Close resumes, stops listening and closes every proxied connection.
 func (p *StallProxy) Close() {
 	p.Resume()
-	p.mu.Lock()
-	p.closed = true
-	conns := p.conns
-	p.conns = nil
-	p.mu.Unlock()
-	p.ln.Close()
-	for _, c := range conns {
-		c.Close()
-	}
+	p.proxy.close()
 }
 
 // gate blocks while the proxy is stalled.
@@ -89,36 +73,6 @@ func (p *StallProxy) gate() {
 	if stalled {
 		<-ch
 	}
-}
-
-func (p *StallProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		go p.serve(c)
-	}
-}
-
-func (p *StallProxy) serve(c net.Conn) {
-	p.gate()
-	up, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		c.Close()
-		up.Close()
-		return
-	}
-	p.conns = append(p.conns, c, up)
-	p.mu.Unlock()
-	go p.pump(up, c)
-	p.pump(c, up)
 }
 
 // pump copies src to dst in small reads, waiting at the gate before each write.
