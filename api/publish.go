@@ -166,11 +166,12 @@ func (s *Server) publish(c echo.Context) error {
 	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
-	msgs, err := s.buildMessages(c, topic, req.Messages)
+	spread := writable(topic)
+	msgs, err := s.buildMessages(c, topic, len(spread) > 0, req.Messages)
 	if err != nil {
 		return err
 	}
-	pr := &store.PublishRequest{Messages: msgs, TopicID: topic.ID, Spread: writable(topic), Respond: respond}
+	pr := &store.PublishRequest{Messages: msgs, TopicID: topic.ID, Spread: spread, Respond: respond}
 	if idemKey != "" {
 		pr.Idempotency = &store.IdempotencyRecord{APIKeyID: key.ID, TopicID: topic.ID, Key: idemKey, RequestHash: reqHash}
 	}
@@ -210,8 +211,8 @@ func replay(c echo.Context, rec *store.IdempotencyRecord, reqHash []byte) error 
 // buildMessages validates every message and routes keyed messages to their key's
 // slot (never failing over, so per-key order holds). Keyless ones keep QueueID 0:
 // the group-commit writer puts every keyless message of a flush into one writable
-// queue (groupcommit.Writer.assign).
-func (s *Server) buildMessages(c echo.Context, topic *models.Topic, in []publishMessage) ([]models.Message, error) {
+// queue (groupcommit.Writer.assign); anyWritable says whether the topic has one.
+func (s *Server) buildMessages(c echo.Context, topic *models.Topic, anyWritable bool, in []publishMessage) ([]models.Message, error) {
 	var v models.ValidationError
 	if len(in) == 0 {
 		v.Add("/messages", "at least one message is required")
@@ -220,7 +221,6 @@ func (s *Server) buildMessages(c echo.Context, topic *models.Topic, in []publish
 	if len(in) > MaxMessagesPerReq {
 		return nil, problem(ProblemPayloadTooLarge, fmt.Sprintf("at most %d messages per request", MaxMessagesPerReq))
 	}
-	anyWritable := len(writable(topic)) > 0
 	now := time.Now().UnixMilli()
 	traceID := traceIDFrom(c.Request().Header.Get("traceparent"))
 	ip := c.RealIP()

@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -31,17 +32,17 @@ func (d *Dispatcher) step(ctx context.Context) {
 // whether more rows may be waiting.
 func (d *Dispatcher) readQueue(ctx context.Context, q int64) (more bool) {
 	byPos := map[int64][]*cursorState{}
+	limits := map[int64]int{}
 	for _, cs := range d.byQueue[q] {
-		if !d.serving(cs) {
+		room := d.room(cs)
+		if room <= 0 {
 			continue
 		}
 		byPos[cs.readPos] = append(byPos[cs.readPos], cs)
+		limits[cs.readPos] = min(cmp.Or(limits[cs.readPos], readLimit), room)
 	}
 	for pos, css := range byPos {
-		limit := readLimit
-		for _, cs := range css {
-			limit = min(limit, d.cfg.MaxSpan-cs.span())
-		}
+		limit := limits[pos]
 		started := d.now()
 		rows, err := d.st.QueueScan(ctx, q, pos, limit)
 		if err != nil {
@@ -71,10 +72,13 @@ const (
 	bodyHoldBytes   = 64 << 10
 )
 
-// serving reports whether cs takes new rows: its group runs, it is neither beyond
-// the table's end nor held for a takeover, and it has room in its span.
-func (d *Dispatcher) serving(cs *cursorState) bool {
-	return cs.group.g.Status == models.GroupRunning && !cs.beyond && cs.takeover == nil && d.cfg.MaxSpan-cs.span() > 0
+// room is how many new rows cs takes: the room left in its span while its group
+// runs and it is neither beyond the table's end nor held for a takeover, else 0.
+func (d *Dispatcher) room(cs *cursorState) int {
+	if cs.group.g.Status != models.GroupRunning || cs.beyond || cs.takeover != nil {
+		return 0
+	}
+	return max(d.cfg.MaxSpan-cs.span(), 0)
 }
 
 // applyRows hands the rows a flush committed to one queue (a notification's, in id
@@ -92,7 +96,7 @@ func (d *Dispatcher) applyRows(ev notify.Event) {
 		if cs.readPos >= last {
 			continue
 		}
-		if !contiguous || cs.readPos+1 != first || !d.serving(cs) || d.cfg.MaxSpan-cs.span() < len(rows) {
+		if !contiguous || cs.readPos+1 != first || d.room(cs) < len(rows) {
 			// (A paused cursor marks the queue too; the read skips it.)
 			d.dirtyQ[ev.Queue] = true
 			continue
