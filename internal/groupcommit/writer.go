@@ -151,6 +151,34 @@ func (w *Writer) Run(ctx context.Context) error {
 	return nil
 }
 
+// gathering is the flush a lane is filling: its requests, rows and body bytes.
+type gathering struct {
+	items       []*item
+	rows, bytes int
+	carry       *item     // the request that did not fit: it starts the next flush
+	until       time.Time // end of this flush's linger, set when it starts
+}
+
+// full reports whether the flush reached a cap.
+func (g *gathering) full() bool { return g.rows >= MaxFlushRows || g.bytes >= MaxFlushBytes }
+
+// take adds it unless its caller gave up (answered at once) or it would pass a cap
+// (kept as carry); it reports whether the flush can take more.
+func (g *gathering) take(it *item) bool {
+	if it.ctx.Err() != nil {
+		it.done <- it.ctx.Err() // its caller gave up before any flush took it
+		return true
+	}
+	if len(g.items) > 0 && (g.rows+it.rows > MaxFlushRows || g.bytes+it.bytes > MaxFlushBytes) {
+		g.carry = it
+		return false
+	}
+	g.items = append(g.items, it)
+	g.rows += it.rows
+	g.bytes += it.bytes
+	return true
+}
+
 func (w *Writer) lane(ctx context.Context) {
 	var carry *item
 	for {
@@ -164,78 +192,55 @@ func (w *Writer) lane(ctx context.Context) {
 				return
 			}
 		}
-		if first.ctx.Err() != nil {
-			first.done <- first.ctx.Err() // its caller gave up before any flush took it
+		g := &gathering{}
+		if g.take(first); len(g.items) == 0 {
 			continue
 		}
-		batch := []*item{first}
-		rows, bytes := first.rows, first.bytes
-		var until time.Time // end of this flush's linger, set when it starts
 	drain:
-		for rows < MaxFlushRows && bytes < MaxFlushBytes {
+		for !g.full() {
 			select {
 			case it := <-w.in:
-				if it.ctx.Err() != nil {
-					it.done <- it.ctx.Err()
-					continue
-				}
-				if rows+it.rows > MaxFlushRows || bytes+it.bytes > MaxFlushBytes {
-					carry = it
+				if !g.take(it) {
 					break drain
 				}
-				batch = append(batch, it)
-				rows += it.rows
-				bytes += it.bytes
 			default:
-				if !w.linger(&until, &batch, &rows, &bytes, &carry) {
+				if !w.linger(g) {
 					break drain
 				}
 			}
 		}
+		carry = g.carry
 		// A flush outlives shutdown (it finishes what it took) but never FlushTimeout.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.flushTimeout())
-		w.flush(fctx, batch)
+		w.flush(fctx, g.items)
 		cancel()
 		if w.OnFlush != nil {
-			w.OnFlush(len(batch), rows)
+			w.OnFlush(len(g.items), g.rows)
 		}
 	}
 }
 
 // linger waits, while requests are expected (being read), for one more until
-// *until (Linger after the flush first lingered), adding it to the batch as the
-// drain loop would; it reports whether it added one (so the drain goes on).
-func (w *Writer) linger(until *time.Time, batch *[]*item, rows, bytes *int, carry **item) bool {
+// g.until (Linger after the flush first lingered) and takes it; it reports whether
+// the drain goes on.
+func (w *Writer) linger(g *gathering) bool {
 	if w.Linger <= 0 || w.expected.Load() == 0 {
 		return false
 	}
-	if until.IsZero() {
-		*until = time.Now().Add(w.Linger)
+	if g.until.IsZero() {
+		g.until = time.Now().Add(w.Linger)
 	}
-	wait := time.Until(*until)
+	wait := time.Until(g.until)
 	if wait <= 0 {
 		return false
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	for {
-		select {
-		case it := <-w.in:
-			if it.ctx.Err() != nil {
-				it.done <- it.ctx.Err()
-				continue
-			}
-			if *rows+it.rows > MaxFlushRows || *bytes+it.bytes > MaxFlushBytes {
-				*carry = it
-				return false
-			}
-			*batch = append(*batch, it)
-			*rows += it.rows
-			*bytes += it.bytes
-			return true
-		case <-t.C:
-			return false
-		}
+	select {
+	case it := <-w.in:
+		return g.take(it)
+	case <-t.C:
+		return false
 	}
 }
 
