@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"mime"
 	"net/http"
@@ -283,7 +282,7 @@ func (s *Server) buildMessages(c echo.Context, topic *models.Topic, anyWritable 
 			return nil, fmt.Errorf("topic %s: every queue is read-only: %w", topic.Name, models.ErrQueueUnavailable)
 		}
 		if m.Key != "" {
-			q, ok := topic.SlotQueue(keySlot(m.Key))
+			q, ok := topic.QueueForKey(m.Key)
 			if !ok || q.State != models.QueueReadWrite {
 				return nil, fmt.Errorf("key %q: %w", m.Key, models.ErrQueueUnavailable)
 			}
@@ -295,12 +294,6 @@ func (s *Server) buildMessages(c echo.Context, topic *models.Topic, anyWritable 
 		return nil, err
 	}
 	return out, nil
-}
-
-func keySlot(key string) int {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % models.KeySlots)
 }
 
 // writable lists the ids of t's queues that accept writes, in queue order.

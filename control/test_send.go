@@ -3,45 +3,54 @@ package control
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
+	"fmt"
 	"net/http"
-	"strconv"
+	"slices"
 	"strings"
-	"syscall"
 	"time"
-	"unicode/utf8"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/signing"
-	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/internal/webhook"
 	"github.com/heraldhq/herald/models"
 )
 
-// testExcerptBytes caps the response body a test send returns.
-const testExcerptBytes = 4 << 10
+// testReadCapBytes is how much of a test send's 2xx answer is read for
+// {"failed":[…]}: the worker's default (HERALD_WORKER_RESPONSE_CAP_BYTES, 64 KiB).
+const testReadCapBytes = 64 << 10
 
-// TestSendResult is the outcome of one test POST: the status code (0 when no response
-// came), latency in ms, and for failures the error class as in delivery attempts
-// (dns, connect, tls, timeout, reset, redirect, blocked_destination, http_status)
-// with a detail. ResponseExcerpt is at most 4 KiB of the response body, as text.
+// TestSendResult is the outcome of one test POST, judged as a delivery of that
+// message would be (internal/webhook). OK means the endpoint accepted it: a 2xx
+// whose {"failed":[…]} does not name it. Outcome is the delivery outcome (delivered,
+// partial, throttled, gone, failed); StatusCode the HTTP status (0 when no response
+// came); LatencyMS the time to the response headers in ms; RetryAfterMS the clamped
+// wait a throttled answer asked for. ErrorClass is the class a delivery attempt
+// records (internal/delivery.ErrorClass; empty for delivered, throttled and gone)
+// and Error says what happened. ResponseExcerpt is at most 4 KiB of the response
+// body, as text.
 type TestSendResult struct {
 	OK              bool   `json:"ok"`
 	WebhookID       string `json:"webhook_id"`
+	Outcome         string `json:"outcome"`
 	StatusCode      int    `json:"status_code"`
 	LatencyMS       int64  `json:"latency_ms"`
+	RetryAfterMS    int64  `json:"retry_after_ms,omitempty"`
 	ErrorClass      string `json:"error_class,omitempty"`
 	Error           string `json:"error,omitempty"`
 	ResponseExcerpt string `json:"response_excerpt"`
 }
 
 // TestSend POSTs a signed sample (or body, any JSON value) to group name's endpoint
-// exactly as a delivery at batch size 1 would go — Standard Webhooks headers signed
-// with every valid secret, no redirects, the group's timeout, dialled through the
-// SSRF guard — and reports what happened. It never touches cursors or counters.
+// exactly as a delivery of one message at batch size 1 would go, through the
+// worker's request builder, client and classifier (internal/webhook): the same
+// headers (Standard Webhooks signed with every valid secret, Herald-Topic of the
+// group's first subscription, Herald-Group, Herald-Attempt 1, traceparent,
+// User-Agent, the endpoint's headers and credentials, a push token when push auth
+// is on and a public URL set) plus Herald-Test: true, no redirects, the group's
+// timeout, dialled through the SSRF guard. It never touches cursors or counters.
 // Audited as group.test. Errors: models.ErrNotFound; a failed POST is a result, not
 // an error.
 func (c *Control) TestSend(ctx context.Context, a Actor, name string, body json.RawMessage) (*TestSendResult, error) {
@@ -55,103 +64,66 @@ func (c *Control) TestSend(ctx context.Context, a Actor, name string, body json.
 	if len(body) == 0 {
 		body, _ = json.Marshal(map[string]any{"type": "herald.test", "group": g.Name, "webhook_id": id, "sent_at": time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")})
 	}
-	out := &TestSendResult{WebhookID: id}
-	if err := c.guard.CheckURL(ctx, g.EndpointURL); err != nil {
-		out.ErrorClass, out.Error = "blocked_destination", err.Error()
-		if !errors.Is(err, ssrf.ErrBlocked) {
-			out.ErrorClass = "dns"
-		}
-		c.Record(ctx, a, "group.test", g.Name, nil, out)
-		return out, nil
+	p := &webhook.Post{URL: g.EndpointURL, Body: body, ContentType: "application/json", ID: id, Group: g.Name,
+		Message: &webhook.Message{Attempt: 1}, Auth: g.EndpointAuth, Test: true}
+	if len(g.Subscriptions) > 0 {
+		p.Topic = g.Subscriptions[0].Topic
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.EndpointURL, strings.NewReader(string(body)))
-	if err != nil {
-		return nil, &models.ValidationError{Errors: []models.FieldError{{Pointer: "/endpoint_url", Detail: err.Error()}}}
-	}
-	ts := time.Now().Unix()
-	var sigs []string
 	for _, secret := range g.SigningSecrets(time.Now()) {
 		signer, err := signing.NewSigner(secret)
 		if err != nil {
 			return nil, err
 		}
-		sigs = append(sigs, signer.Sign(id, ts, body))
-	}
-	for k, v := range g.EndpointAuth.Headers {
-		req.Header.Set(k, v)
-	}
-	if b := g.EndpointAuth.Basic; b != nil {
-		req.SetBasicAuth(b.Username, b.Password)
+		p.Signers = append(p.Signers, signer)
 	}
 	if g.PushAuth != nil && c.issuer != "" {
-		tok, err := c.pushToken(ctx, g, id, time.Unix(ts, 0))
-		if err != nil {
-			return nil, err
+		p.PushToken = func(ctx context.Context, id string, iat time.Time) (string, error) {
+			return c.pushToken(ctx, g, id, iat)
 		}
-		req.Header.Set("authorization", "Bearer "+tok)
 	}
-	req.Header.Set("content-type", "application/json")
-	req.Header.Set("webhook-id", id)
-	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("webhook-signature", strings.Join(sigs, " "))
-	req.Header.Set("herald-group", g.Name)
-	req.Header.Set("herald-test", "true")
-	client := c.testClient(time.Duration(g.TimeoutMS) * time.Millisecond)
-	start := time.Now()
-	resp, err := client.Do(req)
-	out.LatencyMS = time.Since(start).Milliseconds()
+	client := webhook.NewClient(c.guard)
+	defer client.CloseIdleConnections()
+	res, err := webhook.Send(ctx, client, p, time.Duration(g.TimeoutMS)*time.Millisecond, testReadCapBytes)
+	if errors.Is(err, webhook.ErrEndpointURL) {
+		return nil, &models.ValidationError{Errors: []models.FieldError{{Pointer: "/endpoint_url", Detail: err.Error()}}}
+	}
 	if err != nil {
-		out.ErrorClass, out.Error = classifySendError(err), err.Error()
-	} else {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, testExcerptBytes))
-		resp.Body.Close()
-		out.StatusCode = resp.StatusCode
-		out.ResponseExcerpt = strings.ToValidUTF8(string(b), "\uFFFD")
-		switch {
-		case resp.StatusCode >= 200 && resp.StatusCode < 300:
-			out.OK = true
-		case resp.StatusCode >= 300 && resp.StatusCode < 400:
-			out.ErrorClass, out.Error = "redirect", "redirects are not followed"
-		default:
-			out.ErrorClass, out.Error = "http_status", resp.Status
-		}
+		return nil, err
 	}
-	if !utf8.ValidString(out.Error) {
-		out.Error = strings.ToValidUTF8(out.Error, "\uFFFD")
-	}
-	c.Record(ctx, a, "group.test", g.Name, nil, map[string]any{"ok": out.OK, "status_code": out.StatusCode, "latency_ms": out.LatencyMS, "error_class": out.ErrorClass})
+	out := testResult(id, res)
+	c.Record(ctx, a, "group.test", g.Name, nil, map[string]any{"ok": out.OK, "outcome": out.Outcome, "status_code": out.StatusCode,
+		"latency_ms": out.LatencyMS, "error_class": out.ErrorClass})
 	return out, nil
 }
 
-// testClient is a one-off HTTP client like the worker's: no proxy, no redirects,
-// the dialler refusing blocked addresses.
-func (c *Control) testClient(timeout time.Duration) *http.Client {
-	d := &net.Dialer{Timeout: 5 * time.Second, Control: c.guard.Control}
-	return &http.Client{
-		Timeout: timeout,
-		Transport: &http.Transport{Proxy: nil, DialContext: d.DialContext, TLSHandshakeTimeout: 5 * time.Second,
-			DisableKeepAlives: true, ResponseHeaderTimeout: timeout},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+// testResult reads a test send's Result as a delivery of message id reads it: a
+// partial answer that does not name id delivered it.
+func testResult(id string, res webhook.Result) *TestSendResult {
+	o := res.Outcome
+	if o.Kind == webhook.KindPartial && !slices.Contains(o.Failed, id) {
+		o = webhook.Outcome{Kind: webhook.KindDelivered, Status: o.Status}
 	}
-}
-
-// classifySendError names a transport failure with the delivery error classes.
-func classifySendError(err error) string {
-	var dnsErr *net.DNSError
-	var tlsErr *tls.RecordHeaderError
-	var certErr *tls.CertificateVerificationError
-	var netErr net.Error
+	out := &TestSendResult{OK: o.Kind == webhook.KindDelivered, WebhookID: id, Outcome: string(o.Kind), StatusCode: o.Status,
+		LatencyMS: res.Latency.Milliseconds(), ErrorClass: string(o.Class), RetryAfterMS: o.RetryAfter.Milliseconds()}
+	head := res.Head[:min(len(res.Head), webhook.ExcerptBytes)]
+	out.ResponseExcerpt = strings.ToValidUTF8(string(head), "\uFFFD")
+	status := fmt.Sprintf("%d %s", o.Status, http.StatusText(o.Status))
 	switch {
-	case errors.Is(err, ssrf.ErrBlocked):
-		return "blocked_destination"
-	case errors.As(err, &dnsErr):
-		return "dns"
-	case errors.As(err, &tlsErr), errors.As(err, &certErr):
-		return "tls"
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return "timeout"
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "reset"
+	case res.Err != nil:
+		out.Error = res.Err.Error()
+	case o.Kind == webhook.KindThrottled:
+		out.Error = fmt.Sprintf("%s: deliveries would pause for %s (Retry-After)", status, o.RetryAfter)
+	case o.Kind == webhook.KindGone:
+		out.Error = status + ": deliveries would pause the group"
+	case o.Kind == webhook.KindPartial:
+		out.Error = status + `: the answer's "failed" names this message`
+	case o.Class == delivery.ClassPartialMalformed:
+		out.Error = status + `: the answer's "failed" is not a list of message ids`
+	case o.Class == delivery.ClassRedirect:
+		out.Error = status + ": redirects are not followed"
+	case o.Kind == webhook.KindFailed:
+		out.Error = status
 	}
-	return "connect"
+	out.Error = strings.ToValidUTF8(out.Error, "\uFFFD")
+	return out
 }

@@ -280,8 +280,8 @@ func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 		}
 		metrics.JobsRedispatched.Inc()
 		if js.job.Generation+1 >= d.cfg.MaxGenerations {
-			d.log.Warn("job exhausted its generations without reports; its messages go to the retry topic", "task", id, "class", "no_report")
-			js.group.lastError = "no_report"
+			d.log.Warn("job exhausted its generations without reports; its messages go to the retry topic", "task", id, "class", delivery.ClassNoReport)
+			js.group.lastError = string(delivery.ClassNoReport)
 			if js.job.Ordered {
 				d.orderedNoReport(js)
 				continue
@@ -346,7 +346,7 @@ func (d *Dispatcher) noReport(ctx context.Context, js *jobState) {
 	}
 	var fails []store.Failure
 	for off := range js.remaining {
-		fails = append(fails, store.Failure{QueueID: js.job.Queue, Offset: off, Attempt: attempts[off], LastError: "no_report"})
+		fails = append(fails, store.Failure{QueueID: js.job.Queue, Offset: off, Attempt: attempts[off], LastError: string(delivery.ClassNoReport)})
 	}
 	res, err := d.sched.RetryRecord(ctx, g.ID, g.MaxAttempts, g.RetrySchedule, fails)
 	if err != nil {
@@ -358,7 +358,7 @@ func (d *Dispatcher) noReport(ctx context.Context, js *jobState) {
 		js.group.retryDueBy(res.NextDue)
 	}
 	if len(res.DeadLettered) > 0 {
-		d.eventCounted(js.group, models.EventDeadLetterCreated, len(res.DeadLettered), map[string]any{"last_error": "no_report"})
+		d.eventCounted(js.group, models.EventDeadLetterCreated, len(res.DeadLettered), map[string]any{"last_error": string(delivery.ClassNoReport)})
 	}
 	cs := js.cursor
 	d.finishJob(js, 0)

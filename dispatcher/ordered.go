@@ -323,7 +323,7 @@ func (d *Dispatcher) orderedNoReport(js *jobState) {
 	if cs == nil || first < 0 {
 		return
 	}
-	b := &orderedBlock{offset: first, count: min(n, g.BatchSize), attempts: attempt, lastError: "no_report"}
+	b := &orderedBlock{offset: first, count: min(n, g.BatchSize), attempts: attempt, lastError: string(delivery.ClassNoReport)}
 	if attempt >= g.MaxAttempts {
 		b.paused = true
 	} else {

@@ -144,11 +144,11 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 				back = append(back, p)
 				continue
 			}
-			if reason == delivery.ReasonShutdown {
+			if reason.Backoff() {
 				p.returns++
 				p.notBefore = nowMS + d.returnBackoff(inf.returns).Milliseconds()
 			} else {
-				// Paused, throttled or gone: the group's state holds them back; the short
+				// Paused, probe, throttled or gone: the group's state holds them back; the short
 				// delay only keeps a worker's stale view of the group from spinning.
 				p.notBefore = nowMS + 200
 			}

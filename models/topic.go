@@ -1,6 +1,9 @@
 package models
 
-import "time"
+import (
+	"hash/fnv"
+	"time"
+)
 
 // QueueState says whether a queue takes writes. A read-only queue keeps delivering
 // its backlog and can then be retired (PMQ's queue read/write states).
@@ -48,6 +51,20 @@ func (t *Topic) SlotQueue(slot int) (Queue, bool) {
 	}
 	return Queue{}, false
 }
+
+// KeySlot returns the key slot of key: fnv32a(key) % KeySlots.
+func KeySlot(key string) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % KeySlots)
+}
+
+// QueueForKey returns the queue messages with key go to: the queue the slot table
+// names for KeySlot(key) (slot % len(Queues) by position for a topic without one).
+// It returns false when the table names a queue the topic does not have. A key never
+// fails over to another queue, so per-key order holds; the caller checks the
+// queue's State.
+func (t *Topic) QueueForKey(key string) (Queue, bool) { return t.SlotQueue(KeySlot(key)) }
 
 // InitialSlots returns the slot table of queues (ordered by position) as keys mapped
 // before slot tables existed: slot i to queue i % len(queues).

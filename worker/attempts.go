@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/heraldhq/herald/internal/webhook"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -18,7 +19,7 @@ const (
 // recordAttempts queues one attempt row per message b of the POST whose webhook-id
 // was id. If the buffer is full the rows are dropped with a warning rather than
 // slowing deliveries.
-func (w *Worker) recordAttempts(g *cachedGroup, id string, b []models.Message, attempt func(int64) int, out Outcome, latencyMS int64, excerpt []byte) {
+func (w *Worker) recordAttempts(g *cachedGroup, id string, b []models.Message, attempt func(int64) int, out webhook.Outcome, latencyMS int64, excerpt []byte) {
 	now := time.Now()
 	for _, m := range b {
 		a := models.DeliveryAttempt{GroupID: g.ID, QueueID: m.QueueID, Offset: m.Offset, WebhookID: id, Attempt: attempt(m.Offset),

@@ -1,12 +1,9 @@
 package worker
 
 import (
-	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -79,46 +76,6 @@ func TestBatchID(t *testing.T) {
 	require.Equal(t, id, batchID(5, a), "stable")
 	require.NotEqual(t, id, batchID(6, a))
 	require.NotEqual(t, id, batchID(5, a[:1]))
-}
-
-func TestClassify(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name       string
-		status     int
-		retryAfter string
-		body       string
-		kind       Kind
-		class      ErrorClass
-		failed     []string
-		ra         time.Duration
-	}{
-		{"204", 204, "", "", KindDelivered, "", nil, 0},
-		{"200 text", 200, "", "ok", KindDelivered, "", nil, 0},
-		{"200 other json", 200, "", `{"ok":true}`, KindDelivered, "", nil, 0},
-		{"partial", 200, "", `{"failed":["msg_1_2","msg_1_3"]}`, KindPartial, ClassPartialFailure, []string{"msg_1_2", "msg_1_3"}, 0},
-		{"partial empty", 200, "", `{"failed":[]}`, KindDelivered, "", nil, 0},
-		{"partial malformed", 200, "", `{"failed":"msg_1_2"}`, KindFailed, ClassPartialMalformed, nil, 0},
-		{"429 no header", 429, "", "", KindThrottled, "", nil, DefaultRetryAfter},
-		{"429 seconds", 429, "2", "", KindThrottled, "", nil, 2 * time.Second},
-		{"429 clamped low", 429, "0", "", KindThrottled, "", nil, time.Second},
-		{"429 clamped high", 429, "99999", "", KindThrottled, "", nil, 10 * time.Minute},
-		{"503 retry-after", 503, "3", "", KindThrottled, "", nil, 3 * time.Second},
-		{"503 plain", 503, "", "", KindFailed, ClassHTTPStatus, nil, 0},
-		{"410", 410, "", "", KindGone, "", nil, 0},
-		{"302", 302, "", "", KindFailed, ClassRedirect, nil, 0},
-		{"500", 500, "", "", KindFailed, ClassHTTPStatus, nil, 0},
-	} {
-		o := Classify(tc.status, tc.retryAfter, []byte(tc.body), nil)
-		require.Equal(t, tc.kind, o.Kind, tc.name)
-		require.Equal(t, tc.class, o.Class, tc.name)
-		require.Equal(t, tc.failed, o.Failed, tc.name)
-		require.Equal(t, tc.ra, o.RetryAfter, tc.name)
-	}
-	d, ok := parseRetryAfter(time.Now().Add(90*time.Second).UTC().Format(http.TimeFormat), time.Now())
-	require.True(t, ok)
-	require.InDelta(t, 90, d.Seconds(), 2, "HTTP date")
-	require.Equal(t, ClassTimeout, Classify(0, "", nil, context.DeadlineExceeded).Class)
 }
 
 func TestSplitJob(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/webhook"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -71,7 +72,7 @@ func (w *Worker) run(ctx context.Context, j delivery.Job) {
 	}
 	if err != nil {
 		w.log.Warn("load group for job", "group", j.Group, "err", err)
-		rep.returned(delivery.ReasonShutdown, offsets, delivery.Counters{})
+		rep.returned(delivery.ReasonLoadFailed, offsets, delivery.Counters{})
 		return
 	}
 	if g.Status != models.GroupRunning {
@@ -84,7 +85,7 @@ func (w *Worker) run(ctx context.Context, j delivery.Job) {
 	}
 	if err != nil {
 		w.log.Warn("load messages for job", "group", j.Group, "queue", j.Queue, "err", err)
-		rep.returned(delivery.ReasonShutdown, offsets, delivery.Counters{})
+		rep.returned(delivery.ReasonLoadFailed, offsets, delivery.Counters{})
 		return
 	}
 	if len(msgs) != len(offsets) {
@@ -106,7 +107,7 @@ func (w *Worker) run(ctx context.Context, j delivery.Job) {
 	batches := splitJob(j, offsets, msgs, g.BatchSize, g.BatchMaxBytes)
 	if j.Probe && len(batches) > 1 {
 		for _, b := range batches[1:] {
-			rep.returned(delivery.ReasonPaused, offsetsOf(b), delivery.Counters{})
+			rep.returned(delivery.ReasonProbe, offsetsOf(b), delivery.Counters{})
 		}
 		batches = batches[:1]
 	}
@@ -201,9 +202,9 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 	metrics.PostLatency.WithLabelValues(name).Observe(lat.Seconds())
 	c := delivery.Counters{LastStatus: out.Status, LatencySumMS: ms, LatencyMaxMS: ms}
 	switch out.Kind {
-	case KindThrottled, KindGone:
+	case webhook.KindThrottled, webhook.KindGone:
 		reason := delivery.ReasonThrottled
-		if out.Kind == KindGone {
+		if out.Kind == webhook.KindGone {
 			reason, c.Gone = delivery.ReasonGone, true
 		} else {
 			c.Throttles, c.RetryAfterMS = 1, out.RetryAfter.Milliseconds()
@@ -215,7 +216,7 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 		return
 	}
 	failedIDs := map[string]bool{}
-	if out.Kind == KindFailed {
+	if out.Kind == webhook.KindFailed {
 		for _, m := range b {
 			failedIDs[models.MessageID(m.QueueID, m.Offset)] = true
 		}
@@ -244,7 +245,7 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 			e2e.Observe(float64(now-m.CreatedAt) / 1000)
 		}
 		r.rep.delivered(ok, c)
-		r.w.recordAttempts(r.g, wid, b, r.attempt, Outcome{Kind: KindDelivered, Status: out.Status}, ms, nil)
+		r.w.recordAttempts(r.g, wid, b, r.attempt, webhook.Outcome{Kind: webhook.KindDelivered, Status: out.Status}, ms, nil)
 		return
 	}
 	if r.job.Ordered {
@@ -255,13 +256,13 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 	metrics.Failed.WithLabelValues(name, string(out.Class)).Add(float64(len(fails)))
 	// A partial answer is a failed attempt for the messages it named only.
 	r.w.recordAttempts(r.g, wid, failMsgs, r.attempt, out, ms, excerpt)
-	r.w.recordAttempts(r.g, wid, okMsgs, r.attempt, Outcome{Kind: KindDelivered, Status: out.Status}, ms, nil)
+	r.w.recordAttempts(r.g, wid, okMsgs, r.attempt, webhook.Outcome{Kind: webhook.KindDelivered, Status: out.Status}, ms, nil)
 	res, err := r.w.st.RetryRecord(context.WithoutCancel(ctx), r.g.ID, r.g.MaxAttempts, r.g.RetrySchedule, fails)
 	if err != nil {
 		// Not recorded: hand the messages back; they are sent again, never lost.
 		r.w.log.Warn("write retry rows", "group", r.g.ID, "err", err)
 		c.Failures, c.TailFailures = 0, 0
-		r.rep.returned(delivery.ReasonShutdown, offsetsOf(b), c)
+		r.rep.returned(delivery.ReasonRecordFailed, offsetsOf(b), c)
 		return
 	}
 	if len(ok) > 0 {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/webhook"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -19,7 +20,7 @@ import (
 // dead letter (written before the report) and hands the others back to be sent
 // again from attempt 1. No retry row is written: ordered groups do not use the
 // retry topic.
-func (r *jobRun) failOrdered(ctx context.Context, b []models.Message, failedIDs map[string]bool, out Outcome, c delivery.Counters, wid string, ms int64, excerpt []byte) {
+func (r *jobRun) failOrdered(ctx context.Context, b []models.Message, failedIDs map[string]bool, out webhook.Outcome, c delivery.Counters, wid string, ms int64, excerpt []byte) {
 	r.stop.Store(string(delivery.ReasonBlocked))
 	k := 0
 	for k < len(b) && !failedIDs[models.MessageID(b[k].QueueID, b[k].Offset)] {
@@ -30,7 +31,7 @@ func (r *jobRun) failOrdered(ctx context.Context, b []models.Message, failedIDs 
 	metrics.Failed.WithLabelValues(r.g.Name, string(out.Class)).Add(float64(len(failed)))
 	r.w.recordAttempts(r.g, wid, failed, r.attempt, out, ms, excerpt)
 	if len(okMsgs) > 0 {
-		r.w.recordAttempts(r.g, wid, okMsgs, r.attempt, Outcome{Kind: KindDelivered, Status: out.Status}, ms, nil)
+		r.w.recordAttempts(r.g, wid, okMsgs, r.attempt, webhook.Outcome{Kind: webhook.KindDelivered, Status: out.Status}, ms, nil)
 		r.rep.delivered(offsetsOf(okMsgs), delivery.Counters{Delivered: len(okMsgs)})
 	}
 	head := failed[0]
@@ -41,7 +42,7 @@ func (r *jobRun) failOrdered(ctx context.Context, b []models.Message, failedIDs 
 		if err != nil {
 			r.w.log.Warn("write ordered dead letter", "group", r.g.ID, "err", err)
 			c.Failures, c.TailFailures = 0, 0
-			r.rep.returned(delivery.ReasonShutdown, offsetsOf(failed), c)
+			r.rep.returned(delivery.ReasonRecordFailed, offsetsOf(failed), c)
 			return
 		}
 		r.rep.failed(nil, res.DeadLettered, time.Time{}, c)

@@ -13,13 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/signing"
 	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/internal/webhook"
 	"github.com/heraldhq/herald/models"
 )
 
 func testWorker(allowPrivate bool) *Worker {
-	return &Worker{cfg: config.Worker{ResponseCapBytes: 64 << 10}, client: newClient(ssrf.Guard{AllowPrivate: allowPrivate})}
+	return &Worker{cfg: config.Worker{ResponseCapBytes: 64 << 10}, client: webhook.NewClient(ssrf.Guard{AllowPrivate: allowPrivate})}
 }
 
 func testGroup(t *testing.T, url string, timeoutMS int) *cachedGroup {
@@ -48,7 +50,7 @@ func TestPostHugeResponseIsCut(t *testing.T) {
 	defer srv.Close()
 	start := time.Now()
 	out, _ := testWorker(true).post(context.Background(), testGroup(t, srv.URL, 5000), "t", attempt1, one)
-	require.Equal(t, KindDelivered, out.Kind)
+	require.Equal(t, webhook.KindDelivered, out.Kind)
 	require.Less(t, time.Since(start), 5*time.Second)
 }
 
@@ -80,8 +82,8 @@ func TestPostResetMidResponse(t *testing.T) {
 		}
 	}()
 	out, _ := testWorker(true).post(context.Background(), testGroup(t, "http://"+ln.Addr().String()+"/", 5000), "t", attempt1, one)
-	require.Equal(t, KindFailed, out.Kind)
-	require.Contains(t, []ErrorClass{ClassReset, ClassHTTPStatus, ClassOther}, out.Class)
+	require.Equal(t, webhook.KindFailed, out.Kind)
+	require.Contains(t, []delivery.ErrorClass{delivery.ClassReset, delivery.ClassHTTPStatus, delivery.ClassOther}, out.Class)
 }
 
 // TestPostTrickledHeadersTimeOut: headers trickled past timeout_ms are a timeout.
@@ -106,8 +108,8 @@ func TestPostTrickledHeadersTimeOut(t *testing.T) {
 	}()
 	start := time.Now()
 	out, _ := testWorker(true).post(context.Background(), testGroup(t, "http://"+ln.Addr().String()+"/", 300), "t", attempt1, one)
-	require.Equal(t, KindFailed, out.Kind)
-	require.Equal(t, ClassTimeout, out.Class)
+	require.Equal(t, webhook.KindFailed, out.Kind)
+	require.Equal(t, delivery.ClassTimeout, out.Class)
 	require.Less(t, time.Since(start), 2*time.Second)
 }
 
@@ -119,8 +121,8 @@ func TestPostBlockedAtDialTime(t *testing.T) {
 	defer srv.Close()
 	w := testWorker(false)
 	out, _ := w.post(context.Background(), testGroup(t, srv.URL, 2000), "t", attempt1, one)
-	require.Equal(t, KindFailed, out.Kind)
-	require.Equal(t, ClassBlocked, out.Class)
+	require.Equal(t, webhook.KindFailed, out.Kind)
+	require.Equal(t, delivery.ClassBlocked, out.Class)
 	for _, addr := range []string{"10.0.0.1:80", "169.254.169.254:80", "[::ffff:127.0.0.1]:80", "[fe80::1]:80", "100.64.0.1:80", "0.0.0.0:80"} {
 		require.ErrorIs(t, ssrf.Guard{}.Control("tcp", addr, nil), ssrf.ErrBlocked, addr)
 	}

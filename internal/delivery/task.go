@@ -1,5 +1,6 @@
 // Package delivery is the asynq contract between dispatcher and worker: the delivery
-// job's type name and payload, the report a worker sends back (task.go), and every
+// job's type name and payload, the report a worker sends back (task.go), the words
+// both use for a failed POST and for messages handed back (vocabulary.go), and every
 // Redis key, pub/sub channel and asynq queue name Herald uses (keys.go). It is the
 // only package the two roles share besides models/store.
 package delivery
@@ -147,29 +148,6 @@ func ParseDeliver(t *asynq.Task) (Job, error) {
 	}
 	return j, nil
 }
-
-// Reason says why messages were returned unattempted or failed.
-type Reason string
-
-const (
-	// ReasonFailed: the POST failed (status or error class in Counters); sent again later.
-	ReasonFailed Reason = "failed"
-	// ReasonShutdown: the worker stopped before sending them.
-	ReasonShutdown Reason = "shutdown"
-	// ReasonPaused: the group was paused or disabled when the job ran.
-	ReasonPaused Reason = "paused"
-	// ReasonThrottled: the endpoint answered 429 or 503 with Retry-After.
-	ReasonThrottled Reason = "throttled"
-	// ReasonGone: the endpoint answered 410; the group is paused.
-	ReasonGone Reason = "gone"
-	// ReasonFenced: the job's cursor version is below the fence (an offset reset or a
-	// takeover moved the cursor); its unsent messages are dropped, since the cursor's
-	// new version owns that range now.
-	ReasonFenced Reason = "fenced"
-	// ReasonBlocked: an ordered job stopped at a failed POST; these later messages
-	// were not sent and wait behind the failed ones.
-	ReasonBlocked Reason = "blocked"
-)
 
 // InPlace is an ordered job's failed POST to be retried in place (RocketMQ's
 // ConsumeMessageOrderlyService SUSPEND_CURRENT_QUEUE_A_MOMENT): Offsets (one POST's

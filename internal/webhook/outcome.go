@@ -1,4 +1,4 @@
-package worker
+package webhook
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/ssrf"
 )
 
@@ -23,8 +24,7 @@ type Kind string
 const (
 	// KindDelivered: 2xx; every message of the batch is done.
 	KindDelivered Kind = "delivered"
-	// KindPartial: 2xx with {"failed":["msg_…"]}: the listed messages failed, the rest
-	// are delivered (PMQ's failIds, AWS Lambda's batchItemFailures).
+	// KindPartial: 2xx with {"failed":["msg_…"]}: the listed messages failed, the rest are delivered (PMQ's failIds, AWS Lambda's batchItemFailures).
 	KindPartial Kind = "partial"
 	// KindThrottled: 429, or 503 with Retry-After: messages returned, no attempt counted.
 	KindThrottled Kind = "throttled"
@@ -37,40 +37,22 @@ const (
 // Kinds lists every Kind.
 func Kinds() []Kind { return []Kind{KindDelivered, KindPartial, KindThrottled, KindGone, KindFailed} }
 
-// ErrorClass names why a POST failed, as recorded on delivery attempts.
-type ErrorClass string
-
-// Error classes of a failed POST.
-const (
-	ClassDNS        ErrorClass = "dns"
-	ClassConnect    ErrorClass = "connect"
-	ClassTLS        ErrorClass = "tls"
-	ClassTimeout    ErrorClass = "timeout"
-	ClassReset      ErrorClass = "reset"
-	ClassRedirect   ErrorClass = "redirect"
-	ClassBlocked    ErrorClass = "blocked_destination"
-	ClassHTTPStatus ErrorClass = "http_status"
-	// ClassPartialMalformed: a 2xx whose {"failed": …} is not a list of message ids.
-	ClassPartialMalformed ErrorClass = "partial_malformed"
-	// ClassPartialFailure: a message a 2xx {"failed":[…]} answer named; the attempt
-	// records the status and the start of that answer.
-	ClassPartialFailure ErrorClass = "partial_failure"
-	ClassOther          ErrorClass = "other"
-)
-
-// Retry-After clamps: a throttle pauses the group for at least 1 s, at most 10 min.
+// Retry-After clamps: a throttle pauses the group for at least 1 s, at most 10 min;
+// a 429 without a readable Retry-After waits 5 s.
 const (
 	MinRetryAfter     = time.Second
 	MaxRetryAfter     = 10 * time.Minute
 	DefaultRetryAfter = 5 * time.Second
 )
 
-// Outcome is the classified result of one POST. Failed lists the message ids a
-// partial answer named; RetryAfter is the clamped delay a throttle asked for.
+// Outcome is the classified result of one POST. Status is the HTTP status (0 when
+// no response came); Class is set for KindFailed and KindPartial; Failed lists the
+// message ids a partial answer named; RetryAfter is the clamped delay a throttle
+// asked for.
 type Outcome struct {
 	Kind       Kind
-	Status     int // HTTP status, 0 when no response
-	Class      ErrorClass
+	Status     int
+	Class      delivery.ErrorClass
 	Failed     []string
 	RetryAfter time.Duration
 }
@@ -94,13 +76,13 @@ func Classify(status int, retryAfter string, body []byte, err error) Outcome {
 		if ra, ok := parseRetryAfter(retryAfter, time.Now()); ok {
 			return Outcome{Kind: KindThrottled, Status: status, RetryAfter: ra}
 		}
-		return Outcome{Kind: KindFailed, Status: status, Class: ClassHTTPStatus}
+		return Outcome{Kind: KindFailed, Status: status, Class: delivery.ClassHTTPStatus}
 	case status == http.StatusGone:
 		return Outcome{Kind: KindGone, Status: status}
 	case status >= 300 && status < 400:
-		return Outcome{Kind: KindFailed, Status: status, Class: ClassRedirect}
+		return Outcome{Kind: KindFailed, Status: status, Class: delivery.ClassRedirect}
 	default:
-		return Outcome{Kind: KindFailed, Status: status, Class: ClassHTTPStatus}
+		return Outcome{Kind: KindFailed, Status: status, Class: delivery.ClassHTTPStatus}
 	}
 }
 
@@ -122,12 +104,12 @@ func classifySuccess(status int, body []byte) Outcome {
 	}
 	var ids []string
 	if err := json.Unmarshal(raw, &ids); err != nil {
-		return Outcome{Kind: KindFailed, Status: status, Class: ClassPartialMalformed}
+		return Outcome{Kind: KindFailed, Status: status, Class: delivery.ClassPartialMalformed}
 	}
 	if len(ids) == 0 {
 		return Outcome{Kind: KindDelivered, Status: status}
 	}
-	return Outcome{Kind: KindPartial, Status: status, Class: ClassPartialFailure, Failed: ids}
+	return Outcome{Kind: KindPartial, Status: status, Class: delivery.ClassPartialFailure, Failed: ids}
 }
 
 // parseRetryAfter reads delta-seconds or an HTTP date, clamped to [1 s, 10 min].
@@ -147,7 +129,10 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return min(max(d, MinRetryAfter), MaxRetryAfter), true
 }
 
-func classifyErr(err error) ErrorClass {
+// classifyErr names a transport error (or one reading the answer). The order
+// matters: a blocked address or a spent deadline wins over the error it surfaced
+// as; anything unrecognised is ClassOther.
+func classifyErr(err error) delivery.ErrorClass {
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
 	var urlErr *url.Error
@@ -155,24 +140,27 @@ func classifyErr(err error) ErrorClass {
 	var certErr *tls.CertificateVerificationError
 	switch {
 	case errors.Is(err, ssrf.ErrBlocked):
-		return ClassBlocked
+		return delivery.ClassBlocked
 	case errors.Is(err, context.DeadlineExceeded):
-		return ClassTimeout
+		return delivery.ClassTimeout
 	case errors.As(err, &dnsErr):
-		return ClassDNS
-	case errors.As(err, &tlsRec), errors.As(err, &certErr):
-		return ClassTLS
+		return delivery.ClassDNS
+	case errors.As(err, &tlsRec), errors.As(err, &certErr), errors.Is(err, http.ErrSchemeMismatch),
+		errors.As(err, &opErr) && opErr.Op == "remote error":
+		// ErrSchemeMismatch: an https endpoint answered the handshake in plain HTTP;
+		// "remote error": the endpoint sent a TLS alert (crypto/tls's wording).
+		return delivery.ClassTLS
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return ClassReset
+		return delivery.ClassReset
 	case errors.As(err, &opErr) && opErr.Op == "dial":
 		if opErr.Timeout() {
-			return ClassTimeout
+			return delivery.ClassTimeout
 		}
-		return ClassConnect
+		return delivery.ClassConnect
 	case errors.As(err, &urlErr) && urlErr.Timeout():
-		return ClassTimeout
+		return delivery.ClassTimeout
 	}
-	return ClassOther
+	return delivery.ClassOther
 }
 
 // String renders an outcome for a report's last error, e.g. "http_status 500" or
