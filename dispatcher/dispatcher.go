@@ -41,7 +41,7 @@ type groupState struct {
 	busy      int      // flows with work at the start of this step's cut
 	cursors   []*cursorState
 	lastError string
-	health
+	health    health // failure counters, breaker, throttle and retry due time
 }
 
 // Dispatcher is one dispatcher process. Create it with New and start it with Run.
@@ -264,8 +264,8 @@ func (d *Dispatcher) onEvent(ev notify.Event) {
 	case ev.Group > 0:
 		d.reload[ev.Group] = true // only this group is re-read (ownership.go)
 		if gs := d.groups[ev.Group]; gs != nil {
-			gs.nextRetry = time.Time{} // a redrive may have made retries due
-			gs.backlogDirty = true     // a redrive, purge or resend changed its backlogs
+			gs.health.nextRetry = time.Time{} // a redrive may have made retries due
+			gs.health.backlogDirty = true     // a redrive, purge or resend changed its backlogs
 		}
 	case ev.Dispatchers:
 		d.members.check = true

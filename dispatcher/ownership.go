@@ -173,7 +173,7 @@ func (d *Dispatcher) adopt(ctx context.Context, groups []*models.Group, all bool
 			} else {
 				gs.pace.configure(g.RateLimit, g.BatchSize, d.now())
 			}
-			gs.nextRetry = time.Time{}
+			gs.health.nextRetry = time.Time{}
 			for _, cs := range gs.cursors {
 				d.dirtyQ[cs.queueID] = true
 				if !g.Ordered {
