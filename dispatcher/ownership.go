@@ -44,6 +44,9 @@ func (d *Dispatcher) applyOwnership(ctx context.Context) {
 			d.refresh, read = true, true
 		}
 	}
+	if d.refresh || len(d.reload) > 0 {
+		d.unsettled = true
+	}
 	switch {
 	case d.refresh:
 		d.refresh, d.members.check = false, false
