@@ -109,6 +109,7 @@ func (b *cutBundle) group(maxInFlight, batch int, pending ...int) *groupState {
 		gs.cursors = append(gs.cursors, cs)
 		b.d.cursors[cs.id] = cs
 		b.d.byQueue[cs.queueID] = append(b.d.byQueue[cs.queueID], cs)
+		b.d.byGQ[[2]int64{g.ID, cs.queueID}] = cs
 	}
 	b.d.groups[g.ID] = gs
 	return gs
