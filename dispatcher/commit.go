@@ -35,6 +35,13 @@ func (d *Dispatcher) commit(ctx context.Context) {
 			cs.dirty = false
 		}
 	}
+	if d.TestSignals.CommitApplied.On() {
+		offsets := make(map[int64]int64, len(commits))
+		for _, c := range commits {
+			offsets[c.ID] = c.Offset
+		}
+		d.TestSignals.CommitApplied.Signal(Commit{Dispatcher: d.id, Offsets: offsets, Lost: lost})
+	}
 	for _, id := range lost {
 		if cs := d.cursors[id]; cs != nil {
 			d.log.Info("cursor fence lost (reset or takeover); reloading", "cursor", id)

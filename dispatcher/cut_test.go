@@ -48,9 +48,11 @@ type memStore struct {
 	released []int64
 	lost     []int64
 	commits  []store.CursorCommit
+	leases   []time.Duration // of every RetryClaim, in order
 }
 
-func (s *memStore) RetryClaim(_ context.Context, _ int64, _ string, _ time.Duration, limit int) ([]models.RetryMessage, error) {
+func (s *memStore) RetryClaim(_ context.Context, _ int64, _ string, lease time.Duration, limit int) ([]models.RetryMessage, error) {
+	s.leases = append(s.leases, lease)
 	n := min(limit, len(s.retries))
 	rows := s.retries[:n]
 	s.retries = s.retries[n:]
@@ -107,6 +109,7 @@ func (b *cutBundle) group(maxInFlight, batch int, pending ...int) *groupState {
 		gs.cursors = append(gs.cursors, cs)
 		b.d.cursors[cs.id] = cs
 		b.d.byQueue[cs.queueID] = append(b.d.byQueue[cs.queueID], cs)
+		b.d.byGQ[[2]int64{g.ID, cs.queueID}] = cs
 	}
 	b.d.groups[g.ID] = gs
 	return gs
@@ -186,15 +189,15 @@ func TestCutGates(t *testing.T) {
 		// No retry row is due: the retry topic asks to be checked again in an hour.
 		{name: "running", prep: func(*cutBundle, *groupState) {}, want: []cutJob{{1, 4, 2, false}, {1, 4, 2, false}}, wake: time.Hour},
 		{name: "paused", prep: func(_ *cutBundle, gs *groupState) { gs.g.Status = models.GroupPaused }},
-		{name: "throttled", prep: func(b *cutBundle, gs *groupState) { gs.throttleUntil = b.now.Add(3 * time.Second) }, wake: 3 * time.Second},
+		{name: "throttled", prep: func(b *cutBundle, gs *groupState) { gs.health.throttleUntil = b.now.Add(3 * time.Second) }, wake: 3 * time.Second},
 		{name: "breaker open", prep: func(b *cutBundle, gs *groupState) {
-			gs.breaker = breaker{state: breakerOpen, openUntil: b.now.Add(2 * time.Second), cooldown: 5 * time.Second}
+			gs.health.breaker = breaker{state: breakerOpen, openUntil: b.now.Add(2 * time.Second), cooldown: 5 * time.Second}
 		}, wake: 2 * time.Second},
 		{name: "breaker cool-down over: one probe batch", prep: func(b *cutBundle, gs *groupState) {
-			gs.breaker = breaker{state: breakerOpen, openUntil: b.now, cooldown: 5 * time.Second}
+			gs.health.breaker = breaker{state: breakerOpen, openUntil: b.now, cooldown: 5 * time.Second}
 		}, want: []cutJob{{1, 2, 1, false}}, probe: true},
 		{name: "half-open with its probe in flight", prep: func(_ *cutBundle, gs *groupState) {
-			gs.breaker = breaker{state: breakerHalfOpen, probing: true, cooldown: 5 * time.Second}
+			gs.health.breaker = breaker{state: breakerHalfOpen, probing: true, cooldown: 5 * time.Second}
 		}, probe: true},
 	}
 	for _, tc := range cases {
@@ -209,7 +212,7 @@ func TestCutGates(t *testing.T) {
 			for _, j := range b.q.jobs {
 				require.Equal(t, tc.probe, j.Probe)
 			}
-			require.Equal(t, tc.probe, gs.probing)
+			require.Equal(t, tc.probe, gs.health.breaker.probing)
 			if tc.wake == 0 {
 				require.True(t, b.d.wakeAt.IsZero(), "wake at %v", b.d.wakeAt)
 			} else {

@@ -41,7 +41,7 @@ type groupState struct {
 	busy      int      // flows with work at the start of this step's cut
 	cursors   []*cursorState
 	lastError string
-	health
+	health    health // failure counters, breaker, throttle and retry due time
 }
 
 // Dispatcher is one dispatcher process. Create it with New and start it with Run.
@@ -98,6 +98,11 @@ type Dispatcher struct {
 	// exported holds the per-group series this dispatcher set, by group id (metrics.go).
 	exported          map[int64]*groupGauges
 	lastBacklogSample time.Time
+	// unsettled says ownership work ran since the last OwnershipSettled signal.
+	unsettled bool
+
+	// TestSignals are for tests only; see Init.
+	TestSignals TestSignals
 }
 
 // New returns a Dispatcher with a fresh random id. now may be nil (time.Now).
@@ -166,6 +171,8 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 	}
 	d.announce(ctx) // the others re-read the live set and hand this one its groups
 	d.rebalance(ctx, true)
+	d.unsettled = true
+	d.settleSignal()
 	d.running.Store(true)
 	defer d.running.Store(false)
 	sweep := time.NewTicker(d.cfg.RebalanceInterval)
@@ -242,6 +249,7 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 		arm()
 		d.step(ctx)
 		d.commitReported(ctx)
+		d.settleSignal()
 		if !d.wakeAt.IsZero() {
 			wait := max(d.wakeAt.Sub(d.now()), time.Millisecond)
 			wake.Reset(wait)
@@ -264,8 +272,8 @@ func (d *Dispatcher) onEvent(ev notify.Event) {
 	case ev.Group > 0:
 		d.reload[ev.Group] = true // only this group is re-read (ownership.go)
 		if gs := d.groups[ev.Group]; gs != nil {
-			gs.nextRetry = time.Time{} // a redrive may have made retries due
-			gs.backlogDirty = true     // a redrive, purge or resend changed its backlogs
+			gs.health.nextRetry = time.Time{} // a redrive may have made retries due
+			gs.health.backlogDirty = true     // a redrive, purge or resend changed its backlogs
 		}
 	case ev.Dispatchers:
 		d.members.check = true

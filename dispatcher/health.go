@@ -14,9 +14,10 @@ import (
 const measureWindow = 10
 
 // health is a group's failure counters, breaker and effective rate, kept by its
-// owning dispatcher and fed only by worker reports (no Redis write per POST).
+// owning dispatcher and fed only by worker reports (no Redis write per POST). Its
+// fields are always named through their owner: gs.health.x, gs.health.breaker.y.
 type health struct {
-	breaker
+	breaker       breaker
 	minute        time.Time
 	succMinute    int
 	failMinute    int
@@ -76,7 +77,7 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 	} else if (c.Failures > 0 || c.Throttles > 0) && h.failingSince.IsZero() {
 		h.failingSince = now // throttle-only time counts toward disable_after too
 	}
-	tr := h.observe(now, c, r.Probe)
+	tr := h.breaker.observe(now, c, r.Probe)
 	if c.Throttles > 0 {
 		d.throttle(gs, now, time.Duration(c.RetryAfterMS)*time.Millisecond)
 	}
@@ -94,9 +95,9 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 		if tr == opened {
 			h.preOutage = gs.measured(now)
 		}
-		d.log.Warn("breaker opened", "group", gs.g.Name, "cooldown", h.cooldown, "consecutive", h.consecutive, "successes_minute", h.succMinute, "failures_minute", h.failMinute, "last_error", gs.lastError)
-		d.audit(gs, "group.breaker.open", map[string]any{"cooldown_ms": h.cooldown.Milliseconds(), "last_error": gs.lastError})
-		d.event(gs, models.EventBreakerOpened, map[string]any{"cooldown_ms": h.cooldown.Milliseconds(), "consecutive_failures": h.consecutive,
+		d.log.Warn("breaker opened", "group", gs.g.Name, "cooldown", h.breaker.cooldown, "consecutive", h.breaker.consecutive, "successes_minute", h.succMinute, "failures_minute", h.failMinute, "last_error", gs.lastError)
+		d.audit(gs, "group.breaker.open", map[string]any{"cooldown_ms": h.breaker.cooldown.Milliseconds(), "last_error": gs.lastError})
+		d.event(gs, models.EventBreakerOpened, map[string]any{"cooldown_ms": h.breaker.cooldown.Milliseconds(), "consecutive_failures": h.breaker.consecutive,
 			"last_status": h.lastStatus, "last_error": gs.lastError})
 	}
 }
@@ -122,7 +123,7 @@ func (d *Dispatcher) throttle(gs *groupState, now time.Time, retryAfter time.Dur
 func (gs *groupState) measured(now time.Time) float64 {
 	var n int64
 	oldest := now.Unix()
-	for _, s := range gs.delivered {
+	for _, s := range gs.health.delivered {
 		if now.Unix()-s.sec < measureWindow && s.n > 0 {
 			n += s.n
 			oldest = min(oldest, s.sec)
@@ -139,7 +140,7 @@ func (d *Dispatcher) mayCut(gs *groupState, now time.Time) bool {
 		d.wakeBy(h.throttleUntil)
 		return false
 	}
-	ok, wake, tr := h.mayCut(now)
+	ok, wake, tr := h.breaker.mayCut(now)
 	if !wake.IsZero() {
 		d.wakeBy(wake)
 	}
@@ -180,7 +181,7 @@ func (d *Dispatcher) tickHealth(ctx context.Context) {
 		if err := d.st.GroupHealthSave(ctx, saves...); err != nil {
 			d.log.Warn("save group health", "groups", len(saves), "err", err)
 			for _, gs := range saved {
-				gs.dirty = true // saved again at the next tick
+				gs.health.dirty = true // saved again at the next tick
 			}
 		}
 	}
@@ -191,8 +192,8 @@ func (d *Dispatcher) tickHealth(ctx context.Context) {
 			return // kept, added at the next tick
 		}
 		for i, gs := range counted {
-			gs.statsDelivered -= deltas[i].Delivered
-			gs.statsFailed -= deltas[i].Failed
+			gs.health.statsDelivered -= deltas[i].Delivered
+			gs.health.statsFailed -= deltas[i].Failed
 		}
 	}
 }
@@ -205,13 +206,13 @@ func (gs *groupState) snapshot() store.GroupHealth {
 		}
 		return &t
 	}
-	state := h.state
+	state := h.breaker.state
 	if state == "" {
 		state = breakerClosed
 	}
-	return store.GroupHealth{GroupID: gs.g.ID, ConsecutiveFailures: h.consecutive, BreakerState: state, BreakerOpenUntil: opt(h.openUntil),
-		BreakerCooldownMS: h.cooldown.Milliseconds(), EffectiveRate: h.shownRate, LastStatus: h.lastStatus, LastError: gs.lastError,
-		LastSuccessAt: opt(h.lastSuccess), FailingSince: opt(h.failingSince), ThrottledUntil: opt(h.throttleUntil),
+	return store.GroupHealth{GroupID: gs.g.ID, ConsecutiveFailures: h.breaker.consecutive, BreakerState: state, BreakerOpenUntil: opt(h.breaker.openUntil),
+		BreakerCooldownMS: h.breaker.cooldown.Milliseconds(), EffectiveRate: h.shownRate, LastStatus: h.lastStatus, LastError: gs.lastError,
+		LastSuccessAt: opt(h.breaker.lastSuccess), FailingSince: opt(h.failingSince), ThrottledUntil: opt(h.throttleUntil),
 		SuccessesMinute: h.succMinute, FailuresMinute: h.failMinute}
 }
 

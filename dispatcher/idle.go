@@ -40,7 +40,7 @@ func (d *Dispatcher) quiet() bool {
 // A group without either would cut nothing, so the cut skips it before the
 // throttle and breaker checks.
 func (gs *groupState) hasWork(now time.Time) bool {
-	if !now.Before(gs.nextRetry) {
+	if !now.Before(gs.health.nextRetry) {
 		return true
 	}
 	for _, cs := range gs.cursors {
@@ -59,7 +59,7 @@ func (gs *groupState) hasWork(now time.Time) bool {
 func (d *Dispatcher) refreshRetryDue(ctx context.Context, ids []int64, all bool) {
 	var ask []int64
 	for _, id := range ids {
-		if gs := d.groups[id]; gs != nil && (all || gs.nextRetry.IsZero()) {
+		if gs := d.groups[id]; gs != nil && (all || gs.health.nextRetry.IsZero()) {
 			ask = append(ask, id)
 		}
 	}
@@ -76,10 +76,10 @@ func (d *Dispatcher) refreshRetryDue(ctx context.Context, ids []int64, all bool)
 		gs := d.groups[id]
 		t, ok := due[id]
 		switch {
-		case ok && (gs.nextRetry.IsZero() || t.Before(gs.nextRetry)):
-			gs.nextRetry = t
-		case !ok && (gs.nextRetry.IsZero() || gs.nextRetry.Before(horizon)):
-			gs.nextRetry = horizon
+		case ok && (gs.health.nextRetry.IsZero() || t.Before(gs.health.nextRetry)):
+			gs.health.nextRetry = t
+		case !ok && (gs.health.nextRetry.IsZero() || gs.health.nextRetry.Before(horizon)):
+			gs.health.nextRetry = horizon
 		}
 	}
 }

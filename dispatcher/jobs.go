@@ -22,6 +22,9 @@ type jobState struct {
 	cursor    *cursorState // nil for a retry job
 	remaining map[int64]bool
 	deadline  time.Time
+	// leaseEnd is when a retry job's claim lease on its rows ends (claimRetries), so
+	// its unreported rows are due again; zero for a first delivery.
+	leaseEnd time.Time
 }
 
 // cut turns pending messages and due retries into delivery jobs for every running
@@ -34,7 +37,7 @@ func (d *Dispatcher) cut(ctx context.Context) {
 		if gs.g.Status != models.GroupRunning || !gs.hasWork(now) || !d.mayCut(gs, now) {
 			continue
 		}
-		if gs.state == breakerHalfOpen {
+		if gs.health.breaker.state == breakerHalfOpen {
 			d.cutProbe(ctx, gs, now)
 			continue
 		}
@@ -54,7 +57,7 @@ func (d *Dispatcher) cutGroup(ctx context.Context, gs *groupState, now time.Time
 	if gs.retriesWaiting(now) {
 		gs.busy++
 	}
-	if gs.busy == 0 && now.Before(gs.nextRetry) {
+	if gs.busy == 0 && now.Before(gs.health.nextRetry) {
 		return
 	}
 	gs.turns.run(len(gs.cursors)+1, func(i int) bool {
@@ -62,7 +65,7 @@ func (d *Dispatcher) cutGroup(ctx context.Context, gs *groupState, now time.Time
 			return false
 		}
 		if i == len(gs.cursors) {
-			return !now.Before(gs.nextRetry) && d.claimRetries(ctx, gs, now, d.cfg.JobSize, false)
+			return !now.Before(gs.health.nextRetry) && d.claimRetries(ctx, gs, now, d.cfg.JobSize, false)
 		}
 		return d.cutOne(ctx, gs, gs.cursors[i], now, false)
 	})
@@ -79,12 +82,12 @@ func (d *Dispatcher) cutProbe(ctx context.Context, gs *groupState, now time.Time
 	gs.busy = 1
 	for _, cs := range gs.cursors {
 		if d.cutOne(ctx, gs, cs, now, true) {
-			gs.probing = true
+			gs.health.breaker.probing = true
 			return
 		}
 	}
 	if d.claimRetries(ctx, gs, now, gs.g.BatchSize, true) {
-		gs.probing = true
+		gs.health.breaker.probing = true
 	}
 }
 
@@ -155,16 +158,43 @@ func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState
 	}
 	j := delivery.Job{Group: g.ID, Queue: cs.queueID, Version: cs.version, Owner: d.id, Offsets: delivery.Ranges(offsets), Parallelism: p, Attempt: 1, Probe: probe,
 		Messages: carried(take)}
-	js := &jobState{job: j, group: gs, cursor: cs, remaining: make(map[int64]bool, len(take))}
-	for _, t := range take {
-		js.remaining[t.offset] = true
-		cs.inflight[t.offset] = inflightMsg{job: js, createdAt: t.createdAt, returns: t.returns}
+	return d.startJob(ctx, &jobState{job: j, group: gs, cursor: cs}, take, now)
+}
+
+// startJob registers a new job and enqueues it: its parallelism is taken from the
+// group's credits, and for a first delivery (js.cursor set) taken moves to the
+// cursor's in-flight set and the cursor counts one more job; a retry job's offsets
+// are those of js.job. If the enqueue fails, finishJob undoes all of it (see
+// enqueueJob). It reports whether the job is in flight.
+func (d *Dispatcher) startJob(ctx context.Context, js *jobState, taken []pendingMsg, now time.Time) bool {
+	cs := js.cursor
+	if cs == nil {
+		offsets := delivery.Expand(js.job.Offsets)
+		js.remaining = make(map[int64]bool, len(offsets))
+		for _, off := range offsets {
+			js.remaining[off] = true
+		}
+	} else {
+		js.remaining = make(map[int64]bool, len(taken))
+		for _, t := range taken {
+			js.remaining[t.offset] = true
+			cs.inflight[t.offset] = inflightMsg{job: js, createdAt: t.createdAt, returns: t.returns}
+		}
+		cs.jobs++
 	}
-	gs.inflightP += p
-	cs.jobs++
-	d.jobs[j.TaskID()] = js
+	js.group.inflightP += js.job.Parallelism
+	return d.enqueueJob(ctx, js, now)
+}
+
+// enqueueJob puts a registered job (startJob, redispatch) in d.jobs and enqueues it;
+// on failure finishJob releases its credits and its unreported offsets come due
+// again: a first delivery's after a second, a retry job's when its claim lease ends.
+// It reports whether the job is in flight.
+func (d *Dispatcher) enqueueJob(ctx context.Context, js *jobState, now time.Time) bool {
+	id := js.job.TaskID()
+	d.jobs[id] = js
 	if err := d.enqueue(ctx, js, now); err != nil {
-		d.log.Warn("enqueue delivery job", "task", j.TaskID(), "err", err)
+		d.log.Warn("enqueue delivery job", "task", id, "retry", js.job.Retry, "ordered", js.job.Ordered, "generation", js.job.Generation, "err", err)
 		d.finishJob(js, time.Second)
 		return false
 	}
@@ -186,23 +216,27 @@ func carried(take []pendingMsg) []models.Message {
 	return out
 }
 
-// deadline is JobDeadlineBase (40 s) + POST rounds × timeout + the rate's time.
-func (d *Dispatcher) deadline(js *jobState) time.Duration {
-	g := js.group.g
-	n := len(js.remaining)
-	posts := (n + g.BatchSize - 1) / g.BatchSize
-	rounds := (posts + js.job.Parallelism - 1) / js.job.Parallelism
+// jobLifetime is the one measure of how long a job of msgs messages sent par POSTs
+// at a time may take: JobDeadlineBase (40 s) + its POST rounds (⌈⌈msgs/batch_size⌉ /
+// par⌉) × timeout_ms + the time the group's rate needs for msgs messages. It is a
+// job's deadline (enqueue), and a retry claim of n rows leases them for
+// jobLifetime(g, n, 1), the longest deadline any job cut from them can get (fewer
+// messages, parallelism ≥ 1), so no claimed row comes due again while the job
+// holding it is within its deadline.
+func (d *Dispatcher) jobLifetime(g *models.Group, msgs, par int) time.Duration {
+	posts := (msgs + max(g.BatchSize, 1) - 1) / max(g.BatchSize, 1)
+	rounds := (posts + max(par, 1) - 1) / max(par, 1)
 	dl := d.cfg.JobDeadlineBase + time.Duration(rounds)*time.Duration(g.TimeoutMS)*time.Millisecond
 	if g.RateLimit > 0 {
-		dl += time.Duration(n) * time.Second / time.Duration(g.RateLimit)
+		dl += time.Duration(msgs) * time.Second / time.Duration(g.RateLimit)
 	}
 	return dl
 }
 
 // enqueue hands js to this process's worker when it has a free slot (Local), else
-// to asynq, and sets its deadline.
+// to asynq, and sets its deadline (jobLifetime of what remains).
 func (d *Dispatcher) enqueue(ctx context.Context, js *jobState, now time.Time) error {
-	dl := d.deadline(js)
+	dl := d.jobLifetime(js.group.g, len(js.remaining), js.job.Parallelism)
 	js.deadline = now.Add(dl)
 	if d.local != nil && d.local.Offer(js.job, dl) {
 		return nil
@@ -232,11 +266,11 @@ func (d *Dispatcher) finishJob(js *jobState, backoff time.Duration) {
 	delete(d.jobs, js.job.TaskID())
 	js.group.inflightP -= js.job.Parallelism
 	if js.job.Probe {
-		js.group.probing = false
+		js.group.health.breaker.probing = false
 	}
 	if cs == nil {
 		// A retry job's unreported rows become due again when their claim lease ends.
-		js.group.retryDueBy(d.now().Add(d.cfg.JobDeadlineBase))
+		js.group.health.retryDueBy(js.leaseEnd)
 		return
 	}
 	cs.jobs--
@@ -293,6 +327,7 @@ func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 	}
 }
 
+// redispatch enqueues what remains of old as its next generation (see checkDeadlines).
 func (d *Dispatcher) redispatch(ctx context.Context, old *jobState, now time.Time) {
 	cs := old.cursor
 	delete(d.jobs, old.job.TaskID())
@@ -316,7 +351,8 @@ func (d *Dispatcher) redispatch(ctx context.Context, old *jobState, now time.Tim
 			j.Attempts = append(j.Attempts, was[off])
 		}
 	}
-	js := &jobState{job: j, group: old.group, cursor: cs, remaining: old.remaining}
+	// The new generation holds the old one's credits, cursor job and claim lease.
+	js := &jobState{job: j, group: old.group, cursor: cs, remaining: old.remaining, leaseEnd: old.leaseEnd}
 	if cs != nil {
 		for off := range js.remaining {
 			inf := cs.inflight[off]
@@ -324,12 +360,8 @@ func (d *Dispatcher) redispatch(ctx context.Context, old *jobState, now time.Tim
 			cs.inflight[off] = inf
 		}
 	}
-	d.jobs[j.TaskID()] = js
 	d.log.Info("re-dispatching job without reports", "task", j.TaskID())
-	if err := d.enqueue(ctx, js, now); err != nil {
-		d.log.Warn("re-enqueue delivery job", "task", j.TaskID(), "err", err)
-		d.finishJob(js, time.Second)
-	}
+	d.enqueueJob(ctx, js, now)
 }
 
 // noReport sends a poison job's undone messages to the retry topic with error class
@@ -355,7 +387,7 @@ func (d *Dispatcher) noReport(ctx context.Context, js *jobState) {
 		return
 	}
 	if !res.NextDue.IsZero() {
-		js.group.retryDueBy(res.NextDue)
+		js.group.health.retryDueBy(res.NextDue)
 	}
 	if len(res.DeadLettered) > 0 {
 		d.eventCounted(js.group, models.EventDeadLetterCreated, len(res.DeadLettered), map[string]any{"last_error": string(delivery.ClassNoReport)})

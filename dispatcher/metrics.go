@@ -67,7 +67,7 @@ func (d *Dispatcher) gauges(gs *groupState) *groupGauges {
 		}
 		gg = newGroupGauges(gs.g.Name)
 		d.exported[gs.g.ID] = gg
-		gs.backlogDirty = true
+		gs.health.backlogDirty = true
 	}
 	return gg
 }
@@ -85,8 +85,8 @@ func (d *Dispatcher) exportGroupMetrics(ctx context.Context) {
 	}
 	changed := false
 	for _, gs := range d.groups {
-		d.gauges(gs).set(gaugeBreaker, breakerGauge(gs.state))
-		changed = changed || gs.backlogDirty
+		d.gauges(gs).set(gaugeBreaker, breakerGauge(gs.health.breaker.state))
+		changed = changed || gs.health.backlogDirty
 	}
 	now := d.now()
 	since := now.Sub(d.lastBacklogSample)
@@ -104,7 +104,7 @@ func (d *Dispatcher) exportGroupMetrics(ctx context.Context) {
 		return
 	}
 	for id, gs := range d.groups {
-		gs.backlogDirty = false
+		gs.health.backlogDirty = false
 		gg := d.gauges(gs)
 		gg.set(gaugeRetry, float64(retry[id]))
 		gg.set(gaugeDead, float64(dead[id]))

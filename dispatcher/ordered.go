@@ -107,20 +107,7 @@ func (d *Dispatcher) cutOrdered(ctx context.Context, gs *groupState, cs *cursorS
 	}
 	j := delivery.Job{Group: g.ID, Queue: cs.queueID, Version: cs.version, Owner: d.id, Offsets: delivery.Ranges(offsets),
 		Parallelism: 1, Attempt: attempt, Probe: probe, Ordered: true, Messages: carried(taken)}
-	js := &jobState{job: j, group: gs, cursor: cs, remaining: make(map[int64]bool, take)}
-	for _, t := range taken {
-		js.remaining[t.offset] = true
-		cs.inflight[t.offset] = inflightMsg{job: js, createdAt: t.createdAt, returns: t.returns}
-	}
-	gs.inflightP++
-	cs.jobs++
-	d.jobs[j.TaskID()] = js
-	if err := d.enqueue(ctx, js, now); err != nil {
-		d.log.Warn("enqueue ordered delivery job", "task", j.TaskID(), "err", err)
-		d.finishJob(js, time.Second)
-		return false
-	}
-	return true
+	return d.startJob(ctx, &jobState{job: j, group: gs, cursor: cs}, taken, now)
 }
 
 // applyInPlace takes an ordered job's failed POST back from in flight: its messages

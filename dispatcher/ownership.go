@@ -44,6 +44,9 @@ func (d *Dispatcher) applyOwnership(ctx context.Context) {
 			d.refresh, read = true, true
 		}
 	}
+	if d.refresh || len(d.reload) > 0 {
+		d.unsettled = true
+	}
 	switch {
 	case d.refresh:
 		d.refresh, d.members.check = false, false
@@ -173,7 +176,7 @@ func (d *Dispatcher) adopt(ctx context.Context, groups []*models.Group, all bool
 			} else {
 				gs.pace.configure(g.RateLimit, g.BatchSize, d.now())
 			}
-			gs.nextRetry = time.Time{}
+			gs.health.nextRetry = time.Time{}
 			for _, cs := range gs.cursors {
 				d.dirtyQ[cs.queueID] = true
 				if !g.Ordered {

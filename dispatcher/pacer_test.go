@@ -172,7 +172,7 @@ func TestMeasuredRate(t *testing.T) {
 			gs := &groupState{}
 			for ago, n := range tc.slots {
 				sec := now.Unix() - ago
-				gs.delivered[sec%measureWindow] = struct{ sec, n int64 }{sec, n}
+				gs.health.delivered[sec%measureWindow] = struct{ sec, n int64 }{sec, n}
 			}
 			require.InDelta(t, tc.want, gs.measured(now), 0.001)
 		})

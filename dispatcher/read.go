@@ -282,6 +282,6 @@ func (d *Dispatcher) checkClosedHoles(ctx context.Context, q int64) {
 			d.log.Warn("queue late rows for retry", "err", err)
 			continue
 		}
-		cs.group.retryDueBy(d.now())
+		cs.group.health.retryDueBy(d.now())
 	}
 }

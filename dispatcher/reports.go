@@ -80,7 +80,7 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 	js := d.jobs[r.TaskID]
 	d.observe(gs, r)
 	if r.NextDueMS > 0 {
-		gs.retryDueBy(time.UnixMilli(r.NextDueMS))
+		gs.health.retryDueBy(time.UnixMilli(r.NextDueMS))
 	}
 	if len(r.DeadLettered) > 0 {
 		d.outboxDue = true
@@ -97,7 +97,7 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 				for _, off := range delivery.Expand(rs) {
 					delete(js.remaining, off)
 				}
-				gs.retryDueBy(d.now())
+				gs.health.retryDueBy(d.now())
 			}
 			if r.Final || len(js.remaining) == 0 {
 				d.finishJob(js, 0)

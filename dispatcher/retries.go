@@ -11,7 +11,7 @@ import (
 // retriesWaiting reports whether due retry rows are known to wait (a full claim or a
 // due time that has come), so they count as a busy flow when credits are shared.
 func (gs *groupState) retriesWaiting(now time.Time) bool {
-	return !gs.nextRetry.IsZero() && !now.Before(gs.nextRetry)
+	return !gs.health.nextRetry.IsZero() && !now.Before(gs.health.nextRetry)
 }
 
 // claimRetries claims up to n due rows of the group (fewer under its rate) and
@@ -31,11 +31,11 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 	}
 	d.claimSeq++
 	token := d.id + ":" + strconv.FormatInt(d.claimSeq, 10)
-	lease := d.cfg.JobDeadlineBase + time.Duration(gs.g.TimeoutMS)*time.Millisecond*time.Duration(1+n/max(gs.g.BatchSize, 1))
+	lease := d.jobLifetime(gs.g, n, 1) // covers the deadline of every job cut from the rows
 	rows, err := d.sched.RetryClaim(ctx, gs.g.ID, token, lease, n)
 	if err != nil {
 		d.log.Warn("claim retries", "group", gs.g.Name, "err", err)
-		gs.nextRetry = now.Add(time.Second)
+		gs.health.nextRetry = now.Add(time.Second)
 		return false
 	}
 	if len(rows) < n {
@@ -46,10 +46,10 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 		case next.IsZero():
 			next = now.Add(time.Hour) // none waiting; reports and redrives move this up
 		}
-		gs.nextRetry = next
+		gs.health.nextRetry = next
 		d.wakeBy(next)
 	} else {
-		gs.nextRetry = now // a full claim: more may be due
+		gs.health.nextRetry = now // a full claim: more may be due
 	}
 	if len(rows) == 0 {
 		return false
@@ -84,7 +84,7 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 			if err := d.sched.RetryRelease(ctx, gs.g.ID, q, offsets, 0); err != nil {
 				d.log.Warn("release retry rows", "group", gs.g.Name, "err", err)
 			}
-			gs.retryDueBy(now)
+			gs.health.retryDueBy(now)
 			continue
 		}
 		// Rows come ordered by offset within a queue, so Attempts aligns with Expand(Ranges).
@@ -92,16 +92,7 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 		// from the clock), so its TaskID never collides with another claim's.
 		j := delivery.Job{Group: gs.g.ID, Queue: q, Version: d.claimSeq, Owner: d.id, Offsets: delivery.Ranges(offsets), Parallelism: p,
 			Retry: true, Attempts: attempts, BatchKeys: keys, Probe: probe}
-		js := &jobState{job: j, group: gs, remaining: make(map[int64]bool, len(offsets))}
-		for _, o := range offsets {
-			js.remaining[o] = true
-		}
-		gs.inflightP += p
-		d.jobs[j.TaskID()] = js
-		if err := d.enqueue(ctx, js, now); err != nil {
-			d.log.Warn("enqueue retry job", "task", j.TaskID(), "err", err)
-			delete(d.jobs, j.TaskID())
-			gs.inflightP -= p
+		if !d.startJob(ctx, &jobState{job: j, group: gs, leaseEnd: now.Add(lease)}, nil, now) {
 			continue
 		}
 		gs.pace.take(len(offsets))

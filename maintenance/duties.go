@@ -17,6 +17,7 @@ func (m *Maintainer) runOutbox(ctx context.Context) {
 	if !m.Leader() {
 		return
 	}
+	defer m.TestSignals.DutyRan.Signal(DutyOutbox)
 	queues, err := m.st.DeadLetterOutbox(ctx, outboxBatch)
 	if err != nil && ctx.Err() == nil {
 		m.log.Warn("dead-letter outbox", "err", err)
@@ -34,6 +35,7 @@ func (m *Maintainer) runOutbox(ctx context.Context) {
 // sampleLag records every group's lag in the per-minute rollups (the console's
 // charts).
 func (m *Maintainer) sampleLag(ctx context.Context) {
+	defer m.TestSignals.DutyRan.Signal(DutyLag)
 	lags, err := m.st.GroupLags(ctx)
 	if err == nil {
 		err = m.st.StatsSampleLag(ctx, m.now(), lags)
@@ -47,6 +49,7 @@ func (m *Maintainer) sampleLag(ctx context.Context) {
 // delivery-attempt log's daily partitions (today and two days ahead; dropping those
 // past AttemptRetention).
 func (m *Maintainer) runHourly(ctx context.Context) {
+	defer m.TestSignals.DutyRan.Signal(DutyHourly)
 	now := m.now()
 	if err := m.st.StatsPrune(ctx, now); err != nil && ctx.Err() == nil {
 		m.log.Warn("prune stats", "err", err)

@@ -22,6 +22,7 @@ func (m *Maintainer) runHygiene(ctx context.Context) {
 	if !m.Leader() {
 		return
 	}
+	defer m.TestSignals.DutyRan.Signal(DutyHygiene)
 	live, err := m.st.DispatchersLive(ctx)
 	if err != nil {
 		m.warn(ctx, "hygiene: list live dispatchers", err)

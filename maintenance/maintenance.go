@@ -50,6 +50,9 @@ type Maintainer struct {
 	outboxAgain    bool         // the last outbox run filled its batch
 	retentionAgain bool         // the last retention run stopped at its budget
 	retentionNext  int          // index of the queue the next retention run starts at
+
+	// TestSignals are for tests only; see Init.
+	TestSignals TestSignals
 }
 
 // New returns a Maintainer with a fresh random holder id.

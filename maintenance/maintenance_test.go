@@ -51,6 +51,7 @@ func setup(t *testing.T) bundle {
 func (b bundle) start(t *testing.T) (*maintenance.Maintainer, func()) {
 	t.Helper()
 	m := maintenance.New(b.cfg, b.keys, b.st, b.rdb, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	m.TestSignals.Init()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
@@ -213,7 +214,7 @@ func TestIdleLeaderStatements(t *testing.T) {
 	start := time.Now()
 	m, _ := b.start(t)
 	require.Eventually(t, m.Leader, 5*time.Second, 10*time.Millisecond)
-	time.Sleep(300 * time.Millisecond) // the duties run once on taking the lease
+	waitDuties(t, m, maintenance.Duties()...) // the duties run once on taking the lease
 	taken := counter.Since(start)
 	var text []string
 	for _, s := range taken {
@@ -230,4 +231,19 @@ func TestIdleLeaderStatements(t *testing.T) {
 		require.True(t, strings.HasPrefix(s.SQL, "UPDATE maintenance_leases"), "only renewals while idle: %s", s.SQL)
 	}
 	require.LessOrEqual(t, len(held), 11)
+}
+
+// waitDuties waits until each of duties ran once more (in any order).
+func waitDuties(t *testing.T, m *maintenance.Maintainer, duties ...maintenance.Duty) {
+	t.Helper()
+	want := map[maintenance.Duty]int{}
+	for _, d := range duties {
+		want[d]++
+	}
+	for len(want) > 0 {
+		d := m.TestSignals.DutyRan.WaitFor(t, 10*time.Second, func(d maintenance.Duty) bool { return want[d] > 0 })
+		if want[d]--; want[d] == 0 {
+			delete(want, d)
+		}
+	}
 }

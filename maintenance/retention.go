@@ -28,6 +28,7 @@ func (m *Maintainer) runRetention(ctx context.Context) (again bool) {
 	if !m.Leader() {
 		return false
 	}
+	defer m.TestSignals.DutyRan.Signal(DutyRetention)
 	start := m.now()
 	over := func() bool { return m.now().Sub(start) >= m.cfg.RetentionBudget || ctx.Err() != nil || !m.Leader() }
 	queues, err := m.st.QueueIDs(ctx)

@@ -14,6 +14,7 @@ import (
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/signing"
 	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/maintenance"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -127,7 +128,8 @@ func TestRetentionKeepsWhatALaggingGroupNeeds(t *testing.T) {
 	require.Eventually(t, m.Leader, 5*time.Second, 10*time.Millisecond)
 	want := append([]int64{20, 30}, span(41, 110)...)
 	require.Eventually(t, func() bool { return len(r.offsets(t)) == len(want) }, 10*time.Second, 20*time.Millisecond)
-	time.Sleep(100 * time.Millisecond) // several more runs: nothing else goes
+	m.TestSignals.DutyRan.Drain()
+	waitDuties(t, m, maintenance.DutyRetention, maintenance.DutyRetention, maintenance.DutyRetention) // several more runs: nothing else goes
 	require.Equal(t, want, r.offsets(t))
 	st, err := r.st.QueueRetentionGet(context.Background(), r.queue, time.Now())
 	require.NoError(t, err)

@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/testinfra"
@@ -565,7 +566,12 @@ func TestLiveTwoHeraldAllExactlyOnce(t *testing.T) {
 		return countRows(t, h, "SELECT COUNT(*) FROM cursors WHERE owner = ''") == 0 &&
 			countRows(t, h, "SELECT COUNT(DISTINCT owner) FROM cursors") == 2
 	}, 15*time.Second, 20*time.Millisecond, "the groups were never shared by both dispatchers")
-	time.Sleep(1500 * time.Millisecond) // two rebalances of each: ownership settled (nothing signals it)
+	// Ownership settled on this process's dispatcher with what the table says it
+	// holds; the other's is a subprocess without signals: the owner count below
+	// checks it kept its share.
+	h.DispatcherSignals().OwnershipSettled.WaitFor(t, 15*time.Second, func(o dispatcher.Ownership) bool {
+		return o.Cursors > 0 && int64(o.Cursors) == countRows(t, h, fmt.Sprintf("SELECT COUNT(*) FROM cursors WHERE owner = '%s'", o.Dispatcher))
+	})
 	owners := countRows(t, h, "SELECT COUNT(DISTINCT owner) FROM cursors")
 	require.EqualValues(t, 2, owners)
 

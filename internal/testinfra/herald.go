@@ -17,9 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/maintenance"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -35,6 +37,9 @@ type Herald struct {
 	Cfg     config.Config
 	token   string
 	stops   []func()
+	// dispatcher and maintenance are the test signals of the roles last started.
+	dispatcher  *dispatcher.TestSignals
+	maintenance *maintenance.TestSignals
 }
 
 // AdminUser and AdminPassword log into every test Herald.
@@ -100,6 +105,14 @@ func (h *Herald) Start(roles app.Roles) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a, err := app.Open(ctx, h.Cfg, roles, log)
 	require.NoError(h.t, err)
+	if a.Dispatcher != nil {
+		a.Dispatcher.TestSignals.Init()
+		h.dispatcher = &a.Dispatcher.TestSignals
+	}
+	if a.Maintenance != nil {
+		a.Maintenance.TestSignals.Init()
+		h.maintenance = &a.Maintenance.TestSignals
+	}
 	var ln net.Listener
 	if roles.API {
 		ln, err = net.Listen("tcp", "127.0.0.1:0")
@@ -128,6 +141,22 @@ func (h *Herald) Start(roles app.Roles) {
 			return err == nil && resp.StatusCode == 200
 		}, 10*time.Second, 10*time.Millisecond)
 	}
+}
+
+// DispatcherSignals returns the test signals of the dispatcher role last started
+// (ownership settled, commit applied); it fails the test if none was.
+func (h *Herald) DispatcherSignals() *dispatcher.TestSignals {
+	h.t.Helper()
+	require.NotNil(h.t, h.dispatcher, "no dispatcher role started")
+	return h.dispatcher
+}
+
+// MaintenanceSignals returns the test signals of the maintenance role last started
+// (duty ran); it fails the test if none was.
+func (h *Herald) MaintenanceSignals() *maintenance.TestSignals {
+	h.t.Helper()
+	require.NotNil(h.t, h.maintenance, "no maintenance role started")
+	return h.maintenance
 }
 
 // Stop ends every started set of roles, newest first, and waits for their graceful
