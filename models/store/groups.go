@@ -160,8 +160,9 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// startOffset resolves consume_from for one queue: earliest → 0; latest → MAX(id);
-// a timestamp → the offset just before the first message at or after it.
+// startOffset resolves consume_from for one queue: earliest → 0; latest → its max
+// offset (QueueMaxIDs); a timestamp → the offset just before the first message at
+// or after it, or the max offset when none is.
 func (s *Store) startOffset(ctx context.Context, queueID int64, from string) (int64, error) {
 	table := models.QueueTableName(queueID)
 	var off int64
@@ -169,14 +170,14 @@ func (s *Store) startOffset(ctx context.Context, queueID int64, from string) (in
 	case models.ConsumeEarliest:
 		return 0, nil
 	case models.ConsumeLatest:
-		err := s.db.WithContext(ctx).Raw("SELECT COALESCE(MAX(id), 0) FROM " + table).Scan(&off).Error
+		err := s.db.WithContext(ctx).Raw("SELECT " + maxOffsetExpr(queueID)).Scan(&off).Error
 		return off, err
 	default:
 		ts, err := time.Parse(time.RFC3339Nano, from)
 		if err != nil {
 			return 0, fmt.Errorf("consume_from: %w", models.ErrInvalid)
 		}
-		err = s.db.WithContext(ctx).Raw("SELECT COALESCE((SELECT MIN(id) - 1 FROM "+table+" WHERE created_at >= ?), (SELECT COALESCE(MAX(id), 0) FROM "+table+"))", ts.UnixMilli()).Scan(&off).Error
+		err = s.db.WithContext(ctx).Raw("SELECT COALESCE((SELECT MIN(id) - 1 FROM "+table+" WHERE created_at >= ?), (SELECT "+maxOffsetExpr(queueID)+"))", ts.UnixMilli()).Scan(&off).Error
 		return off, err
 	}
 }
