@@ -98,6 +98,9 @@ type Dispatcher struct {
 	// exported holds the per-group series this dispatcher set, by group id (metrics.go).
 	exported          map[int64]*groupGauges
 	lastBacklogSample time.Time
+
+	// unreadable maps a group id to the config version logged as unreadable (readable).
+	unreadable map[int64]int64
 }
 
 // New returns a Dispatcher with a fresh random id. now may be nil (time.Now).
