@@ -22,6 +22,9 @@ type GroupDTO struct {
 	SigningSecret string `json:"signing_secret"`
 	Status        string `json:"status"`
 	PausedReason  string `json:"paused_reason"`
+	// Unreadable, present only for a group whose stored secrets or endpoint auth
+	// cannot be read back, says why; nothing is delivered for it (models.Group.Unreadable).
+	Unreadable string `json:"unreadable,omitempty"`
 	// PreviousSecretExpiresAt ends the overlap window of the last secret rotation, during
 	// which the previous secret signs too (null when none is open).
 	PreviousSecretExpiresAt *string `json:"previous_secret_expires_at"`
@@ -33,7 +36,7 @@ type GroupDTO struct {
 // groupDTO shows g; withSecret false blanks the signing secret (lists, viewers,
 // actions other than create and rotate).
 func groupDTO(g *models.Group, withSecret bool) GroupDTO {
-	out := GroupDTO{ID: g.ID, Name: g.Name, GroupSettings: control.SettingsOf(g), Status: string(g.Status), PausedReason: g.PausedReason, ConfigVersion: g.ConfigVersion,
+	out := GroupDTO{ID: g.ID, Name: g.Name, GroupSettings: control.SettingsOf(g), Status: string(g.Status), PausedReason: g.PausedReason, Unreadable: g.Unreadable, ConfigVersion: g.ConfigVersion,
 		CreatedAt: g.CreatedAt.UTC().Format(control.TimeFormat), UpdatedAt: g.UpdatedAt.UTC().Format(control.TimeFormat)}
 	if withSecret {
 		out.SigningSecret = g.SigningSecret

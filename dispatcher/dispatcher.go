@@ -103,6 +103,9 @@ type Dispatcher struct {
 
 	// TestSignals are for tests only; see Init.
 	TestSignals TestSignals
+
+	// unreadable maps a group id to the config version logged as unreadable (readable).
+	unreadable map[int64]int64
 }
 
 // New returns a Dispatcher with a fresh random id. now may be nil (time.Now).

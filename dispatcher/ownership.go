@@ -79,6 +79,7 @@ func (d *Dispatcher) rebalance(ctx context.Context, readLive bool) {
 		d.retryLater(true)
 		return
 	}
+	groups = d.readable(groups)
 	exists := make(map[int64]bool, len(groups))
 	var mine []*models.Group
 	for _, g := range groups {
@@ -127,6 +128,7 @@ func (d *Dispatcher) reloadGroups(ctx context.Context) {
 		d.retryLater(false, ids...)
 		return
 	}
+	groups = d.readable(groups)
 	found := make(map[int64]bool, len(groups))
 	for _, g := range groups {
 		found[g.ID] = true
@@ -137,6 +139,28 @@ func (d *Dispatcher) reloadGroups(ctx context.Context) {
 		}
 	}
 	d.adopt(ctx, groups, false)
+}
+
+// readable returns groups without the unreadable ones (models.Group.Unreadable),
+// which are then handled as absent: not adopted, released when held. Each is logged
+// once per config version.
+func (d *Dispatcher) readable(groups []*models.Group) []*models.Group {
+	out := groups[:0:0]
+	for _, g := range groups {
+		if g.Unreadable == "" {
+			delete(d.unreadable, g.ID)
+			out = append(out, g)
+			continue
+		}
+		if d.unreadable == nil {
+			d.unreadable = map[int64]int64{}
+		}
+		if v, seen := d.unreadable[g.ID]; !seen || v != g.ConfigVersion {
+			d.unreadable[g.ID] = g.ConfigVersion
+			d.log.Error("group settings unreadable; not delivering it", "group", g.Name, "reason", g.Unreadable)
+		}
+	}
+	return out
 }
 
 // tellNewOwners publishes a group notification for each group this dispatcher just

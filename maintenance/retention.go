@@ -9,8 +9,8 @@ import (
 	"github.com/heraldhq/herald/models"
 )
 
-// retentionChunks is how many chunks per table one run of dead-letter expiry and
-// deleted-group purging removes at most.
+// retentionChunks is how many chunks per table one run of dead-letter expiry,
+// deleted-group purging and idempotency-key pruning removes at most.
 const retentionChunks = 20
 
 // runRetention applies every topic's retention queue by queue (DESIGN §3, PMQ's
@@ -22,7 +22,8 @@ const retentionChunks = 20
 // reset, as an offset reset is: the owner reloads, workers drop older jobs — counts
 // them per group (herald_messages_expired_total, retention_expired) and logs it,
 // then deletes them. Dead letters past their group's retention and deleted groups'
-// rows past their grace go too. A run stops at RetentionBudget and reports
+// rows past their grace go too, and idempotency keys past store.IdempotencyTTL (in
+// chunks of RetentionChunk rows). A run stops at RetentionBudget and reports
 // whether work is left, so the loop runs it again after a lease renewal.
 func (m *Maintainer) runRetention(ctx context.Context) (again bool) {
 	if !m.Leader() {
@@ -61,7 +62,13 @@ func (m *Maintainer) runRetention(ctx context.Context) (again bool) {
 	if _, err := m.st.DeletedGroupsPurge(ctx, retentionChunks); err != nil {
 		m.warn(ctx, "purge deleted groups", err)
 	}
-	return false
+	n, done, err := m.st.IdempotencyPrune(ctx, m.cfg.RetentionChunk, retentionChunks)
+	if err != nil {
+		m.warn(ctx, "prune idempotency keys", err)
+	} else if n > 0 {
+		m.log.Info("idempotency keys pruned", "count", n)
+	}
+	return err == nil && !done
 }
 
 // pruneQueue applies retention to queue q of topic; false when the budget ran out

@@ -96,7 +96,14 @@ type Group struct {
 	// PushAuth, when set, adds a Herald-signed JWT to each POST (see PushAuth).
 	PushAuth *PushAuth
 	// EndpointAuth holds static headers and basic credentials added to each POST.
-	EndpointAuth  EndpointAuth
+	EndpointAuth EndpointAuth
+	// Unreadable, when not empty, says why the group's stored secrets or endpoint
+	// auth cannot be read back (a truncated column, a key missing from the keyring).
+	// Such a group is still listed, shown as unreadable and deletable, but nothing is
+	// delivered for it (dispatchers skip it, workers refuse its jobs) until the
+	// column is written again (a new endpoint auth, a secret rotation); other
+	// groups are not affected.
+	Unreadable    string
 	ConfigVersion int64
 	CreatedAt     time.Time
 	UpdatedAt     time.Time

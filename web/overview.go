@@ -34,6 +34,9 @@ func groupRows(gs []*models.Group, lags map[int64]int64, totals control.StatsTot
 		out = append(out, groupRow{Name: g.Name, Status: string(g.Status), PausedReason: g.PausedReason, Lag: lags[g.ID],
 			Delivered: totals.GroupDelivered[g.ID], Failed: totals.GroupFailed[g.ID], RateLimit: g.RateLimit,
 			BatchSize: g.BatchSize, MaxInFlight: g.MaxInFlight, Topics: strings.Join(topics, ", ")})
+		if g.Unreadable != "" { // listed, not delivered: say why instead of its status
+			out[len(out)-1].Status, out[len(out)-1].PausedReason = "unreadable", g.Unreadable
+		}
 	}
 	return out
 }

@@ -152,6 +152,9 @@ func (w *Worker) group(ctx context.Context, id int64) (*cachedGroup, error) {
 	if err != nil {
 		return nil, err
 	}
+	if m.Unreadable != "" {
+		return nil, fmt.Errorf("group %d settings unreadable: %s", id, m.Unreadable)
+	}
 	g = &cachedGroup{Group: m, loadedAt: time.Now()}
 	for _, secret := range m.SigningSecrets(g.loadedAt) {
 		s, err := signing.NewSigner(secret)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -160,8 +161,9 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// startOffset resolves consume_from for one queue: earliest → 0; latest → MAX(id);
-// a timestamp → the offset just before the first message at or after it.
+// startOffset resolves consume_from for one queue: earliest → 0; latest → its max
+// offset (QueueMaxIDs); a timestamp → the offset just before the first message at
+// or after it, or the max offset when none is.
 func (s *Store) startOffset(ctx context.Context, queueID int64, from string) (int64, error) {
 	table := models.QueueTableName(queueID)
 	var off int64
@@ -169,14 +171,14 @@ func (s *Store) startOffset(ctx context.Context, queueID int64, from string) (in
 	case models.ConsumeEarliest:
 		return 0, nil
 	case models.ConsumeLatest:
-		err := s.db.WithContext(ctx).Raw("SELECT COALESCE(MAX(id), 0) FROM " + table).Scan(&off).Error
+		err := s.db.WithContext(ctx).Raw("SELECT " + maxOffsetExpr(queueID)).Scan(&off).Error
 		return off, err
 	default:
 		ts, err := time.Parse(time.RFC3339Nano, from)
 		if err != nil {
 			return 0, fmt.Errorf("consume_from: %w", models.ErrInvalid)
 		}
-		err = s.db.WithContext(ctx).Raw("SELECT COALESCE((SELECT MIN(id) - 1 FROM "+table+" WHERE created_at >= ?), (SELECT COALESCE(MAX(id), 0) FROM "+table+"))", ts.UnixMilli()).Scan(&off).Error
+		err = s.db.WithContext(ctx).Raw("SELECT COALESCE((SELECT MIN(id) - 1 FROM "+table+" WHERE created_at >= ?), (SELECT "+maxOffsetExpr(queueID)+"))", ts.UnixMilli()).Scan(&off).Error
 		return off, err
 	}
 }
@@ -208,6 +210,8 @@ func (s *Store) groupGet(ctx context.Context, where string, arg any) (*models.Gr
 }
 
 // GroupList returns up to limit groups with id > after, ordered by id. limit ≤ 0 means all.
+// A group whose stored secrets or endpoint auth cannot be read is returned with
+// Unreadable set (and those fields empty), as by every group read here.
 func (s *Store) GroupList(ctx context.Context, after int64, limit int) ([]*models.Group, error) {
 	var rows []groupRow
 	q := s.db.WithContext(ctx).Where("id > ?", after).Order("id")
@@ -261,13 +265,16 @@ func (s *Store) withSubscriptions(ctx context.Context, rows []groupRow) ([]*mode
 		byGroup[sj.GroupID] = append(byGroup[sj.GroupID], models.Subscription{TopicID: sj.TopicID, Topic: sj.Name, Tags: tags})
 	}
 	for _, r := range rows {
+		// A column that cannot be read back makes this group unreadable, never the
+		// whole list: one group's settings must not stop another's deliveries.
+		var unreadable []string
 		secret, err := s.keys.Open(r.SigningSecret)
 		if err != nil {
-			return nil, fmt.Errorf("open signing secret of group %d: %w", r.ID, err)
+			unreadable = append(unreadable, "signing secret: "+err.Error())
 		}
 		prev, err := s.keys.Open(r.PreviousSigningSecret)
 		if err != nil {
-			return nil, fmt.Errorf("open previous signing secret of group %d: %w", r.ID, err)
+			unreadable = append(unreadable, "previous signing secret: "+err.Error())
 		}
 		g := &models.Group{
 			ID: r.ID, Name: r.Name, EndpointURL: r.EndpointURL, SigningSecret: secret,
@@ -284,7 +291,11 @@ func (s *Store) withSubscriptions(ctx context.Context, rows []groupRow) ([]*mode
 			g.PushAuth = &models.PushAuth{Audience: r.PushAuthAudience}
 		}
 		if g.EndpointAuth, err = s.openEndpointAuth(r.EndpointAuth); err != nil {
-			return nil, fmt.Errorf("open endpoint auth of group %d: %w", r.ID, err)
+			unreadable = append(unreadable, "endpoint auth: "+err.Error())
+		}
+		if len(unreadable) > 0 {
+			g.SigningSecret, g.PreviousSigningSecret, g.EndpointAuth = "", "", models.EndpointAuth{}
+			g.Unreadable = strings.Join(unreadable, "; ")
 		}
 		out = append(out, g)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/heraldhq/herald/models"
 )
@@ -27,7 +28,7 @@ type PublishRequest struct {
 }
 
 // IdempotencyRecord is a stored publish outcome, scoped to (API key, topic, key) and
-// kept 24 h. RequestHash is the SHA-256 of the request body.
+// kept IdempotencyTTL (24 h). RequestHash is the SHA-256 of the request body.
 type IdempotencyRecord struct {
 	APIKeyID    int64
 	TopicID     int64
@@ -42,8 +43,9 @@ const insertColumns = "(tag, msg_key, headers, body, content_type, trace_id, cre
 // MessagesInsert stores every message of reqs in one transaction: one multi-row
 // INSERT per touched queue table, then the requests' idempotency rows. Ids come from
 // `RETURNING id` on MariaDB and LAST_INSERT_ID()+i on MySQL 8 (multi-row inserts get
-// contiguous ids). All requests are stored or none; a duplicate idempotency key
-// fails the whole flush with models.ErrConflict so the caller can retry each alone.
+// contiguous ids). All requests are stored or none; an idempotency key whose row is
+// younger than IdempotencyTTL fails the whole flush with models.ErrConflict so the
+// caller can retry each alone (an expired row is replaced).
 func (s *Store) MessagesInsert(ctx context.Context, reqs []*PublishRequest) error {
 	type ref struct{ req, msg int }
 	byQueue := map[int64][]ref{}
@@ -139,13 +141,15 @@ func (s *Store) MessagesInsert(ctx context.Context, reqs []*PublishRequest) erro
 		}
 		rec := r.Idempotency
 		rec.Status, rec.Response = r.Respond(r.Messages)
-		_, err := tx.ExecContext(ctx, "INSERT INTO idempotency_keys (api_key_id, topic_id, idem_key, request_hash, status_code, response, created_at) VALUES (?,?,?,?,?,?,NOW(3))",
-			rec.APIKeyID, rec.TopicID, []byte(rec.Key), rec.RequestHash, rec.Status, rec.Response)
+		res, err := tx.ExecContext(ctx, idempotencyInsert, rec.APIKeyID, rec.TopicID, []byte(rec.Key), rec.RequestHash, rec.Status, rec.Response)
 		if err != nil {
-			if isDuplicate(err) {
-				return fmt.Errorf("idempotency key: %w", models.ErrConflict)
-			}
 			return fmt.Errorf("insert idempotency key: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("insert idempotency key: %w", err)
+		} else if n == 0 {
+			// The key's row is younger than IdempotencyTTL: a concurrent request won.
+			return fmt.Errorf("idempotency key: %w", models.ErrConflict)
 		}
 	}
 	if commit != nil {
@@ -171,11 +175,34 @@ func hasIdempotency(reqs []*PublishRequest) bool {
 	return false
 }
 
+// IdempotencyTTL is how long a stored publish outcome answers for its key
+// (database time, from the row's created_at). An older row counts as absent: the
+// key's next publish replaces it, and maintenance deletes it (IdempotencyPrune).
+const IdempotencyTTL = 24 * time.Hour
+
+// idempotencyExpired is the SQL condition, on an idempotency_keys row, that it is
+// older than IdempotencyTTL.
+const idempotencyExpired = "created_at <= NOW(3) - INTERVAL 86400 SECOND"
+
+// idempotencyInsert stores a key's outcome, replacing an expired row of the same key
+// in place (one statement, the primary key's row lock). Without CLIENT_FOUND_ROWS it
+// affects 1 row for a new key, 2 for a replaced expired one and 0 when a live row
+// holds the key. created_at is assigned last: MySQL evaluates the assignments left
+// to right, so the earlier IFs still see the old created_at.
+const idempotencyInsert = `INSERT INTO idempotency_keys (api_key_id, topic_id, idem_key, request_hash, status_code, response, created_at)
+  VALUES (?,?,?,?,?,?,NOW(3))
+  ON DUPLICATE KEY UPDATE
+    request_hash = IF(` + idempotencyExpired + `, VALUES(request_hash), request_hash),
+    status_code = IF(` + idempotencyExpired + `, VALUES(status_code), status_code),
+    response = IF(` + idempotencyExpired + `, VALUES(response), response),
+    created_at = IF(` + idempotencyExpired + `, VALUES(created_at), created_at)`
+
 // IdempotencyGet returns the stored outcome for (apiKeyID, topicID, key) if it is
-// younger than 24 h, or ErrNotFound.
+// younger than IdempotencyTTL, or ErrNotFound (also for an expired row not yet
+// pruned).
 func (s *Store) IdempotencyGet(ctx context.Context, apiKeyID, topicID int64, key string) (*IdempotencyRecord, error) {
 	rec := &IdempotencyRecord{APIKeyID: apiKeyID, TopicID: topicID, Key: key}
-	err := s.sql.QueryRowContext(ctx, "SELECT request_hash, status_code, response FROM idempotency_keys WHERE api_key_id = ? AND topic_id = ? AND idem_key = ? AND created_at > NOW(3) - INTERVAL 1 DAY",
+	err := s.sql.QueryRowContext(ctx, "SELECT request_hash, status_code, response FROM idempotency_keys WHERE api_key_id = ? AND topic_id = ? AND idem_key = ? AND NOT ("+idempotencyExpired+")",
 		apiKeyID, topicID, []byte(key)).Scan(&rec.RequestHash, &rec.Status, &rec.Response)
 	if err != nil {
 		return nil, notFound(err, "idempotency key")
@@ -239,8 +266,10 @@ func idList(ids []int64) string {
 	return string(b)
 }
 
-// QueueMaxIDs returns MAX(id) of each listed queue (0 for an empty one) in one
-// statement per 200 queues: the dispatcher's fallback poll.
+// QueueMaxIDs returns the max offset of each listed queue in one statement per 200
+// queues: the dispatcher's fallback poll. A queue's max offset is its MAX(id), or
+// the offset retention last deleted through when that is higher (a table retention
+// emptied keeps its offset; 0 for a queue that never held a message).
 func (s *Store) QueueMaxIDs(ctx context.Context, queueIDs []int64) (map[int64]int64, error) {
 	out := make(map[int64]int64, len(queueIDs))
 	for start := 0; start < len(queueIDs); start += 200 {
@@ -250,7 +279,7 @@ func (s *Store) QueueMaxIDs(ctx context.Context, queueIDs []int64) (map[int64]in
 			if i > 0 {
 				sb.WriteString(" UNION ALL ")
 			}
-			fmt.Fprintf(&sb, "SELECT %d, COALESCE(MAX(id), 0) FROM %s", q, models.QueueTableName(q))
+			fmt.Fprintf(&sb, "SELECT %d, %s", q, maxOffsetExpr(q))
 		}
 		rows, err := s.sql.QueryContext(ctx, sb.String())
 		if err != nil {
@@ -267,6 +296,12 @@ func (s *Store) QueueMaxIDs(ctx context.Context, queueIDs []int64) (map[int64]in
 		rows.Close()
 	}
 	return out, nil
+}
+
+// maxOffsetExpr is the SQL expression of queue q's max offset (QueueMaxIDs): two
+// primary-key reads. Only numbers reach the SQL text.
+func maxOffsetExpr(q int64) string {
+	return fmt.Sprintf("GREATEST((SELECT COALESCE(MAX(id), 0) FROM %s), COALESCE((SELECT pruned_through FROM queues WHERE id = %d), 0))", models.QueueTableName(q), q)
 }
 
 // MessagesGet loads the listed offsets of one queue with bodies, in offset order.

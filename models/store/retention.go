@@ -98,9 +98,21 @@ const notReferenced = `NOT EXISTS (SELECT 1 FROM retry_messages r WHERE r.queue_
 // dead letter references, in chunks of chunk rows (DELETE … ORDER BY id LIMIT), at
 // most maxChunks chunks (0: until done), and returns how many it deleted and whether
 // it finished. Callers pass through ≤ the queue's Floor unless the policy is strict.
+// Before deleting it raises the queue's pruned_through to the highest id ≤ through,
+// so the queue's max offset (QueueMaxIDs) survives a table emptied whole.
 func (s *Store) QueuePrune(ctx context.Context, queueID, through int64, chunk, maxChunks int) (deleted int64, done bool, err error) {
+	table := models.QueueTableName(queueID)
+	// Read first, then write the number: a subquery in the UPDATE would take shared
+	// next-key locks in the queue table, in the way of publishes.
+	var last int64
+	if err := s.sql.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM "+table+" WHERE id <= ?", through).Scan(&last); err != nil {
+		return 0, false, fmt.Errorf("read pruned offset of queue %d: %w", queueID, err)
+	}
+	if _, err := s.sql.ExecContext(ctx, "UPDATE queues SET pruned_through = ? WHERE id = ? AND pruned_through < ?", last, queueID, last); err != nil {
+		return 0, false, fmt.Errorf("record pruned offset of queue %d: %w", queueID, err)
+	}
 	// ORDER BY/LIMIT needs the single-table DELETE form, which takes no alias.
-	stmt := "DELETE FROM " + models.QueueTableName(queueID) + " WHERE id <= ? AND id NOT IN (SELECT msg_offset FROM retry_messages WHERE queue_id = ?) AND id NOT IN (SELECT msg_offset FROM dead_letters WHERE queue_id = ?) ORDER BY id LIMIT ?"
+	stmt := "DELETE FROM " + table + " WHERE id <= ? AND id NOT IN (SELECT msg_offset FROM retry_messages WHERE queue_id = ?) AND id NOT IN (SELECT msg_offset FROM dead_letters WHERE queue_id = ?) ORDER BY id LIMIT ?"
 	for i := 0; maxChunks == 0 || i < maxChunks; i++ {
 		if err := ctx.Err(); err != nil {
 			return deleted, false, err

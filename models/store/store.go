@@ -42,8 +42,15 @@ const (
 	DefaultWriteTimeout = 30 * time.Second
 )
 
+// SessionSQLMode is the sql_mode every Herald connection sets for its session (the
+// server's global setting is left alone): strict for every table (an out-of-range or
+// too-long value fails the statement), as MySQL 8's and MariaDB 10.11's defaults
+// without ONLY_FULL_GROUP_BY, quoted for the DSN.
+const SessionSQLMode = "'STRICT_ALL_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'"
+
 // NormalizeDSN parses a go-sql-driver DSN and sets what Herald relies on: parseTime,
-// UTC, utf8mb4, and interpolateParams (one round trip per statement); timeout,
+// UTC, utf8mb4, strict SessionSQLMode (replacing a sql_mode the DSN sets), and
+// interpolateParams (one round trip per statement); timeout,
 // readTimeout and writeTimeout default to DefaultDialTimeout, DefaultReadTimeout and
 // DefaultWriteTimeout when the DSN leaves them unset.
 func NormalizeDSN(dsn string) (*mysql.Config, error) {
@@ -59,6 +66,10 @@ func NormalizeDSN(dsn string) (*mysql.Config, error) {
 	}
 	cfg.Params["charset"] = "utf8mb4"
 	cfg.Params["time_zone"] = "'+00:00'"
+	// Strict per session, whatever the server's global sql_mode: a value too long for
+	// its column fails its statement instead of being truncated into a row nobody
+	// can read back.
+	cfg.Params["sql_mode"] = SessionSQLMode
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultDialTimeout
 	}
