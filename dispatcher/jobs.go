@@ -154,11 +154,11 @@ func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState
 		offsets[i] = t.offset
 	}
 	j := delivery.Job{Group: g.ID, Queue: cs.queueID, Version: cs.version, Owner: d.id, Offsets: delivery.Ranges(offsets), Parallelism: p, Attempt: 1, Probe: probe,
-		Messages: carried(take)}
+		LastThrottle: lastThrottle(take), Messages: carried(take)}
 	js := &jobState{job: j, group: gs, cursor: cs, remaining: make(map[int64]bool, len(take))}
 	for _, t := range take {
 		js.remaining[t.offset] = true
-		cs.inflight[t.offset] = inflightMsg{job: js, createdAt: t.createdAt, returns: t.returns}
+		cs.inflight[t.offset] = inflightMsg{job: js, createdAt: t.createdAt, returns: t.returns, throttles: t.throttles}
 	}
 	gs.inflightP += p
 	cs.jobs++
@@ -245,7 +245,7 @@ func (d *Dispatcher) finishJob(js *jobState, backoff time.Duration) {
 	for off := range js.remaining {
 		inf := cs.inflight[off]
 		delete(cs.inflight, off)
-		back = append(back, pendingMsg{offset: off, createdAt: inf.createdAt, notBefore: notBefore, returns: inf.returns})
+		back = append(back, pendingMsg{offset: off, createdAt: inf.createdAt, notBefore: notBefore, returns: inf.returns, throttles: inf.throttles})
 	}
 	cs.requeue(back)
 	js.remaining = nil

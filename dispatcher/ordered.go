@@ -106,11 +106,11 @@ func (d *Dispatcher) cutOrdered(ctx context.Context, gs *groupState, cs *cursorS
 		offsets[i] = t.offset
 	}
 	j := delivery.Job{Group: g.ID, Queue: cs.queueID, Version: cs.version, Owner: d.id, Offsets: delivery.Ranges(offsets),
-		Parallelism: 1, Attempt: attempt, Probe: probe, Ordered: true, Messages: carried(taken)}
+		Parallelism: 1, Attempt: attempt, Probe: probe, Ordered: true, LastThrottle: lastThrottle(taken), Messages: carried(taken)}
 	js := &jobState{job: j, group: gs, cursor: cs, remaining: make(map[int64]bool, take)}
 	for _, t := range taken {
 		js.remaining[t.offset] = true
-		cs.inflight[t.offset] = inflightMsg{job: js, createdAt: t.createdAt, returns: t.returns}
+		cs.inflight[t.offset] = inflightMsg{job: js, createdAt: t.createdAt, returns: t.returns, throttles: t.throttles}
 	}
 	gs.inflightP++
 	cs.jobs++
