@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -201,13 +200,19 @@ func TestThrottledForeverAutoPauses(t *testing.T) {
 // (Retry-After 1) to every POST carrying one tenant's message. After
 // delivery.MaxThrottles throttles in a row that message counts failed attempts (the
 // retry schedule, then a dead letter) while the group keeps flowing: the 400 other
-// messages arrive well within 40 s, at batch size 1 and 10. Before throttles were
-// counted per message, each 429 paused the whole group and the message was never
-// attempted, so only about 320 of them arrived in 40 s.
+// messages arrive well within 40 s, at batch size 1 and 10 and in an ordered group
+// (where the refused message holds its queue until it is a dead letter). Before
+// throttles were counted per message, each 429 paused the whole group and the
+// message was never attempted, so only 100–150 of them arrived in 40 s.
 func TestThrottledMessageFailsAlone(t *testing.T) {
 	t.Parallel()
-	for _, batch := range []int{1, 10} {
-		t.Run(fmt.Sprintf("batch%d", batch), func(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		batch   int
+		ordered bool
+	}{{"batch1", 1, false}, {"batch10", 10, false}, {"ordered", 1, true}} {
+		batch := tc.batch
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := testinfra.StartHerald(t, nil)
 			h.CreateTopic("t", 4)
@@ -225,7 +230,7 @@ func TestThrottledMessageFailsAlone(t *testing.T) {
 				return 204
 			}
 			withHeader(r, "Retry-After", "1")
-			r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": batch,
+			r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": batch, "ordered": tc.ordered,
 				"max_attempts": 2, "retry_schedule": []int{1}, "subscriptions": []map[string]any{{"topic": "t"}}}))
 			key := h.CreateAPIKey("t")
 			bad := h.Publish(key, "t", map[string]any{"body": map[string]any{"tenant": "over-quota"}})[0]
@@ -261,7 +266,7 @@ func TestThrottledMessageFailsAlone(t *testing.T) {
 			}
 			require.Eventually(t, func() bool { return delivered() >= want }, 40*time.Second, 20*time.Millisecond,
 				"%d of %d other messages delivered in 40 s", delivered(), others)
-			t.Logf("batch %d: %d of %d other messages in %v", batch, delivered(), others, time.Since(start).Round(100*time.Millisecond))
+			t.Logf("%s: %d of %d other messages in %v", tc.name, delivered(), others, time.Since(start).Round(100*time.Millisecond))
 			var dl struct {
 				Items []struct {
 					MessageID string `json:"message_id"`
