@@ -290,7 +290,10 @@ func TestThrottledMessageFailsAlone(t *testing.T) {
 				}
 			}
 			mu.Lock()
-			require.Equal(t, 2*delivery.MaxThrottles, throttled, "each attempt is MaxThrottles throttled POSTs")
+			// Each attempt is MaxThrottles throttled POSTs (a job re-dispatched on a
+			// loaded machine may repeat one POST).
+			require.GreaterOrEqual(t, throttled, 2*delivery.MaxThrottles)
+			require.LessOrEqual(t, throttled, 2*delivery.MaxThrottles+2)
 			mu.Unlock()
 		})
 	}
