@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -14,6 +15,7 @@ type pendingMsg struct {
 	createdAt int64 // Unix ms, for lag seconds
 	notBefore int64 // Unix ms; 0 = now
 	returns   int   // times returned after a failed POST, for back-off
+	throttles int   // POSTs in a row that carried it and were throttled (delivery.MaxThrottles)
 	// msg is the whole message when a local notification carried it (read-only,
 	// shared by every cursor of the queue); the job then carries it to the worker,
 	// which skips loading it. Returned messages do not keep it.
@@ -24,6 +26,7 @@ type inflightMsg struct {
 	job       *jobState
 	createdAt int64
 	returns   int
+	throttles int
 }
 
 // cursorState is the owner's in-memory view of one cursor; holes are tracked, never skipped.
@@ -108,6 +111,21 @@ func (c *cursorState) span() int {
 		}
 	}
 	return int(c.readPos-c.committed) - above + len(c.late)
+}
+
+// lastThrottle returns, as ranges, the offsets of ps whose next throttle is their
+// delivery.MaxThrottles-th in a row (a job's LastThrottle), or nil.
+func lastThrottle(ps []pendingMsg) []delivery.Range {
+	var offs []int64
+	for _, p := range ps {
+		if p.throttles >= delivery.MaxThrottles-1 {
+			offs = append(offs, p.offset)
+		}
+	}
+	if len(offs) == 0 {
+		return nil
+	}
+	return delivery.Ranges(offs)
 }
 
 // requeue puts messages back to send in offset order (returned, or left by a job).

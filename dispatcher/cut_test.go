@@ -263,3 +263,38 @@ func TestCommitDropsLostCursors(t *testing.T) {
 	require.Equal(t, 3, gs.inflightP)
 	require.Len(t, b.d.jobs, 1)
 }
+
+// TestThrottleCountPerMessage: a message returned throttled (its POST was refused)
+// counts one throttle; one held back by another POST's throttle counts none. After
+// MaxThrottles-1 throttles in a row the next job names it in LastThrottle, so the
+// worker counts its next throttle as a failed attempt; a retry row counts the same.
+func TestThrottleCountPerMessage(t *testing.T) {
+	t.Parallel()
+	b := setupCut(t, 16, 10)
+	gs := b.group(1, 1, 2)
+	cs := gs.cursors[0]
+	b.d.byGQ[[2]int64{gs.g.ID, cs.queueID}] = cs
+	for i := range delivery.MaxThrottles {
+		b.d.cut(context.Background())
+		require.Len(t, b.q.jobs, i+1)
+		j := b.q.jobs[i]
+		require.Equal(t, []int64{1, 2}, delivery.Expand(j.Offsets))
+		if i < delivery.MaxThrottles-1 {
+			require.Empty(t, j.LastThrottle, "throttle %d", i+1)
+		} else {
+			require.Equal(t, []delivery.Range{{1, 1}}, j.LastThrottle, "only the refused message is at its bound")
+		}
+		b.d.applyReport(delivery.Report{TaskID: j.TaskID(), Group: j.Group, Queue: j.Queue, Version: j.Version, Final: true,
+			Returned: map[delivery.Reason][]delivery.Range{delivery.ReasonThrottled: {{1, 1}}, delivery.ReasonHeld: {{2, 2}}}})
+		b.now = b.now.Add(time.Second)
+	}
+
+	gs.throttledRetry(3, 9)
+	require.Empty(t, gs.retryLastThrottle(3, []int64{9}))
+	for range delivery.MaxThrottles - 2 {
+		gs.throttledRetry(3, 9)
+	}
+	require.Equal(t, []delivery.Range{{9, 9}}, gs.retryLastThrottle(3, []int64{8, 9}))
+	b.d.applyReport(delivery.Report{Group: gs.g.ID, Queue: 3, Retry: true, RetryWritten: []delivery.Range{{9, 9}}})
+	require.Empty(t, gs.retryLastThrottle(3, []int64{9}), "a counted attempt starts the count over")
+}

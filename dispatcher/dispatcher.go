@@ -41,6 +41,9 @@ type groupState struct {
 	busy      int      // flows with work at the start of this step's cut
 	cursors   []*cursorState
 	lastError string
+	// retryThrottles counts, per (queue, offset) of a retry row, its POSTs throttled
+	// in a row (delivery.MaxThrottles); kept in memory, so a new owner counts afresh.
+	retryThrottles map[[2]int64]int
 	health    health // failure counters, breaker, throttle and retry due time
 }
 

@@ -157,7 +157,7 @@ func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState
 		offsets[i] = t.offset
 	}
 	j := delivery.Job{Group: g.ID, Queue: cs.queueID, Version: cs.version, Owner: d.id, Offsets: delivery.Ranges(offsets), Parallelism: p, Attempt: 1, Probe: probe,
-		Messages: carried(take)}
+		LastThrottle: lastThrottle(take), Messages: carried(take)}
 	return d.startJob(ctx, &jobState{job: j, group: gs, cursor: cs}, take, now)
 }
 
@@ -178,7 +178,7 @@ func (d *Dispatcher) startJob(ctx context.Context, js *jobState, taken []pending
 		js.remaining = make(map[int64]bool, len(taken))
 		for _, t := range taken {
 			js.remaining[t.offset] = true
-			cs.inflight[t.offset] = inflightMsg{job: js, createdAt: t.createdAt, returns: t.returns}
+			cs.inflight[t.offset] = inflightMsg{job: js, createdAt: t.createdAt, returns: t.returns, throttles: t.throttles}
 		}
 		cs.jobs++
 	}
@@ -279,7 +279,7 @@ func (d *Dispatcher) finishJob(js *jobState, backoff time.Duration) {
 	for off := range js.remaining {
 		inf := cs.inflight[off]
 		delete(cs.inflight, off)
-		back = append(back, pendingMsg{offset: off, createdAt: inf.createdAt, notBefore: notBefore, returns: inf.returns})
+		back = append(back, pendingMsg{offset: off, createdAt: inf.createdAt, notBefore: notBefore, returns: inf.returns, throttles: inf.throttles})
 	}
 	cs.requeue(back)
 	js.remaining = nil

@@ -67,9 +67,21 @@ func (d *Dispatcher) announce(ctx context.Context) {
 	}
 }
 
+// heartbeat renews the lease. When the database clock stepped back since the last
+// one, the store re-bases leases and retry due times written on the old clock
+// (store.ClockRebase), and the loop is asked to re-read the live set and the retry
+// due times (d.lapsed), which are then nearer than it last heard.
 func (d *Dispatcher) heartbeat(ctx context.Context) error {
 	host, _ := os.Hostname()
-	return d.st.DispatcherHeartbeat(ctx, d.id, host, d.cfg.LeaseDuration)
+	stepped, err := d.st.DispatcherRenew(ctx, d.id, host, d.cfg.LeaseDuration)
+	if stepped {
+		d.log.Warn("database clock stepped back; leases and retry due times re-based")
+		select {
+		case d.lapsed <- struct{}{}:
+		default:
+		}
+	}
+	return err
 }
 
 // beat renews the lease every HeartbeatInterval until ctx ends, on its own goroutine

@@ -106,7 +106,7 @@ func (d *Dispatcher) cutOrdered(ctx context.Context, gs *groupState, cs *cursorS
 		offsets[i] = t.offset
 	}
 	j := delivery.Job{Group: g.ID, Queue: cs.queueID, Version: cs.version, Owner: d.id, Offsets: delivery.Ranges(offsets),
-		Parallelism: 1, Attempt: attempt, Probe: probe, Ordered: true, Messages: carried(taken)}
+		Parallelism: 1, Attempt: attempt, Probe: probe, Ordered: true, LastThrottle: lastThrottle(taken), Messages: carried(taken)}
 	return d.startJob(ctx, &jobState{job: j, group: gs, cursor: cs}, taken, now)
 }
 

@@ -87,6 +87,14 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 		d.eventCounted(gs, models.EventDeadLetterCreated, len(delivery.Expand(r.DeadLettered)), map[string]any{"last_error": gs.lastError})
 	}
 	if r.Retry {
+		for _, rs := range [][]delivery.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
+			for _, off := range delivery.Expand(rs) {
+				delete(gs.retryThrottles, [2]int64{r.Queue, off})
+			}
+		}
+		for _, off := range delivery.Expand(r.Returned[delivery.ReasonThrottled]) {
+			gs.throttledRetry(r.Queue, off)
+		}
 		if js != nil {
 			for _, rs := range [][]delivery.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
 				for _, off := range delivery.Expand(rs) {
@@ -138,7 +146,10 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 			if reason == delivery.ReasonFenced {
 				continue
 			}
-			p := pendingMsg{offset: off, createdAt: inf.createdAt, returns: inf.returns}
+			p := pendingMsg{offset: off, createdAt: inf.createdAt, returns: inf.returns, throttles: inf.throttles}
+			if reason == delivery.ReasonThrottled {
+				p.throttles++ // its POST was refused; MaxThrottles in a row make a failed attempt
+			}
 			if reason == delivery.ReasonBlocked {
 				// Behind an ordered job's failed POST: the cursor's block holds them.
 				back = append(back, p)
@@ -148,7 +159,7 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 				p.returns++
 				p.notBefore = nowMS + d.returnBackoff(inf.returns).Milliseconds()
 			} else {
-				// Paused, probe, throttled or gone: the group's state holds them back; the short
+				// Paused, probe, throttled, held or gone: the group's state holds them back; the short
 				// delay only keeps a worker's stale view of the group from spinning.
 				p.notBefore = nowMS + 200
 			}

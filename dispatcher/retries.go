@@ -91,7 +91,7 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 		// A retry job's "version" is its claim number, unique per dispatcher run (seeded
 		// from the clock), so its TaskID never collides with another claim's.
 		j := delivery.Job{Group: gs.g.ID, Queue: q, Version: d.claimSeq, Owner: d.id, Offsets: delivery.Ranges(offsets), Parallelism: p,
-			Retry: true, Attempts: attempts, BatchKeys: keys, Probe: probe}
+			Retry: true, Attempts: attempts, BatchKeys: keys, Probe: probe, LastThrottle: gs.retryLastThrottle(q, offsets)}
 		if !d.startJob(ctx, &jobState{job: j, group: gs, leaseEnd: now.Add(lease)}, nil, now) {
 			continue
 		}
@@ -99,6 +99,33 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 		enqueued = true
 	}
 	return enqueued
+}
+
+// maxRetryThrottles bounds retryThrottles per group: past it the counts start over
+// (each message still fails after at most MaxThrottles more throttles).
+const maxRetryThrottles = 10000
+
+// throttledRetry counts one more throttled POST of a retry row.
+func (gs *groupState) throttledRetry(queue, off int64) {
+	if gs.retryThrottles == nil || len(gs.retryThrottles) >= maxRetryThrottles {
+		gs.retryThrottles = map[[2]int64]int{}
+	}
+	gs.retryThrottles[[2]int64{queue, off}]++
+}
+
+// retryLastThrottle returns, as ranges, the offsets of queue's claimed rows whose
+// next throttle is their delivery.MaxThrottles-th in a row, or nil.
+func (gs *groupState) retryLastThrottle(queue int64, offsets []int64) []delivery.Range {
+	var last []int64
+	for _, o := range offsets {
+		if gs.retryThrottles[[2]int64{queue, o}] >= delivery.MaxThrottles-1 {
+			last = append(last, o)
+		}
+	}
+	if len(last) == 0 {
+		return nil
+	}
+	return delivery.Ranges(last)
 }
 
 // askOutbox wakes the maintenance role's dead-letter outbox after a dead-letter

@@ -168,7 +168,7 @@ type jobRun struct {
 	job     delivery.Job
 	attempt func(int64) int
 	rep     *reporter
-	stop    atomic.Value // delivery.Reason as string: a throttle, a 410 or a fence stops the job
+	stop    atomic.Value // delivery.Reason as string: a throttle (held), a 410 or a fence stops the job
 }
 
 func (r *jobRun) stopReason() delivery.Reason {
@@ -201,16 +201,23 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 	name := r.g.Name
 	metrics.PostLatency.WithLabelValues(name).Observe(lat.Seconds())
 	c := delivery.Counters{LastStatus: out.Status, LatencySumMS: ms, LatencyMaxMS: ms}
+	if out.Kind == webhook.KindThrottled {
+		// The group pauses for Retry-After either way; a message throttled
+		// MaxThrottles times in a row counts this POST as its failed attempt.
+		c.Throttles, c.RetryAfterMS = 1, out.RetryAfter.Milliseconds()
+		if r.lastThrottle(b) {
+			out = webhook.Outcome{Kind: webhook.KindFailed, Status: out.Status, Class: delivery.ClassHTTPStatus}
+			r.stop.Store(string(delivery.ReasonHeld))
+		}
+	}
 	switch out.Kind {
 	case webhook.KindThrottled, webhook.KindGone:
-		reason := delivery.ReasonThrottled
+		reason, stop := delivery.ReasonThrottled, delivery.ReasonHeld
 		if out.Kind == webhook.KindGone {
-			reason, c.Gone = delivery.ReasonGone, true
-		} else {
-			c.Throttles, c.RetryAfterMS = 1, out.RetryAfter.Milliseconds()
+			reason, stop, c.Gone = delivery.ReasonGone, delivery.ReasonGone, true
 		}
 		c.LastError = out.String()
-		r.stop.Store(string(reason))
+		r.stop.Store(string(stop))
 		r.rep.returned(reason, offsets, c)
 		r.w.recordAttempts(r.g, wid, b, r.attempt, out, ms, excerpt)
 		return
@@ -269,6 +276,19 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 		r.rep.delivered(ok, delivery.Counters{Delivered: len(ok)})
 	}
 	r.rep.failed(res.Retried, res.DeadLettered, res.NextDue, c)
+}
+
+// lastThrottle reports whether b carries a message whose next throttle is its
+// MaxThrottles-th in a row (the job's LastThrottle).
+func (r *jobRun) lastThrottle(b []models.Message) bool {
+	for _, m := range b {
+		for _, rg := range r.job.LastThrottle {
+			if m.Offset >= rg[0] && m.Offset <= rg[1] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func offsetsOf(b []models.Message) []int64 {

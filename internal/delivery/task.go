@@ -71,6 +71,9 @@ type Job struct {
 	// Attempts): messages with different keys are never sent in one POST, so a batch
 	// that failed is re-sent as the same batch, under the same batch id.
 	BatchKeys []int64 `json:"bk,omitempty"`
+	// LastThrottle lists the offsets already throttled MaxThrottles-1 times in a
+	// row: a throttle of a POST carrying one of them is a failed attempt.
+	LastThrottle []Range `json:"lt,omitempty"`
 	// Probe marks the half-open breaker's single test batch.
 	Probe bool `json:"pr,omitempty"`
 	// Ordered marks a job of an ordered group (Parallelism 1): its batches go out one
@@ -83,6 +86,13 @@ type Job struct {
 	// carry them, and an asynq payload only up to MaxCarriedBytes of bodies (Carry).
 	Messages []models.Message `json:"m,omitempty"`
 }
+
+// MaxThrottles is how many times in a row a message may be throttled (429, or 503
+// with Retry-After) without an attempt counted: the POST that throttles it the
+// MaxThrottles-th time is its failed attempt (error class http_status), so a
+// message an endpoint always refuses follows the retry schedule to a dead letter
+// instead of pausing its group forever. The messages of one POST share its count.
+const MaxThrottles = 5
 
 // MaxCarriedBytes caps the bodies an asynq task payload carries (64 KiB): larger
 // jobs go without Messages and the worker loads them.

@@ -59,8 +59,12 @@ const (
 	ReasonPaused Reason = "paused"
 	// ReasonProbe: the job was the half-open breaker's probe, which sends only its first batch.
 	ReasonProbe Reason = "probe"
-	// ReasonThrottled: the endpoint answered 429, or 503 with Retry-After; the job stopped.
+	// ReasonThrottled: the endpoint answered 429, or 503 with Retry-After, to the POST that
+	// carried these messages; each counts one throttle toward MaxThrottles, and the job stopped.
 	ReasonThrottled Reason = "throttled"
+	// ReasonHeld: not sent because another POST of the job was throttled; the group's
+	// pause holds them and no throttle is counted for them.
+	ReasonHeld Reason = "held"
 	// ReasonGone: the endpoint answered 410; the group is paused and the job stopped.
 	ReasonGone Reason = "gone"
 	// ReasonFenced: the job's cursor version is below the fence (an offset reset, a takeover or a deleted group); dropped, the cursor's new version owns them.
@@ -72,7 +76,7 @@ const (
 // Reasons lists every Reason.
 func Reasons() []Reason {
 	return []Reason{ReasonShutdown, ReasonLoadFailed, ReasonRecordFailed, ReasonPaused, ReasonProbe, ReasonThrottled,
-		ReasonGone, ReasonFenced, ReasonBlocked}
+		ReasonHeld, ReasonGone, ReasonFenced, ReasonBlocked}
 }
 
 // Backoff reports whether messages returned for r count a return and wait the

@@ -19,7 +19,7 @@ func TestVocabularyWireValues(t *testing.T) {
 		got = append(got, string(c))
 	}
 	require.Equal(t, classes, got)
-	reasons := []string{"shutdown", "load_failed", "record_failed", "paused", "probe", "throttled", "gone", "fenced", "blocked"}
+	reasons := []string{"shutdown", "load_failed", "record_failed", "paused", "probe", "throttled", "held", "gone", "fenced", "blocked"}
 	got = nil
 	for _, r := range Reasons() {
 		got = append(got, string(r))

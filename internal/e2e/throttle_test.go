@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/testinfra"
 )
 
@@ -192,4 +194,107 @@ func TestThrottledForeverAutoPauses(t *testing.T) {
 	var n int
 	require.NoError(t, h.Store.DB().QueryRow("SELECT COUNT(*) FROM audit_log WHERE action = 'group.disabled' AND subject = 'g'").Scan(&n))
 	require.Equal(t, 1, n, "the state change is audited")
+}
+
+// TestThrottledMessageFailsAlone: an endpoint with per-tenant quotas answers 429
+// (Retry-After 1) to every POST carrying one tenant's message. After
+// delivery.MaxThrottles throttles in a row that message counts failed attempts (the
+// retry schedule, then a dead letter) while the group keeps flowing: the 400 other
+// messages arrive well within 40 s, at batch size 1 and 10 and in an ordered group
+// (where the refused message holds its queue until it is a dead letter). Before
+// throttles were counted per message, each 429 paused the whole group and the
+// message was never attempted, so only 100–150 of them arrived in 40 s.
+func TestThrottledMessageFailsAlone(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		batch   int
+		ordered bool
+	}{{"batch1", 1, false}, {"batch10", 10, false}, {"ordered", 1, true}} {
+		batch := tc.batch
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := testinfra.StartHerald(t, nil)
+			h.CreateTopic("t", 4)
+			r := testinfra.NewReceiver(t)
+			poison := []byte(`"tenant":"over-quota"`)
+			var mu sync.Mutex
+			throttled := 0
+			r.Respond = func(d testinfra.Delivery) int {
+				if bytes.Contains(d.Body, poison) {
+					mu.Lock()
+					throttled++
+					mu.Unlock()
+					return 429
+				}
+				return 204
+			}
+			withHeader(r, "Retry-After", "1")
+			r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": batch, "ordered": tc.ordered,
+				"max_attempts": 2, "retry_schedule": []int{1}, "subscriptions": []map[string]any{{"topic": "t"}}}))
+			key := h.CreateAPIKey("t")
+			bad := h.Publish(key, "t", map[string]any{"body": map[string]any{"tenant": "over-quota"}})[0]
+			start := time.Now()
+			const others = 400
+			var ids []string
+			for i := range others / 50 {
+				msgs := make([]map[string]any, 50)
+				for j := range msgs {
+					msgs[j] = map[string]any{"body": map[string]any{"tenant": "fine", "n": i*50 + j}}
+				}
+				for _, p := range h.Publish(key, "t", msgs...) {
+					ids = append(ids, p.ID)
+				}
+			}
+			// At batch size 10 the messages sharing the throttled message's POST share
+			// its fate (the endpoint refused the whole POST): at most batch-1 of them.
+			want := others - (batch - 1)
+			delivered := func() int {
+				n := 0
+				for _, id := range ids {
+					if len(r.Get(id)) > 0 {
+						n++
+					}
+				}
+				if batch > 1 {
+					n = 0
+					for _, d := range r.All() {
+						n += bytes.Count(d.Body, []byte(`"tenant":"fine"`))
+					}
+				}
+				return n
+			}
+			require.Eventually(t, func() bool { return delivered() >= want }, 40*time.Second, 20*time.Millisecond,
+				"%d of %d other messages delivered in 40 s", delivered(), others)
+			t.Logf("%s: %d of %d other messages in %v", tc.name, delivered(), others, time.Since(start).Round(100*time.Millisecond))
+			var dl struct {
+				Items []struct {
+					MessageID string `json:"message_id"`
+					Attempts  int    `json:"attempts"`
+					LastError string `json:"last_error"`
+				} `json:"items"`
+			}
+			require.Eventually(t, func() bool {
+				require.NoError(t, json.Unmarshal(h.Admin("GET", "/groups/g/dead-letters", nil, 200), &dl))
+				for _, it := range dl.Items {
+					if it.MessageID == bad.ID {
+						return true
+					}
+				}
+				return false
+			}, 30*time.Second, 100*time.Millisecond, "the always-throttled message becomes a dead letter after its attempts")
+			for _, it := range dl.Items {
+				if it.MessageID == bad.ID {
+					require.Equal(t, 2, it.Attempts)
+					require.Contains(t, it.LastError, "429")
+				}
+			}
+			mu.Lock()
+			// Each attempt is MaxThrottles throttled POSTs (a job re-dispatched on a
+			// loaded machine may repeat one POST).
+			require.GreaterOrEqual(t, throttled, 2*delivery.MaxThrottles)
+			require.LessOrEqual(t, throttled, 2*delivery.MaxThrottles+2)
+			mu.Unlock()
+		})
+	}
 }

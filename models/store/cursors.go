@@ -175,15 +175,64 @@ func (s *Store) CursorsRelease(ctx context.Context, owner string, ids []int64) e
 		Updates(map[string]any{"owner": "", "updated_at": time.Now().UTC()}).Error
 }
 
-// DispatcherHeartbeat upserts dispatcher id with lease_until = NOW(3) + lease.
+// DispatcherHeartbeat is DispatcherRenew without its stepped report.
 func (s *Store) DispatcherHeartbeat(ctx context.Context, id, hostname string, lease time.Duration) error {
-	_, err := s.sql.ExecContext(ctx, `INSERT INTO dispatchers (id, hostname, started_at, lease_until)
-		VALUES (?, ?, NOW(3), NOW(3) + INTERVAL ? MICROSECOND)
-		ON DUPLICATE KEY UPDATE lease_until = VALUES(lease_until)`, id, hostname, lease.Microseconds())
+	_, err := s.DispatcherRenew(ctx, id, hostname, lease)
+	return err
+}
+
+// DispatcherRenew renews dispatcher id's lease: lease_until = NOW(3) + lease,
+// renewed_at = NOW(3), in one UPDATE. When that finds no row renewed at or before
+// NOW(3) — the first heartbeat, or the database clock stepped back since the last
+// one — it first re-bases every lease and retry due time set before the step
+// (ClockRebase) and then upserts the row; stepped reports that something was
+// re-based. A step shorter than the heartbeat interval goes unseen, and costs at
+// most that much delay.
+func (s *Store) DispatcherRenew(ctx context.Context, id, hostname string, lease time.Duration) (stepped bool, err error) {
+	res, err := s.sql.ExecContext(ctx, "UPDATE dispatchers SET lease_until = NOW(3) + INTERVAL ? MICROSECOND, renewed_at = NOW(3) WHERE id = ? AND renewed_at <= NOW(3)",
+		lease.Microseconds(), id)
 	if err != nil {
-		return fmt.Errorf("heartbeat dispatcher %s: %w", id, err)
+		return false, fmt.Errorf("heartbeat dispatcher %s: %w", id, err)
 	}
-	return nil
+	if n, _ := res.RowsAffected(); n == 1 {
+		return false, nil
+	}
+	rebased, err := s.ClockRebase(ctx)
+	if err != nil {
+		return false, err
+	}
+	_, err = s.sql.ExecContext(ctx, `INSERT INTO dispatchers (id, hostname, started_at, lease_until, renewed_at)
+		VALUES (?, ?, NOW(3), NOW(3) + INTERVAL ? MICROSECOND, NOW(3))
+		ON DUPLICATE KEY UPDATE lease_until = VALUES(lease_until), renewed_at = VALUES(renewed_at)`, id, hostname, lease.Microseconds())
+	if err != nil {
+		return false, fmt.Errorf("heartbeat dispatcher %s: %w", id, err)
+	}
+	return rebased > 0, nil
+}
+
+// ClockRebase undoes a backward step of the database clock for the deadlines
+// Herald keeps in database time: a dispatcher lease renewed, or a retry row's due
+// time set, later than NOW(3) gets its deadline moved to NOW(3) plus the length it
+// was given (lease_until − renewed_at, due_at − scheduled_at) and its set time to
+// NOW(3). So a lease written on the old clock ends at most one lease length after
+// the step (a live owner renews it meanwhile) and a retry waits at most its own
+// delay (or claim lease) from the step, instead of the step's length. Rows of a
+// well-behaved clock are never touched; both statements are an empty index or tiny
+// table range then. It returns how many rows it moved.
+func (s *Store) ClockRebase(ctx context.Context) (int64, error) {
+	var total int64
+	for _, q := range []string{
+		"UPDATE dispatchers SET lease_until = NOW(3) + INTERVAL GREATEST(0, TIMESTAMPDIFF(MICROSECOND, renewed_at, lease_until)) MICROSECOND, renewed_at = NOW(3) WHERE renewed_at > NOW(3)",
+		"UPDATE retry_messages SET due_at = NOW(3) + INTERVAL GREATEST(0, TIMESTAMPDIFF(MICROSECOND, scheduled_at, due_at)) MICROSECOND, scheduled_at = NOW(3) WHERE scheduled_at > NOW(3)",
+	} {
+		res, err := s.sql.ExecContext(ctx, q)
+		if err != nil {
+			return total, fmt.Errorf("re-base deadlines after a clock step: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		total += n
+	}
+	return total, nil
 }
 
 // DispatchersLive lists dispatchers whose lease has not expired, in database time.

@@ -108,7 +108,7 @@ func (s *Store) DeadLetterRedrive(ctx context.Context, f DeadLetterFilter) (int6
 	defer tx.Rollback()
 	_, err = tx.ExecContext(ctx, `INSERT INTO retry_messages (group_id, queue_id, msg_offset, attempt, due_at, claim_token, last_status, last_error, created_at, updated_at)
 		SELECT group_id, queue_id, msg_offset, 1, NOW(3), '', last_status, last_error, NOW(3), NOW(3) FROM dead_letters WHERE `+w+`
-		ON DUPLICATE KEY UPDATE attempt = 1, due_at = NOW(3), claim_token = '', updated_at = NOW(3)`, args...)
+		ON DUPLICATE KEY UPDATE attempt = 1, due_at = NOW(3), scheduled_at = NOW(3), claim_token = '', updated_at = NOW(3)`, args...)
 	if err != nil {
 		return 0, fmt.Errorf("redrive dead letters: %w", err)
 	}

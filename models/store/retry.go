@@ -35,7 +35,8 @@ type FailureOutcome struct {
 // batch is claimed and re-sent whole, under the same batch id.
 // Due times are on the database clock (NOW(3) read in the transaction), the clock
 // RetryClaim compares them with, so a skewed api or worker clock neither delays a
-// retry nor fires it early; NextDue is on that clock too.
+// retry nor fires it early. NextDue is on the caller's clock: the database's wait
+// added to time.Now(), so a caller never compares the two clocks.
 func (s *Store) RetryRecord(ctx context.Context, groupID int64, maxAttempts int, schedule []int, fails []Failure) (FailureOutcome, error) {
 	var out FailureOutcome
 	if len(fails) == 0 {
@@ -70,8 +71,8 @@ func (s *Store) RetryRecord(ctx context.Context, groupID int64, maxAttempts int,
 			delays[f.Attempt] = delay
 		}
 		due := now.Add(delay)
-		if out.NextDue.IsZero() || due.Before(out.NextDue) {
-			out.NextDue = due
+		if local := time.Now().Add(delay); out.NextDue.IsZero() || local.Before(out.NextDue) {
+			out.NextDue = local
 		}
 		retryVals = append(retryVals, "(?,?,?,?,?,'',?,?,NOW(3),NOW(3))")
 		retryArgs = append(retryArgs, groupID, f.QueueID, f.Offset, f.Attempt+1, due, f.LastStatus, truncate(f.LastError, 255))
@@ -84,6 +85,7 @@ func (s *Store) RetryRecord(ctx context.Context, groupID int64, maxAttempts int,
 			strings.Join(retryVals, ",") +
 			" ON DUPLICATE KEY UPDATE due_at = IF(VALUES(attempt) = attempt + 1, VALUES(due_at), due_at), claim_token = IF(VALUES(attempt) = attempt + 1, '', claim_token)," +
 			" last_status = IF(VALUES(attempt) = attempt + 1, VALUES(last_status), last_status), last_error = IF(VALUES(attempt) = attempt + 1, VALUES(last_error), last_error)," +
+			" scheduled_at = IF(VALUES(attempt) = attempt + 1, NOW(3), scheduled_at)," +
 			" updated_at = NOW(3), attempt = IF(VALUES(attempt) = attempt + 1, VALUES(attempt), attempt)"
 		if _, err := tx.ExecContext(ctx, q, retryArgs...); err != nil {
 			return out, fmt.Errorf("write retry rows: %w", err)
@@ -130,7 +132,7 @@ func (s *Store) RetryDelete(ctx context.Context, groupID, queueID int64, offsets
 // due time lease past now (so a crash leaves them due again), and returns them.
 // Claims are partitioned by the group's owner, so no SKIP LOCKED is needed.
 func (s *Store) RetryClaim(ctx context.Context, groupID int64, token string, lease time.Duration, limit int) ([]models.RetryMessage, error) {
-	res, err := s.sql.ExecContext(ctx, "UPDATE retry_messages SET claim_token = ?, due_at = NOW(3) + INTERVAL ? MICROSECOND WHERE group_id = ? AND due_at <= NOW(3) ORDER BY due_at LIMIT ?",
+	res, err := s.sql.ExecContext(ctx, "UPDATE retry_messages SET claim_token = ?, due_at = NOW(3) + INTERVAL ? MICROSECOND, scheduled_at = NOW(3) WHERE group_id = ? AND due_at <= NOW(3) ORDER BY due_at LIMIT ?",
 		token, lease.Microseconds(), groupID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim retries of group %d: %w", groupID, err)
@@ -154,36 +156,42 @@ func (s *Store) RetryClaim(ctx context.Context, groupID int64, token string, lea
 	return out, rows.Err()
 }
 
-// RetryNextDue returns when a group's earliest retry row is due, or zero if none.
+// RetryNextDue returns when a group's earliest retry row is due, or zero if none,
+// on the caller's clock: the database's wait (MIN(due_at) − NOW(3)) added to
+// time.Now(), so a database clock that differs from the caller's neither delays
+// the claim nor makes it spin.
 func (s *Store) RetryNextDue(ctx context.Context, groupID int64) (time.Time, error) {
-	var t sql.NullTime
-	err := s.sql.QueryRowContext(ctx, "SELECT MIN(due_at) FROM retry_messages WHERE group_id = ?", groupID).Scan(&t)
+	var us sql.NullInt64
+	err := s.sql.QueryRowContext(ctx, "SELECT TIMESTAMPDIFF(MICROSECOND, NOW(3), MIN(due_at)) FROM retry_messages WHERE group_id = ?", groupID).Scan(&us)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("read next retry of group %d: %w", groupID, err)
 	}
-	return t.Time, nil
+	if !us.Valid {
+		return time.Time{}, nil
+	}
+	return time.Now().Add(time.Duration(us.Int64) * time.Microsecond), nil
 }
 
-// RetryNextDueByGroups returns when each listed group's earliest retry row is due;
-// groups with no row are absent. One statement (idx_retry_due), for a dispatcher
-// that adopts many groups at once.
+// RetryNextDueByGroups returns when each listed group's earliest retry row is due,
+// on the caller's clock as RetryNextDue; groups with no row are absent. One
+// statement (idx_retry_due), for a dispatcher that adopts many groups at once.
 func (s *Store) RetryNextDueByGroups(ctx context.Context, groupIDs []int64) (map[int64]time.Time, error) {
 	out := map[int64]time.Time{}
 	if len(groupIDs) == 0 {
 		return out, nil
 	}
-	rows, err := s.sql.QueryContext(ctx, "SELECT group_id, MIN(due_at) FROM retry_messages WHERE group_id IN ("+idList(groupIDs)+") GROUP BY group_id")
+	rows, err := s.sql.QueryContext(ctx, "SELECT group_id, TIMESTAMPDIFF(MICROSECOND, NOW(3), MIN(due_at)) FROM retry_messages WHERE group_id IN ("+idList(groupIDs)+") GROUP BY group_id")
 	if err != nil {
 		return nil, fmt.Errorf("read next retries: %w", err)
 	}
 	defer rows.Close()
+	now := time.Now()
 	for rows.Next() {
-		var g int64
-		var t time.Time
-		if err := rows.Scan(&g, &t); err != nil {
+		var g, us int64
+		if err := rows.Scan(&g, &us); err != nil {
 			return nil, fmt.Errorf("read next retries: %w", err)
 		}
-		out[g] = t
+		out[g] = now.Add(time.Duration(us) * time.Microsecond)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read next retries: %w", err)
@@ -197,7 +205,7 @@ func (s *Store) RetryRelease(ctx context.Context, groupID, queueID int64, offset
 	if len(offsets) == 0 {
 		return nil
 	}
-	_, err := s.sql.ExecContext(ctx, "UPDATE retry_messages SET claim_token = '', due_at = NOW(3) + INTERVAL ? MICROSECOND WHERE group_id = ? AND queue_id = ? AND msg_offset IN ("+idList(offsets)+")",
+	_, err := s.sql.ExecContext(ctx, "UPDATE retry_messages SET claim_token = '', due_at = NOW(3) + INTERVAL ? MICROSECOND, scheduled_at = NOW(3) WHERE group_id = ? AND queue_id = ? AND msg_offset IN ("+idList(offsets)+")",
 		max(delay, 0).Microseconds(), groupID, queueID)
 	if err != nil {
 		return fmt.Errorf("release retries of group %d: %w", groupID, err)
