@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/testinfra"
 	"github.com/heraldhq/herald/models"
 )
@@ -118,7 +119,15 @@ func TestPauseFencesRunningJobs(t *testing.T) {
 // the jobs cut before the reset say.
 func TestResetByTimestampMidFlightRedelivers(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	t.Run("in process", func(t *testing.T) { t.Parallel(); resetMidFlight(t, app.All) })
+	t.Run("worker apart", func(t *testing.T) { t.Parallel(); resetMidFlight(t, app.Roles{API: true, Dispatcher: true}) })
+}
+
+func resetMidFlight(t *testing.T, roles app.Roles) {
+	h := testinfra.StartHeraldRoles(t, roles, nil)
+	if !roles.Worker {
+		h.Start(app.Roles{Worker: true}) // its reports go through Redis
+	}
 	h.CreateTopic("t", 1)
 	r := testinfra.NewReceiver(t)
 	var posts postStarts
