@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/heraldhq/herald/internal/fence"
 	"github.com/heraldhq/herald/internal/signing"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/models"
@@ -387,7 +388,12 @@ func (c *Control) checkEndpoint(ctx context.Context, raw string) error {
 }
 
 // PauseGroup stops deliveries to group name (reason "paused by <actor>"), tells the
-// dispatchers and audits it (group.paused). Errors: models.ErrNotFound.
+// dispatchers and audits it (group.paused). Before it answers, every worker is
+// fenced off the group (fence.RaiseStatus): no POST starts after the answer, of a
+// job running, queued or cut before the dispatcher heard of the pause; POSTs
+// already on the wire complete. Without Redis (the CLI) workers stop within their
+// 1 s group cache. Errors: models.ErrNotFound; an error naming the fence when the
+// group is paused but workers could not be told.
 func (c *Control) PauseGroup(ctx context.Context, a Actor, name string) (*models.Group, error) {
 	return c.setStatus(ctx, a, name, models.GroupPaused, "paused by "+a.Username)
 }
@@ -403,8 +409,15 @@ func (c *Control) setStatus(ctx context.Context, a Actor, name string, st models
 	if err != nil {
 		return nil, err
 	}
-	if err := c.st.GroupSetStatus(ctx, g.ID, st, reason); err != nil {
+	cv, err := c.st.GroupSetStatus(ctx, g.ID, st, reason)
+	if err != nil {
 		return nil, err
+	}
+	// The status fence is raised before the answer (as a reset's): from then on no
+	// worker starts a POST of a paused group.
+	var ferr error
+	if c.rdb != nil {
+		ferr = fence.RaiseStatus(ctx, c.rdb, c.keys, g.ID, cv, st != models.GroupRunning)
 	}
 	c.notifyGroup(ctx, g.ID)
 	c.Record(ctx, a, "group."+string(st), g.Name, map[string]string{"status": string(g.Status)}, map[string]string{"status": string(st)})
@@ -414,6 +427,13 @@ func (c *Control) setStatus(ctx context.Context, a Actor, name string, st models
 	}
 	if g.Status != st {
 		c.publishEvent(ctx, ev)
+	}
+	if ferr != nil && st != models.GroupRunning {
+		c.log.Error("group paused but workers not fenced: jobs already cut may still be sent for about a second", "group", g.Name, "err", ferr)
+		return nil, fmt.Errorf("group %s paused, workers not fenced: %w", g.Name, ferr)
+	}
+	if ferr != nil {
+		c.log.Warn("group resumed; workers learn it from their group cache", "group", g.Name, "err", ferr)
 	}
 	return c.st.GroupGetByID(ctx, g.ID)
 }

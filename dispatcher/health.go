@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/fence"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -221,9 +222,14 @@ func (gs *groupState) snapshot() store.GroupHealth {
 func (d *Dispatcher) setStatus(gs *groupState, st models.GroupStatus, reason string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := d.st.GroupSetStatus(ctx, gs.g.ID, st, reason); err != nil {
+	cv, err := d.st.GroupSetStatus(ctx, gs.g.ID, st, reason)
+	if err != nil {
 		d.log.Warn("set group status", "group", gs.g.Name, "err", err)
 		return
+	}
+	// Workers stop the group's POSTs at once, as for a pause through the api.
+	if err := fence.RaiseStatus(ctx, d.rdb, d.keys, gs.g.ID, cv, true); err != nil {
+		d.log.Warn("raise status fence; workers stop within their group cache", "group", gs.g.Name, "err", err)
 	}
 	gs.g.Status, gs.g.PausedReason = st, reason
 	d.log.Warn("group status changed", "group", gs.g.Name, "status", st, "reason", reason)

@@ -75,7 +75,7 @@ func (w *Worker) run(ctx context.Context, j delivery.Job) {
 		rep.returned(delivery.ReasonLoadFailed, offsets, delivery.Counters{})
 		return
 	}
-	if g.Status != models.GroupRunning {
+	if w.paused(g) {
 		rep.returned(delivery.ReasonPaused, offsets, delivery.Counters{})
 		return
 	}
@@ -147,6 +147,17 @@ feed:
 	}
 }
 
+// paused reports whether group g sends nothing: its status as the later of its
+// status fence (announced or read at the job's start) and the cached row says, so a
+// pause stops POSTs at once and a resume whose fence was lost applies within the
+// group cache. A map read, no Redis command.
+func (w *Worker) paused(g *cachedGroup) bool {
+	if v, p, ok := w.fences.Status(g.ID); ok && v >= g.ConfigVersion {
+		return p
+	}
+	return g.Status != models.GroupRunning
+}
+
 // attemptsOf returns each offset's attempt number: the job's for first deliveries,
 // the retry row's for retry jobs.
 func attemptsOf(j delivery.Job, offsets []int64) func(int64) int {
@@ -186,6 +197,8 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 	}
 	if (!r.job.Retry && r.w.fences.Stale(r.job.Group, r.job.Queue, r.job.Version)) || r.w.fences.Retired(r.job.Group, r.job.Queue) {
 		r.stop.Store(string(delivery.ReasonFenced)) // in memory: no Redis command per POST
+	} else if r.w.paused(r.g) {
+		r.stop.Store(string(delivery.ReasonPaused)) // a pause answered: no POST starts after it
 	}
 	if s := r.stopReason(); s != "" {
 		r.rep.returned(s, offsets, delivery.Counters{})

@@ -6,6 +6,11 @@
 // POST costs no Redis command: a job whose version is below the fence sends nothing
 // more, and its unsent messages are dropped (the new version's cursor owns them).
 //
+// A pause is fenced the same way: the group's status field holds its config version
+// at the last pause or resume and whether it paused then (RaiseStatus), so a job's
+// POSTs stop at once when the group is paused, not when the worker's group cache
+// next refreshes.
+//
 // Residual window: a POST already on the wire when the fence is raised completes, and
 // one started between the raise and the worker's receipt of the announcement (pub/sub
 // latency, well under a millisecond on one Redis) is sent too. While a worker's
@@ -55,25 +60,57 @@ func Raise(ctx context.Context, rdb redis.Scripter, keys delivery.Keys, group in
 	return raise.Run(ctx, rdb, []string{keys.Fence(group)}, args...).Err()
 }
 
-// parse reads an announcement "<group> <queue>:<version> …".
-func parse(s string) (group int64, versions map[int64]int64, ok bool) {
+// statusField is the fence hash field holding the group's status fence (see
+// statusValue); queue fields are numeric, so it never collides with one.
+const statusField = "status"
+
+// statusValue encodes a status fence: the group's config version at the pause or
+// resume, doubled, plus 1 when it paused. Versions only grow, so the larger value is
+// always the later change, and a fence that only rises keeps the last one.
+func statusValue(configVersion int64, paused bool) int64 {
+	v := 2 * configVersion
+	if paused {
+		v++
+	}
+	return v
+}
+
+// RaiseStatus records that group's status changed at configVersion (the version
+// its row has after the change) to paused (not running) or running, and announces
+// it to workers: from then on no worker starts a POST of the group while paused
+// (Watcher.Status). A change older than the one recorded is ignored. One Redis
+// round trip; on error workers learn the status from their group cache (1 s).
+func RaiseStatus(ctx context.Context, rdb redis.Scripter, keys delivery.Keys, group, configVersion int64, paused bool) error {
+	v := strconv.FormatInt(statusValue(configVersion, paused), 10)
+	msg := strconv.FormatInt(group, 10) + " " + statusField + ":" + v
+	return raise.Run(ctx, rdb, []string{keys.Fence(group)}, keys.FenceChannel(), msg, statusField, v).Err()
+}
+
+// parse reads an announcement "<group> <queue>:<version> …", where the queue may be
+// statusField (returned as status, else -1).
+func parse(s string) (group int64, versions map[int64]int64, status int64, ok bool) {
 	fields := strings.Fields(s)
 	if len(fields) < 2 {
-		return 0, nil, false
+		return 0, nil, 0, false
 	}
 	group, err := strconv.ParseInt(fields[0], 10, 64)
 	if err != nil {
-		return 0, nil, false
+		return 0, nil, 0, false
 	}
+	status = -1
 	versions = make(map[int64]int64, len(fields)-1)
 	for _, f := range fields[1:] {
 		qs, vs, found := strings.Cut(f, ":")
-		q, err1 := strconv.ParseInt(qs, 10, 64)
 		v, err2 := strconv.ParseInt(vs, 10, 64)
+		if found && qs == statusField && err2 == nil {
+			status = v
+			continue
+		}
+		q, err1 := strconv.ParseInt(qs, 10, 64)
 		if !found || err1 != nil || err2 != nil {
-			return 0, nil, false
+			return 0, nil, 0, false
 		}
 		versions[q] = v
 	}
-	return group, versions, true
+	return group, versions, status, true
 }

@@ -19,16 +19,17 @@ type Watcher struct {
 	rdb  redis.UniversalClient
 	keys delivery.Keys
 
-	mu      sync.Mutex
-	fences  map[[2]int64]int64
-	changed chan struct{}
-	ready   chan struct{}
-	once    sync.Once
+	mu       sync.Mutex
+	fences   map[[2]int64]int64
+	statuses map[int64]int64 // group → status fence (statusValue)
+	changed  chan struct{}
+	ready    chan struct{}
+	once     sync.Once
 }
 
 // NewWatcher returns a Watcher for the namespace of keys.
 func NewWatcher(rdb redis.UniversalClient, keys delivery.Keys) *Watcher {
-	return &Watcher{rdb: rdb, keys: keys, fences: map[[2]int64]int64{}, changed: make(chan struct{}), ready: make(chan struct{})}
+	return &Watcher{rdb: rdb, keys: keys, fences: map[[2]int64]int64{}, statuses: map[int64]int64{}, changed: make(chan struct{}), ready: make(chan struct{})}
 }
 
 // Run keeps the subscription to the fence channel until ctx ends; go-redis
@@ -56,8 +57,8 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if g, vs, ok := parse(m.Payload); ok {
-				w.merge(g, vs)
+			if g, vs, status, ok := parse(m.Payload); ok {
+				w.merge(g, vs, status)
 			}
 		}
 	}
@@ -66,9 +67,15 @@ func (w *Watcher) Run(ctx context.Context) error {
 // Ready is closed once the first subscription is confirmed (or Run's context ended).
 func (w *Watcher) Ready() <-chan struct{} { return w.ready }
 
-func (w *Watcher) merge(group int64, versions map[int64]int64) {
+// merge raises the view of group's queue fences to versions and its status fence
+// to status (-1: none).
+func (w *Watcher) merge(group int64, versions map[int64]int64, status int64) {
 	w.mu.Lock()
 	raised := false
+	if cur, ok := w.statuses[group]; status >= 0 && (!ok || status > cur) {
+		w.statuses[group] = status
+		raised = true
+	}
 	for q, v := range versions {
 		k := [2]int64{group, q}
 		if v > w.fences[k] {
@@ -83,23 +90,46 @@ func (w *Watcher) merge(group int64, versions map[int64]int64) {
 	w.mu.Unlock()
 }
 
-// Load reads the (group, queue) fence from Redis (one HGET), merges it into the
-// in-memory view and reports whether version is below it. A Redis error is returned
-// with stale=false: sending a job that may be stale costs a duplicate, never a loss.
+// Load reads the (group, queue) fence and the group's status fence from Redis (one
+// HMGET), merges them into the in-memory view and reports whether version is below
+// the queue's fence (the status is then read with Status). A Redis error is
+// returned with stale=false: sending a job that may be stale costs a duplicate,
+// never a loss.
 func (w *Watcher) Load(ctx context.Context, group, queue, version int64) (stale bool, err error) {
-	s, err := w.rdb.HGet(ctx, w.keys.Fence(group), strconv.FormatInt(queue, 10)).Result()
-	if errors.Is(err, redis.Nil) {
-		return w.Stale(group, queue, version), nil
-	}
+	vals, err := w.rdb.HMGet(ctx, w.keys.Fence(group), strconv.FormatInt(queue, 10), statusField).Result()
 	if err != nil {
 		return w.Stale(group, queue, version), err
 	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return w.Stale(group, queue, version), err
+	num := func(i int) (int64, bool, error) {
+		if i >= len(vals) || vals[i] == nil {
+			return 0, false, nil
+		}
+		s, _ := vals[i].(string)
+		n, err := strconv.ParseInt(s, 10, 64)
+		return n, err == nil, err
 	}
-	w.merge(group, map[int64]int64{queue: v})
-	return w.Stale(group, queue, version), nil
+	v, hasV, err1 := num(0)
+	st, hasSt, err2 := num(1)
+	versions, status := map[int64]int64{}, int64(-1)
+	if hasV {
+		versions[queue] = v
+	}
+	if hasSt {
+		status = st
+	}
+	w.merge(group, versions, status)
+	return w.Stale(group, queue, version), errors.Join(err1, err2)
+}
+
+// Status returns group's status fence as last seen: the config version of its last
+// pause or resume and whether that paused it; ok is false when none was seen. A
+// map read, no Redis command. The worker compares configVersion with its cached
+// group's: the later of the two tells the status.
+func (w *Watcher) Status(group int64) (configVersion int64, paused, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v, ok := w.statuses[group]
+	return v / 2, v%2 == 1, ok
 }
 
 // Stale reports whether a job of cursor version on (group, queue) is below the

@@ -152,3 +152,44 @@ func TestConcurrentLoads(t *testing.T) {
 		require.True(t, stale, "round %d: a fence raised before the call is seen", round)
 	}
 }
+
+// TestStatusFence: a pause reaches a running Watcher by announcement and a fresh
+// one by Load; a resume at a later config version lifts it, and an older change
+// raised late (a racing api) never overrides a newer one.
+func TestStatusFence(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testinfra.Redis(t)
+	keys := delivery.Keys{Namespace: ns}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := fence.NewWatcher(rdb, keys)
+	done := make(chan struct{})
+	go func() { _ = w.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	<-w.Ready()
+
+	_, _, ok := w.Status(1)
+	require.False(t, ok, "no status seen yet")
+	changed := w.Changed()
+	require.NoError(t, fence.RaiseStatus(ctx, rdb, keys, 1, 7, true))
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the announcement never arrived")
+	}
+	v, paused, ok := w.Status(1)
+	require.True(t, ok)
+	require.True(t, paused)
+	require.EqualValues(t, 7, v)
+
+	require.NoError(t, fence.RaiseStatus(ctx, rdb, keys, 1, 8, false))
+	require.NoError(t, fence.RaiseStatus(ctx, rdb, keys, 1, 6, true)) // older: ignored
+	fresh := fence.NewWatcher(rdb, keys)                              // never subscribed
+	_, err := fresh.Load(ctx, 1, 2, 1)
+	require.NoError(t, err)
+	v, paused, ok = fresh.Status(1)
+	require.True(t, ok)
+	require.False(t, paused, "the resume at version 8 holds")
+	require.EqualValues(t, 8, v)
+	require.Eventually(t, func() bool { v, p, _ := w.Status(1); return v == 8 && !p }, 5*time.Second, 5*time.Millisecond)
+}

@@ -302,18 +302,27 @@ func (s *Store) withSubscriptions(ctx context.Context, rows []groupRow) ([]*mode
 	return out, nil
 }
 
-// GroupSetStatus sets a group's status and reason and bumps its config version.
-func (s *Store) GroupSetStatus(ctx context.Context, id int64, st models.GroupStatus, reason string) error {
-	res := s.db.WithContext(ctx).Model(&groupRow{}).Where("id = ?", id).Updates(map[string]any{
-		"status": string(st), "paused_reason": reason, "config_version": gorm.Expr("config_version + 1"), "updated_at": time.Now().UTC(),
+// GroupSetStatus sets a group's status and reason and bumps its config version; it
+// returns the config version written (read back under the row lock, so it is this
+// change's even when others race), which fences the status for workers
+// (fence.RaiseStatus).
+func (s *Store) GroupSetStatus(ctx context.Context, id int64, st models.GroupStatus, reason string) (configVersion int64, err error) {
+	err = s.WithTx(ctx, func(tx *Store) error {
+		res := tx.db.Model(&groupRow{}).Where("id = ?", id).Updates(map[string]any{
+			"status": string(st), "paused_reason": reason, "config_version": gorm.Expr("config_version + 1"), "updated_at": time.Now().UTC(),
+		})
+		if res.Error != nil {
+			return fmt.Errorf("set group %d status: %w", id, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return fmt.Errorf("group %d: %w", id, models.ErrNotFound)
+		}
+		if err := tx.db.Model(&groupRow{}).Where("id = ?", id).Select("config_version").Scan(&configVersion).Error; err != nil {
+			return fmt.Errorf("read group %d config version: %w", id, err)
+		}
+		return nil
 	})
-	if res.Error != nil {
-		return fmt.Errorf("set group %d status: %w", id, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return fmt.Errorf("group %d: %w", id, models.ErrNotFound)
-	}
-	return nil
+	return configVersion, err
 }
 
 // GroupUpdate writes g's settings (endpoint, limits, retries, ordering, consume_from)
