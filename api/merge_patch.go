@@ -41,6 +41,9 @@ func mergePatch(doc, patch any) any {
 // unknown-field.
 func applyGroupPatch(g *models.Group, patch []byte) (groupCreateRequest, error) {
 	var req groupCreateRequest
+	if err := refuseInvalidText(patch); err != nil {
+		return req, err // decoding below would replace it with U+FFFD
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(patch, &fields); err != nil || fields == nil {
 		return req, problem(ProblemMalformedRequest, "the body must be a JSON object (a merge patch of the group)")
