@@ -79,6 +79,11 @@ func applyGroupPatch(g *models.Group, patch []byte) (groupCreateRequest, error) 
 	if err := dec.Decode(&pm); err != nil {
 		return req, problem(ProblemMalformedRequest, err.Error())
 	}
+	if hs, ok := pm["endpoint_headers"].(map[string]any); ok {
+		// Header names are case-insensitive: `X-Api-Key` in the patch is the group's
+		// `x-api-key` member (replaced, or removed by null), not a second header.
+		pm["endpoint_headers"] = models.CanonicalHeaders(hs)
+	}
 	merged, _ := json.Marshal(mergePatch(doc, pm))
 	err := decodeStrict(merged, &req)
 	return req, err

@@ -101,12 +101,13 @@ func ValidMessageHeaderName(s string) bool {
 // CanonicalHeaders returns h with every name in CanonicalHeaderName form, values
 // unchanged. A name whose canonical form is also given (`X-A` next to `x-a`) keeps
 // its own spelling, so validation refuses it as a duplicate instead of one value
-// silently replacing the other. A nil or empty h returns h.
-func CanonicalHeaders(h map[string]string) map[string]string {
+// silently replacing the other. A nil or empty h returns h. V is any value type
+// (a JSON merge patch's members are any, with null to remove a header).
+func CanonicalHeaders[V any](h map[string]V) map[string]V {
 	if len(h) == 0 {
 		return h
 	}
-	out := make(map[string]string, len(h))
+	out := make(map[string]V, len(h))
 	for k, v := range h { // canonical spellings first, so they always win their name
 		if CanonicalHeaderName(k) == k {
 			out[k] = v
