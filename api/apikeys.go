@@ -24,7 +24,7 @@ type APIKeyDTO struct {
 // apiKeyDTO shows a stored key: never the key itself, only its prefix, scopes, last
 // use (updated at most once per cache period, 5 s) and revocation time.
 func apiKeyDTO(k *models.APIKey) APIKeyDTO {
-	d := APIKeyDTO{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Topics: k.Topics, CreatedAt: k.CreatedAt.UTC().Format(timeFormat),
+	d := APIKeyDTO{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Topics: k.Topics, CreatedAt: k.CreatedAt.UTC().Format(control.TimeFormat),
 		LastUsedAt: fmtTime(k.LastUsedAt), RevokedAt: fmtTime(k.RevokedAt)}
 	if d.Topics == nil {
 		d.Topics = []string{}

@@ -7,7 +7,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/heraldhq/herald/control"
-	"github.com/heraldhq/herald/models/store"
 )
 
 // AuditEntryDTO is one audit-log entry: who (actor, source_ip) did what (action on
@@ -23,9 +22,9 @@ type AuditEntryDTO struct {
 	CreatedAt string          `json:"created_at"`
 }
 
-func auditDTO(e store.AuditEntry) AuditEntryDTO {
+func auditDTO(e control.AuditEntry) AuditEntryDTO {
 	return AuditEntryDTO{ID: e.ID, Actor: e.Actor, Action: e.Action, Subject: e.Subject, SourceIP: e.SourceIP,
-		Before: rawOrNull(e.Before), After: rawOrNull(e.After), CreatedAt: e.CreatedAt.UTC().Format(timeFormat)}
+		Before: rawOrNull(e.Before), After: rawOrNull(e.After), CreatedAt: e.CreatedAt.UTC().Format(control.TimeFormat)}
 }
 
 func rawOrNull(b []byte) json.RawMessage {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/models"
 )
@@ -77,12 +78,12 @@ func (s *Server) apiKey(ctx context.Context, prefix string) (*models.APIKey, err
 			return ck.k, nil
 		}
 	}
-	k, err := s.st.APIKeyGetByPrefix(ctx, prefix)
+	k, err := s.ctl.APIKeyByPrefix(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
 	s.keys.Store(prefix, &cachedKey{k: k, at: time.Now()})
-	go func() { _ = s.st.APIKeyTouch(context.WithoutCancel(ctx), k.ID) }()
+	go func() { _ = s.ctl.TouchAPIKey(context.WithoutCancel(ctx), k.ID) }()
 	return k, nil
 }
 
@@ -115,7 +116,7 @@ func (s *Server) login(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, loginResponse{Token: tok, ExpiresAt: exp.UTC().Format(timeFormat)})
+	return c.JSON(http.StatusOK, loginResponse{Token: tok, ExpiresAt: exp.UTC().Format(control.TimeFormat)})
 }
 
 func (s *Server) issueToken(u *models.User) (string, time.Time, error) { return s.ctl.IssueToken(u) }
@@ -150,13 +151,11 @@ func (s *Server) userFromJWT(ctx context.Context, raw string) (*models.User, err
 
 func userFrom(c echo.Context) *models.User { return c.Get("user").(*models.User) }
 
-var roleRank = map[models.Role]int{models.RoleViewer: 1, models.RoleOperator: 2, models.RoleAdmin: 3}
-
 // requireRole lets through users at least as privileged as r.
 func requireRole(r models.Role) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if roleRank[userFrom(c).Role] < roleRank[r] {
+			if !userFrom(c).Role.AtLeast(r) {
 				return problem(ProblemForbidden, fmt.Sprintf("needs role %s", r))
 			}
 			return next(c)

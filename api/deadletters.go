@@ -43,14 +43,14 @@ type DeliveryAttemptDTO struct {
 
 func attemptDTO(a models.DeliveryAttempt) DeliveryAttemptDTO {
 	return DeliveryAttemptDTO{WebhookID: a.WebhookID, Attempt: a.Attempt, Status: a.Status, ErrorClass: a.ErrorClass,
-		LatencyMS: a.LatencyMS, ResponseExcerpt: string(a.Excerpt), At: a.CreatedAt.UTC().Format(timeFormat)}
+		LatencyMS: a.LatencyMS, ResponseExcerpt: string(a.Excerpt), At: a.CreatedAt.UTC().Format(control.TimeFormat)}
 }
 
 func deadLetterDTO(g *models.Group, d models.DeadLetter) DeadLetterDTO {
 	return DeadLetterDTO{ID: d.ID, MessageID: models.MessageID(d.QueueID, d.Offset), Queue: d.QueueID, Offset: d.Offset,
 		Attempts: d.Attempts, LastStatus: d.LastStatus, LastError: d.LastError, State: string(d.State),
 		DLQTopic: g.Name + models.DeadLetterSuffix, DLQOffset: d.DLQOffset,
-		CreatedAt: d.CreatedAt.UTC().Format(timeFormat), UpdatedAt: d.UpdatedAt.UTC().Format(timeFormat)}
+		CreatedAt: d.CreatedAt.UTC().Format(control.TimeFormat), UpdatedAt: d.UpdatedAt.UTC().Format(control.TimeFormat)}
 }
 
 func (s *Server) deadLetterList(c echo.Context) error {

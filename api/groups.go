@@ -34,12 +34,12 @@ type GroupDTO struct {
 // actions other than create and rotate).
 func groupDTO(g *models.Group, withSecret bool) GroupDTO {
 	out := GroupDTO{ID: g.ID, Name: g.Name, GroupSettings: control.SettingsOf(g), Status: string(g.Status), PausedReason: g.PausedReason, ConfigVersion: g.ConfigVersion,
-		CreatedAt: g.CreatedAt.UTC().Format(timeFormat), UpdatedAt: g.UpdatedAt.UTC().Format(timeFormat)}
+		CreatedAt: g.CreatedAt.UTC().Format(control.TimeFormat), UpdatedAt: g.UpdatedAt.UTC().Format(control.TimeFormat)}
 	if withSecret {
 		out.SigningSecret = g.SigningSecret
 	}
 	if exp := g.PreviousSecretExpiresAt; exp != nil && g.PreviousSigningSecret != "" && time.Now().Before(*exp) {
-		s := exp.UTC().Format(timeFormat)
+		s := exp.UTC().Format(control.TimeFormat)
 		out.PreviousSecretExpiresAt = &s
 	}
 	return out
@@ -103,7 +103,7 @@ func (s *Server) groupCreate(c echo.Context) error {
 // read) and blanks it for viewers.
 func (s *Server) groupGet(c echo.Context) error {
 	if userFrom(c).Role == models.RoleViewer {
-		g, err := s.st.GroupGetByName(c.Request().Context(), c.Param("group"))
+		g, err := s.ctl.GetGroup(c.Request().Context(), c.Param("group"))
 		if err != nil {
 			return err
 		}
@@ -182,40 +182,20 @@ func fmtTime(t *time.Time) *string {
 	if t == nil {
 		return nil
 	}
-	s := t.UTC().Format(timeFormat)
+	s := t.UTC().Format(control.TimeFormat)
 	return &s
 }
 
 func (s *Server) groupStats(c echo.Context) error {
-	ctx := c.Request().Context()
-	g, err := s.st.GroupGetByName(ctx, c.Param("group"))
+	st, err := s.ctl.GroupStats(c.Request().Context(), c.Param("group"))
 	if err != nil {
 		return err
 	}
-	h, err := s.st.GroupHealthGet(ctx, g.ID)
-	if err != nil {
-		return err
-	}
-	retries, err := s.st.RetryCount(ctx, g.ID)
-	if err != nil {
-		return err
-	}
-	dead, err := s.st.DeadLetterCount(ctx, g.ID)
-	if err != nil {
-		return err
-	}
-	lagMsgs, lagSecs, err := s.st.GroupLag(ctx, g.ID)
-	if err != nil {
-		return err
-	}
-	blocked, err := s.st.OrderedBlocksByGroups(ctx, []int64{g.ID}, false)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, GroupStatsDTO{BlockedQueues: blockedQueueDTOs(blocked), Group: g.Name, Status: string(g.Status), PausedReason: g.PausedReason,
-		LagMessages: lagMsgs, LagSeconds: lagSecs, RateLimit: g.RateLimit, EffectiveRate: h.EffectiveRate,
+	g, h := st.Group, st.Health
+	return c.JSON(http.StatusOK, GroupStatsDTO{BlockedQueues: blockedQueueDTOs(st.Blocked), Group: g.Name, Status: string(g.Status), PausedReason: g.PausedReason,
+		LagMessages: st.LagMessages, LagSeconds: st.LagSeconds, RateLimit: g.RateLimit, EffectiveRate: h.EffectiveRate,
 		ConsecutiveFailures: h.ConsecutiveFailures, SuccessesMinute: h.SuccessesMinute, FailuresMinute: h.FailuresMinute,
 		LastStatus: h.LastStatus, LastError: h.LastError, LastSuccessAt: fmtTime(h.LastSuccessAt), FailingSince: fmtTime(h.FailingSince),
 		ThrottledUntil: fmtTime(h.ThrottledUntil), Breaker: h.BreakerState, BreakerOpenUntil: fmtTime(h.BreakerOpenUntil),
-		RetryMessages: retries, DeadLetters: dead})
+		RetryMessages: st.RetryMessages, DeadLetters: st.DeadLetters})
 }

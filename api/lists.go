@@ -9,8 +9,6 @@ import (
 	"github.com/heraldhq/herald/control"
 )
 
-const timeFormat = "2006-01-02T15:04:05.000Z07:00"
-
 // listPage reads ?limit= (default 50, max 500) and ?cursor= (an opaque id).
 func listPage(c echo.Context) (control.PageRequest, error) {
 	return control.ParsePage(c.QueryParam("limit"), c.QueryParam("cursor"))

@@ -11,7 +11,6 @@ import (
 
 	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/models/store"
 )
 
 // MessageSummaryDTO is a browsed message without its body; BodyBytes is its size.
@@ -26,12 +25,12 @@ type MessageSummaryDTO struct {
 	PublishedAt string `json:"published_at"`
 }
 
-func messageSummaryDTO(m store.MessageSummary) MessageSummaryDTO {
+func messageSummaryDTO(m control.MessageSummary) MessageSummaryDTO {
 	return MessageSummaryDTO{ID: models.MessageID(m.QueueID, m.Offset), Queue: m.QueueID, Offset: m.Offset, Tag: m.Tag, Key: m.Key,
 		ContentType: m.ContentType, BodyBytes: m.BodyBytes, PublishedAt: msTime(m.CreatedAt)}
 }
 
-func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format(timeFormat) }
+func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format(control.TimeFormat) }
 
 func (s *Server) messageList(c echo.Context) error {
 	q, err := control.ParseMessageQuery(control.MessageQueryParams{Key: c.QueryParam("key"), Tag: c.QueryParam("tag"),

@@ -3,7 +3,6 @@ package api
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/heraldhq/herald/models"
@@ -29,17 +28,11 @@ type BatchAttemptDTO struct {
 // error wrapping models.ErrNotFound when no attempt of it is recorded (never sent,
 // or past attempt retention).
 func (s *Server) batchDetail(ctx context.Context, id string) (*BatchDetailDTO, error) {
-	as, err := s.st.AttemptsByWebhookID(ctx, id)
+	group, as, err := s.ctl.BatchAttempts(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if len(as) == 0 {
-		return nil, fmt.Errorf("batch %s: %w", id, models.ErrNotFound)
-	}
-	out := &BatchDetailDTO{ID: id, Messages: []string{}, DeliveryAttempts: make([]BatchAttemptDTO, 0, len(as))}
-	if g, err := s.st.GroupGetByID(ctx, as[0].GroupID); err == nil {
-		out.Group = g.Name
-	}
+	out := &BatchDetailDTO{ID: id, Group: group, Messages: []string{}, DeliveryAttempts: make([]BatchAttemptDTO, 0, len(as))}
 	members := map[[2]int64]bool{}
 	var keys [][2]int64
 	for i, at := range as {

@@ -7,7 +7,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/heraldhq/herald/control"
-	"github.com/heraldhq/herald/models/store"
 )
 
 // CursorDTO is one of a group's cursors: its committed offset in a queue, the
@@ -25,11 +24,11 @@ type CursorDTO struct {
 	Owner      string  `json:"owner"`
 }
 
-func cursorDTOs(ps []store.CursorPosition, now time.Time) []CursorDTO {
+func cursorDTOs(ps []control.CursorPosition, now time.Time) []CursorDTO {
 	out := make([]CursorDTO, 0, len(ps))
 	for _, p := range ps {
 		out = append(out, CursorDTO{Queue: p.QueueID, Topic: p.Topic, Offset: p.Offset, MaxOffset: p.MaxOffset, Lag: p.Lag,
-			LagSeconds: store.LagAge(p.OldestUndoneMS, now), OpenHoles: p.Holes, Version: p.Version, Owner: p.Owner})
+			LagSeconds: control.LagAge(p.OldestUndoneMS, now), OpenHoles: p.Holes, Version: p.Version, Owner: p.Owner})
 	}
 	return out
 }
@@ -40,12 +39,7 @@ type offsetsResponse struct {
 }
 
 func (s *Server) groupOffsets(c echo.Context) error {
-	ctx := c.Request().Context()
-	g, err := s.st.GroupGetByName(ctx, c.Param("group"))
-	if err != nil {
-		return err
-	}
-	ps, err := s.st.GroupPositions(ctx, []int64{g.ID}, true)
+	_, ps, err := s.ctl.GroupCursors(c.Request().Context(), c.Param("group"))
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/api"
-	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/internal/testinfra"
 )
 
 // specClient sends requests to a test Herald and validates each request and
@@ -104,7 +105,12 @@ func (sc *specClient) do(method, path, token string, body any, want int) []byte 
 func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	t.Parallel()
 	doc := loadSpec(t)
-	srv := api.New(api.Options{}, nil, nil, nil, nil, ssrf.Guard{}, slog.New(slog.DiscardHandler))
+	dsn, _ := testinfra.Database(t)
+	_, ns := testinfra.Redis(t)
+	a, err := app.Open(context.Background(), testinfra.TestConfig(dsn, ns), app.Roles{API: true}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(a.Close)
+	srv := a.API
 	param := regexp.MustCompile(`:([a-z_]+)`)
 	routes := map[string]bool{}
 	for _, r := range srv.Routes() {

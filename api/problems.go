@@ -9,9 +9,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/models/store"
 )
 
 // ProblemBase prefixes every problem type URI; the suffix is the stable kind.
@@ -167,7 +167,7 @@ func fromError(err error) *Problem {
 	switch {
 	case errors.Is(err, models.ErrInvalid):
 		return problem(ProblemValidation, err.Error())
-	case store.Unavailable(err):
+	case control.Unavailable(err):
 		return problem(ProblemUnavailable, "the database did not answer in time; retry shortly")
 	case errors.Is(err, context.Canceled):
 		return problem(ProblemUnavailable, "the request was cancelled")

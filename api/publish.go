@@ -18,9 +18,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/internal/groupcommit"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/models/store"
 )
 
 // Publish limits: per message, per request and per header set; larger requests answer 413.
@@ -151,7 +151,7 @@ func (s *Server) publish(c echo.Context) error {
 		}
 		sum := sha256.Sum256(body)
 		reqHash = sum[:]
-		if rec, err := s.st.IdempotencyGet(ctx, key.ID, topic.ID, idemKey); err == nil {
+		if rec, err := s.writer.IdempotencyGet(ctx, key.ID, topic.ID, idemKey); err == nil {
 			return replay(c, rec, reqHash)
 		} else if !errors.Is(err, models.ErrNotFound) {
 			return err
@@ -166,15 +166,15 @@ func (s *Server) publish(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pr := &store.PublishRequest{Messages: msgs, TopicID: topic.ID, Spread: spread, Respond: respond}
+	pr := &groupcommit.PublishRequest{Messages: msgs, TopicID: topic.ID, Spread: spread, Respond: respond}
 	if idemKey != "" {
-		pr.Idempotency = &store.IdempotencyRecord{APIKeyID: key.ID, TopicID: topic.ID, Key: idemKey, RequestHash: reqHash}
+		pr.Idempotency = &groupcommit.IdempotencyRecord{APIKeyID: key.ID, TopicID: topic.ID, Key: idemKey, RequestHash: reqHash}
 	}
 	expected()
 	if err := s.writer.Submit(ctx, pr); err != nil {
 		if idemKey != "" && errors.Is(err, models.ErrConflict) {
 			// A concurrent request with the same key won the race: answer as it did.
-			if rec, gerr := s.st.IdempotencyGet(ctx, key.ID, topic.ID, idemKey); gerr == nil {
+			if rec, gerr := s.writer.IdempotencyGet(ctx, key.ID, topic.ID, idemKey); gerr == nil {
 				return replay(c, rec, reqHash)
 			}
 		}
@@ -195,7 +195,7 @@ func respond(msgs []models.Message) (int, []byte) {
 	return http.StatusCreated, b
 }
 
-func replay(c echo.Context, rec *store.IdempotencyRecord, reqHash []byte) error {
+func replay(c echo.Context, rec *groupcommit.IdempotencyRecord, reqHash []byte) error {
 	if !bytes.Equal(rec.RequestHash, reqHash) {
 		return problem(ProblemIdempotencyMismatch, "this Idempotency-Key was used with a different body in the last 24 h")
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/internal/groupcommit"
-	"github.com/heraldhq/herald/models/store"
 )
 
 // publishDeadline gives every /v1 request Options.PublishTimeout (default 10 s) to finish
@@ -42,7 +42,7 @@ func (s *Server) publishFailed(ctx context.Context, topic string, idempotent boo
 	case clientGone:
 		s.log.Info("publish abandoned by its client before it was stored", "topic", topic)
 		return problem(ProblemUnavailable, "the request was cancelled before the messages were stored")
-	case store.Unavailable(err), errors.Is(err, groupcommit.ErrClosed):
+	case control.Unavailable(err), errors.Is(err, groupcommit.ErrClosed):
 		s.log.Warn("publish not stored", "topic", topic, "err", err)
 	default:
 		s.log.Error("publish failed", "topic", topic, "err", err)

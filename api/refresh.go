@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/heraldhq/herald/control"
 )
 
 // tokenRefresh trades a valid JWT for a new one with a full TokenTTL, so the CLI
@@ -15,5 +17,5 @@ func (s *Server) tokenRefresh(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, loginResponse{Token: tok, ExpiresAt: exp.UTC().Format(timeFormat)})
+	return c.JSON(http.StatusOK, loginResponse{Token: tok, ExpiresAt: exp.UTC().Format(control.TimeFormat)})
 }

@@ -33,9 +33,6 @@ func optionalBody(c echo.Context, limit int64, v any) error {
 // actor is who the audit log names for this request: the signed-in user (or
 // "system") and the client address.
 func actor(c echo.Context) control.Actor {
-	a := control.Actor{Username: control.System.Username, SourceIP: c.RealIP()}
-	if u, ok := c.Get("user").(*models.User); ok {
-		a.Username = u.Username
-	}
-	return a
+	u, _ := c.Get("user").(*models.User)
+	return control.ActorOf(u, c.RealIP(), "")
 }

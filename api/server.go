@@ -21,12 +21,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/heraldhq/herald/control"
-	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/groupcommit"
-	"github.com/heraldhq/herald/internal/notify"
-	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/models/store"
 )
 
 //go:embed openapi.yaml
@@ -38,48 +34,34 @@ func OpenAPI() []byte { return openapiYAML }
 // Options are the settings the api role reads, passed as values (app fills them
 // from config.Config).
 type Options struct {
-	// JWTSecret signs and verifies console and admin JWTs (HS256); at least 32 bytes
-	// (HERALD_JWT_SECRET, checked by config.Config.ValidateAPI).
-	JWTSecret string
-	// BcryptCost is the bcrypt work factor of new password hashes (HERALD_BCRYPT_COST);
-	// 0 means auth.DefaultBcryptCost (12).
-	BcryptCost int
-	// Keys names the Redis keys of the installation's namespace (HERALD_NAMESPACE);
-	// offset resets raise cursor fences under it.
-	Keys delivery.Keys
 	// PublishTimeout bounds a publish's database work (HERALD_PUBLISH_TIMEOUT); past it
 	// the answer is 503 with Retry-After. 0 means groupcommit.DefaultFlushTimeout (10 s).
 	PublishTimeout time.Duration
-	// DeletedGroupGrace is how long a deleted group's dead letters and attempt log
-	// are kept (HERALD_MAINTENANCE_DELETED_GROUP_GRACE; 0: 7 days).
-	DeletedGroupGrace time.Duration
-	// PublicURL is the `iss` of the push tokens a test send carries (HERALD_PUBLIC_URL).
-	PublicURL string
 }
 
 // Server serves the api role. Create it with New; Handler exposes routes for tests.
 type Server struct {
-	opts     Options
-	st       *store.Store
-	ctl      *control.Control
-	rdb      redis.UniversalClient
-	writer   *groupcommit.Writer
-	notifier *notify.Notifier
-	guard    ssrf.Guard
-	log      *slog.Logger
-	e        *echo.Echo
+	opts   Options
+	ctl    *control.Control
+	rdb    redis.UniversalClient
+	writer *groupcommit.Writer
+	log    *slog.Logger
+	e      *echo.Echo
 
 	keys   sync.Map    // prefix → *cachedKey
 	topics sync.Map    // name → *cachedTopic
 	stats  statsRollup // published counts waiting for the next rollup flush
 }
 
-// New wires the routes. The group-commit writer must be running (its Run) for
-// publishes to complete.
-func New(opts Options, st *store.Store, rdb redis.UniversalClient, writer *groupcommit.Writer, n *notify.Notifier, guard ssrf.Guard, log *slog.Logger) *Server {
-	s := &Server{opts: opts, st: st, rdb: rdb, writer: writer, notifier: n, guard: guard, log: log}
-	s.ctl = control.New(control.Config{Store: st, Redis: rdb, Keys: opts.Keys, Notifier: n, Guard: guard, Log: log, JWTSecret: opts.JWTSecret, BcryptCost: opts.BcryptCost,
-		DeletedGroupGrace: opts.DeletedGroupGrace, PublicURL: opts.PublicURL})
+// New wires the routes over ctl, the process's one Control (every control-plane
+// read and change, the publishers' keys and topics), rdb (the readiness probe) and
+// writer, which must be running (its Run) for publishes to complete. It panics when
+// one of them, or log, is nil.
+func New(opts Options, ctl *control.Control, rdb redis.UniversalClient, writer *groupcommit.Writer, log *slog.Logger) *Server {
+	if ctl == nil || rdb == nil || writer == nil || log == nil {
+		panic("api: New needs a Control, a Redis client, a group-commit writer and a logger")
+	}
+	s := &Server{opts: opts, ctl: ctl, rdb: rdb, writer: writer, log: log}
 	s.ctl.OnTopicChange(func(name string) { s.topics.Delete(name) })
 	s.ctl.OnKeyRevoke(func(prefix string) { s.keys.Delete(prefix) })
 	e := echo.New()
@@ -92,10 +74,6 @@ func New(opts Options, st *store.Store, rdb redis.UniversalClient, writer *group
 	e.RouteNotFound("/*", func(c echo.Context) error { return problem(ProblemNotFound, "no route for "+c.Request().URL.Path) })
 	return s
 }
-
-// Control returns the actions the REST API uses, for transports mounted beside it
-// (the console), so that their changes drop this server's caches too.
-func (s *Server) Control() *control.Control { return s.ctl }
 
 // Mount lets another transport (the console) add its routes to this server, e.g.
 // under /console. The REST API's own paths stay as they are.
@@ -137,7 +115,7 @@ func (s *Server) openapi(c echo.Context) error {
 func (s *Server) ready(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
-	if err := s.st.Ping(ctx); err != nil {
+	if err := s.ctl.Ping(ctx); err != nil {
 		return problem(ProblemUnavailable, "mysql: "+err.Error())
 	}
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
@@ -160,7 +138,7 @@ func (s *Server) topic(ctx context.Context, name string) (*models.Topic, error) 
 			return ct.t, nil
 		}
 	}
-	t, err := s.st.TopicGetByName(ctx, name)
+	t, err := s.ctl.GetTopic(ctx, name)
 	if err != nil {
 		return nil, err
 	}

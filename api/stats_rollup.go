@@ -44,7 +44,7 @@ func (r *statsRollup) take() map[statsKey]int64 {
 // runStats flushes this replica's published counts into the per-minute rollups
 // (the console's charts) until ctx ends, then flushes what it holds. Each replica counts
 // only what it published, so every replica runs it. Delivered and failed counts come
-// from the dispatcher (store.StatsAdd); lag samples and pruning from the maintenance
+// from the dispatcher (control: AddPublished); lag samples and pruning from the maintenance
 // role.
 func (s *Server) runStats(ctx context.Context) {
 	flush := time.NewTicker(statsFlushInterval)
@@ -64,7 +64,7 @@ func (s *Server) runStats(ctx context.Context) {
 
 func (s *Server) flushStats(ctx context.Context) {
 	for k, n := range s.stats.take() {
-		if err := s.st.StatsAdd(ctx, time.Unix(k.minute, 0), 0, k.topicID, n, 0, 0); err != nil {
+		if err := s.ctl.AddPublished(ctx, time.Unix(k.minute, 0), k.topicID, n); err != nil {
 			s.log.Warn("flush published stats", "topic", k.topicID, "err", err)
 		}
 	}

@@ -37,7 +37,7 @@ type QueueDTO struct {
 }
 
 func topicDTO(t *models.Topic, st control.TopicStats) TopicDTO {
-	out := TopicDTO{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt.UTC().Format(timeFormat), Queues: []QueueDTO{},
+	out := TopicDTO{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt.UTC().Format(control.TimeFormat), Queues: []QueueDTO{},
 		PublishedLastHour: st.PublishedLastHour[t.ID], RetentionHours: t.RetentionHours, RetentionPolicy: string(t.RetentionPolicy)}
 	for _, q := range t.Queues {
 		r := st.Offsets[q.ID]
@@ -99,7 +99,7 @@ func (s *Server) topicCreate(c echo.Context) error {
 }
 
 func (s *Server) topicGet(c echo.Context) error {
-	t, err := s.st.TopicGetByName(c.Request().Context(), c.Param("topic"))
+	t, err := s.ctl.GetTopic(c.Request().Context(), c.Param("topic"))
 	if err != nil {
 		return err
 	}

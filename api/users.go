@@ -18,7 +18,7 @@ type UserDTO struct {
 }
 
 func userDTO(u *models.User) UserDTO {
-	return UserDTO{ID: u.ID, Username: u.Username, Role: string(u.Role), CreatedAt: u.CreatedAt.UTC().Format(timeFormat)}
+	return UserDTO{ID: u.ID, Username: u.Username, Role: string(u.Role), CreatedAt: u.CreatedAt.UTC().Format(control.TimeFormat)}
 }
 
 // userCreateRequest creates a user; Role defaults to viewer.

@@ -14,6 +14,8 @@ package control
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -38,16 +40,17 @@ type Actor struct {
 // System is the actor of actions no user asked for.
 var System = Actor{Username: "system"}
 
-// Config wires a Control. Store is required. Notifier (nil: dispatchers and workers
-// learn of changes by polling) is told of every group and queue change. Guard checks
-// endpoint URLs (no private or metadata addresses). Log receives audit write failures (nil: slog.Default).
-// JWTSecret signs and checks the tokens of IssueToken and Authenticate (may be empty
-// for the CLI, which issues none). BcryptCost is the work factor of new password
-// hashes (0: auth.DefaultBcryptCost, 12). Redis and Keys, when Redis is set, let an
-// offset reset raise the workers' cursor fences (internal/fence) before it answers;
-// without Redis (the CLI) a reset is stored and jobs cut before it may still be sent.
-// DeletedGroupGrace is how long a deleted group's dead letters and attempt log are
-// kept (0: DefaultDeletedGroupGrace, 7 days).
+// Config wires a Control; the composition root (internal/app) builds the one Control
+// of a process and hands it to every transport. Store, Redis, Notifier and Log are
+// required (New refuses a Config without one): Notifier tells dispatchers and
+// workers of every group and queue change, Redis lets an offset reset or a group
+// delete raise the workers' cursor fences (internal/fence) under Keys before it
+// answers, Log receives audit write failures. Guard checks endpoint URLs (no
+// private or metadata addresses unless AllowPrivate). JWTSecret signs and checks
+// the tokens of IssueToken and Authenticate; empty (a CLI process, which serves no
+// sessions) makes both refuse. BcryptCost is the work factor of new password
+// hashes (0: auth.DefaultBcryptCost, 12). DeletedGroupGrace is how long a deleted
+// group's dead letters and attempt log are kept (0: DefaultDeletedGroupGrace, 7 days).
 type Config struct {
 	Store      *store.Store
 	Redis      redis.Scripter
@@ -59,10 +62,13 @@ type Config struct {
 	BcryptCost int
 
 	DeletedGroupGrace time.Duration
-	// PublicURL is the `iss` of push tokens on test sends (HERALD_PUBLIC_URL; empty
-	// for the CLI, whose test sends then carry none).
+	// PublicURL is the `iss` of push tokens on test sends (HERALD_PUBLIC_URL; empty:
+	// test sends carry none).
 	PublicURL string
 }
+
+// ErrMissingDependency is New's error for a Config without a required dependency.
+var ErrMissingDependency = errors.New("control: missing dependency")
 
 // Control performs the actions. Create it with New; it is safe for concurrent use.
 type Control struct {
@@ -104,18 +110,25 @@ func (h *hooks) run(arg string) {
 	}
 }
 
-// New returns a Control for cfg.
-func New(cfg Config) *Control {
-	log := cfg.Log
-	if log == nil {
-		log = slog.Default()
+// New returns a Control for cfg. Errors: ErrMissingDependency naming the first
+// required field that is nil.
+func New(cfg Config) (*Control, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, fmt.Errorf("%w: Store", ErrMissingDependency)
+	case cfg.Redis == nil:
+		return nil, fmt.Errorf("%w: Redis", ErrMissingDependency)
+	case cfg.Notifier == nil:
+		return nil, fmt.Errorf("%w: Notifier", ErrMissingDependency)
+	case cfg.Log == nil:
+		return nil, fmt.Errorf("%w: Log", ErrMissingDependency)
 	}
 	grace := cfg.DeletedGroupGrace
 	if grace <= 0 {
 		grace = DefaultDeletedGroupGrace
 	}
-	return &Control{st: cfg.Store, rdb: cfg.Redis, keys: cfg.Keys, notifier: cfg.Notifier, guard: cfg.Guard, log: log,
-		secret: []byte(cfg.JWTSecret), cost: cfg.BcryptCost, deletedGroupGrace: grace, logins: newLoginThrottle(), issuer: cfg.PublicURL}
+	return &Control{st: cfg.Store, rdb: cfg.Redis, keys: cfg.Keys, notifier: cfg.Notifier, guard: cfg.Guard, log: cfg.Log,
+		secret: []byte(cfg.JWTSecret), cost: cfg.BcryptCost, deletedGroupGrace: grace, logins: newLoginThrottle(), issuer: cfg.PublicURL}, nil
 }
 
 // OnTopicChange registers fn to run after a topic's queues change or the topic is
@@ -126,25 +139,16 @@ func (c *Control) OnTopicChange(fn func(name string)) { c.onTopicChange.add(fn) 
 // instance's key cache entry so the revocation is immediate there.
 func (c *Control) OnKeyRevoke(fn func(prefix string)) { c.onKeyRevoke.add(fn) }
 
-// Store returns the store the actions use, for transports' reads.
-func (c *Control) Store() *store.Store { return c.st }
-
 func (c *Control) notifyGroup(ctx context.Context, id int64) {
-	if c.notifier != nil {
-		_ = c.notifier.Group(context.WithoutCancel(ctx), id)
-	}
+	_ = c.notifier.Group(context.WithoutCancel(ctx), id)
 }
 
 func (c *Control) notifyGroups(ctx context.Context, ids []int64) {
-	if c.notifier != nil {
-		_ = c.notifier.Groups(context.WithoutCancel(ctx), ids)
-	}
+	_ = c.notifier.Groups(context.WithoutCancel(ctx), ids)
 }
 
 func (c *Control) notifyQueues(ctx context.Context, ids []int64) {
-	if c.notifier != nil {
-		_ = c.notifier.Queues(context.WithoutCancel(ctx), ids)
-	}
+	_ = c.notifier.Queues(context.WithoutCancel(ctx), ids)
 }
 
 // Record appends one entry to the audit log for an event a transport observes

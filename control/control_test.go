@@ -3,6 +3,7 @@ package control_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -11,6 +12,8 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/heraldhq/herald/control"
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/internal/testinfra"
 	"github.com/heraldhq/herald/models"
@@ -33,7 +36,24 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	_, st := testinfra.Database(t)
 	return &bundle{ctx: context.Background(), st: st, actor: control.Actor{Username: "alice", SourceIP: "192.0.2.7"},
-		ctl: control.New(control.Config{Store: st, Guard: ssrf.Guard{}, BcryptCost: bcrypt.MinCost})}
+		ctl: newControl(t, control.Config{Store: st, Guard: ssrf.Guard{}, BcryptCost: bcrypt.MinCost})}
+}
+
+// newControl is control.New for cfg, with a Redis namespace of the test's own, its
+// Notifier and a discarding Log where cfg leaves them out.
+func newControl(t *testing.T, cfg control.Config) *control.Control {
+	t.Helper()
+	if cfg.Redis == nil {
+		rdb, ns := testinfra.Redis(t)
+		cfg.Redis, cfg.Keys = rdb, delivery.Keys{Namespace: ns}
+		cfg.Notifier = notify.New(rdb, cfg.Keys)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	ctl, err := control.New(cfg)
+	require.NoError(t, err)
+	return ctl
 }
 
 // audited returns the actions alice has in the audit log, oldest first.
@@ -251,7 +271,7 @@ func TestGroups(t *testing.T) {
 				_, err = b.ctl.CreateGroup(b.ctx, b.actor, valid)
 				require.NoError(t, err)
 				spec.Name = ""
-				_, err = b.ctl.PatchGroup(b.ctx, b.actor, "billing", spec)
+				_, err = b.ctl.PatchGroupWith(b.ctx, b.actor, "billing", func(*models.Group) (control.GroupSpec, error) { return spec, nil })
 				if tc.name != "bad name" {
 					requireFields(t, err, tc.fields...)
 				}
@@ -264,8 +284,7 @@ func TestGroups(t *testing.T) {
 			_, err = b.ctl.CreateGroup(b.ctx, b.actor, spec)
 			require.ErrorIs(t, err, models.ErrConflict)
 
-			spec.RateLimit = ptr(50)
-			g2, err := b.ctl.PatchGroup(b.ctx, b.actor, "billing", spec)
+			g2, err := b.ctl.PatchGroup(b.ctx, b.actor, "billing", control.GroupPatch{RateLimit: ptr(50)})
 			require.NoError(t, err)
 			require.Equal(t, 50, g2.RateLimit)
 			require.Greater(t, g2.ConfigVersion, g.ConfigVersion)
@@ -385,7 +404,7 @@ func TestParseID(t *testing.T) {
 func TestSessions(t *testing.T) {
 	t.Parallel()
 	_, st := testinfra.Database(t)
-	ctl := control.New(control.Config{Store: st, JWTSecret: "0123456789abcdef0123456789abcdef", BcryptCost: bcrypt.MinCost})
+	ctl := newControl(t, control.Config{Store: st, JWTSecret: "0123456789abcdef0123456789abcdef", BcryptCost: bcrypt.MinCost})
 	ctx := context.Background()
 	u, err := ctl.CreateUser(ctx, control.System, control.UserSpec{Username: "carol", Password: "correct horse"})
 	require.NoError(t, err)
@@ -394,7 +413,7 @@ func TestSessions(t *testing.T) {
 	got, err := ctl.Authenticate(ctx, tok)
 	require.NoError(t, err)
 	require.Equal(t, u.ID, got.ID)
-	other := control.New(control.Config{Store: st, JWTSecret: "another secret, another signature"})
+	other := newControl(t, control.Config{Store: st, JWTSecret: "another secret, another signature"})
 	_, err = other.Authenticate(ctx, tok)
 	require.ErrorIs(t, err, models.ErrUnauthorized)
 	require.NoError(t, ctl.RevokeTokens(ctx, control.System, u.ID))

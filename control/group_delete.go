@@ -33,8 +33,7 @@ type GroupDeletion struct {
 // is set. Before it answers, every worker is fenced off the group's jobs (queued,
 // running, retries alike: no POST starts after the answer) and the owner
 // dispatcher is told, so it drops the group at its next rebalance. Audited as
-// group.delete. Without Redis (the CLI) no fence is raised: workers stop within
-// their 1 s group cache, and jobs already running may send until then. Errors:
+// group.delete. Errors:
 // models.ErrNotFound; a *store.InUseError (models.ErrInUse)
 // naming the other groups subscribed to its dead-letter topic, in which case
 // nothing changes.
@@ -48,10 +47,7 @@ func (c *Control) DeleteGroup(ctx context.Context, a Actor, name string, purge b
 	if err != nil {
 		return GroupDeletion{}, err
 	}
-	var ferr error
-	if c.rdb != nil {
-		ferr = fence.Retire(ctx, c.rdb, c.keys, del.GroupID, del.Queues, retiredFenceTTL)
-	}
+	ferr := fence.Retire(ctx, c.rdb, c.keys, del.GroupID, del.Queues, retiredFenceTTL)
 	c.notifyGroup(ctx, del.GroupID)
 	if del.DLQTopic != "" {
 		c.onTopicChange.run(del.DLQTopic)

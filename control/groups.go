@@ -1,9 +1,12 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/heraldhq/herald/internal/signing"
@@ -51,36 +54,130 @@ func orDefault(p *int, def int) int {
 	return *p
 }
 
-// apply writes spec's settings, defaults filled, into g.
+// apply writes spec's settings into g; a nil or empty field takes the default that
+// models.Group.ApplyDefaults gives (the one source of a group's defaults).
 func (spec GroupSpec) apply(g *models.Group) {
+	var d models.Group
+	d.ApplyDefaults()
 	g.EndpointURL = spec.EndpointURL
-	g.BatchSize = orDefault(spec.BatchSize, models.DefaultBatchSize)
-	g.BatchMaxBytes = orDefault(spec.BatchMaxBytes, models.DefaultBatchMaxBytes)
-	g.BatchWindowMS = orDefault(spec.BatchWindowMS, 0)
-	g.MaxInFlight = orDefault(spec.MaxInFlight, models.DefaultMaxInFlight)
-	g.RateLimit = orDefault(spec.RateLimit, 0)
-	g.TimeoutMS = orDefault(spec.TimeoutMS, models.DefaultTimeoutMS)
-	g.MaxAttempts = orDefault(spec.MaxAttempts, models.DefaultMaxAttempts)
+	g.BatchSize = orDefault(spec.BatchSize, d.BatchSize)
+	g.BatchMaxBytes = orDefault(spec.BatchMaxBytes, d.BatchMaxBytes)
+	g.BatchWindowMS = orDefault(spec.BatchWindowMS, d.BatchWindowMS)
+	g.MaxInFlight = orDefault(spec.MaxInFlight, d.MaxInFlight)
+	g.RateLimit = orDefault(spec.RateLimit, d.RateLimit)
+	g.TimeoutMS = orDefault(spec.TimeoutMS, d.TimeoutMS)
+	g.MaxAttempts = orDefault(spec.MaxAttempts, d.MaxAttempts)
 	g.RetrySchedule = spec.RetrySchedule
 	if g.RetrySchedule == nil {
-		g.RetrySchedule = models.DefaultRetrySchedule
+		g.RetrySchedule = d.RetrySchedule
 	}
 	g.Ordered = spec.Ordered
-	g.OrderedOnExhausted = spec.OrderedOnExhausted
-	if g.OrderedOnExhausted == "" {
-		g.OrderedOnExhausted = models.OnExhaustedDeadLetter
-	}
-	g.DeadLetterRetentionHours = orDefault(spec.DeadLetterRetentionHours, models.DefaultDeadLetterRetentionHours)
-	g.ConsumeFrom = spec.ConsumeFrom
-	if g.ConsumeFrom == "" {
-		g.ConsumeFrom = models.ConsumeLatest
-	}
+	g.OrderedOnExhausted = cmp.Or(spec.OrderedOnExhausted, d.OrderedOnExhausted)
+	g.DeadLetterRetentionHours = orDefault(spec.DeadLetterRetentionHours, d.DeadLetterRetentionHours)
+	g.ConsumeFrom = cmp.Or(spec.ConsumeFrom, d.ConsumeFrom)
 	g.PushAuth = spec.PushAuth
 	g.EndpointAuth = spec.endpointAuth(g.EndpointAuth)
 	g.Subscriptions = nil
 	for _, sub := range spec.Subscriptions {
 		g.Subscriptions = append(g.Subscriptions, models.Subscription{Topic: sub.Topic, Tags: sub.Tags})
 	}
+}
+
+// specOf is g's settings as a spec that apply turns back into the same group (every
+// field set, the endpoint auth in clear).
+func specOf(g *models.Group) GroupSpec {
+	spec := GroupSpec{Name: g.Name, EndpointURL: g.EndpointURL, BatchSize: &g.BatchSize, BatchMaxBytes: &g.BatchMaxBytes,
+		BatchWindowMS: &g.BatchWindowMS, MaxInFlight: &g.MaxInFlight, RateLimit: &g.RateLimit, TimeoutMS: &g.TimeoutMS,
+		MaxAttempts: &g.MaxAttempts, RetrySchedule: slices.Clone(g.RetrySchedule), Ordered: g.Ordered,
+		OrderedOnExhausted: g.OrderedOnExhausted, ConsumeFrom: g.ConsumeFrom, DeadLetterRetentionHours: &g.DeadLetterRetentionHours,
+		Subscriptions: slices.Clone(g.Subscriptions), EndpointHeaders: maps.Clone(g.EndpointAuth.Headers)}
+	if g.PushAuth != nil {
+		pa := *g.PushAuth
+		spec.PushAuth = &pa
+	}
+	if g.EndpointAuth.Basic != nil {
+		b := *g.EndpointAuth.Basic
+		spec.BasicAuth = &b
+	}
+	return spec
+}
+
+// GroupPatch changes some of a group's settings: a nil field keeps the group's
+// value as it is when the change is written, so a patch of one field never undoes
+// another change made meanwhile, nor resets a setting its sender did not show.
+// Values and units are those of GroupSpec. PushAuth, EndpointHeaders and BasicAuth
+// change only with their Set flag: PushAuth nil then turns push tokens off,
+// BasicAuth nil removes basic auth; masked values (models.MaskedValue) keep the
+// stored ones.
+type GroupPatch struct {
+	EndpointURL              *string
+	Subscriptions            *[]models.Subscription
+	BatchSize                *int
+	BatchMaxBytes            *int
+	BatchWindowMS            *int
+	MaxInFlight              *int
+	RateLimit                *int
+	TimeoutMS                *int
+	MaxAttempts              *int
+	RetrySchedule            *[]int
+	Ordered                  *bool
+	OrderedOnExhausted       *models.OnExhausted
+	ConsumeFrom              *string
+	DeadLetterRetentionHours *int
+
+	SetPushAuth        bool
+	PushAuth           *models.PushAuth
+	SetEndpointHeaders bool
+	EndpointHeaders    map[string]string
+	SetBasicAuth       bool
+	BasicAuth          *models.BasicAuth
+}
+
+// over returns spec with the fields p sets replaced.
+func (p GroupPatch) over(spec GroupSpec) GroupSpec {
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setInt := func(dst **int, v *int) {
+		if v != nil {
+			n := *v
+			*dst = &n
+		}
+	}
+	set(&spec.EndpointURL, p.EndpointURL)
+	set(&spec.ConsumeFrom, p.ConsumeFrom)
+	if p.Subscriptions != nil {
+		spec.Subscriptions = *p.Subscriptions
+	}
+	setInt(&spec.BatchSize, p.BatchSize)
+	setInt(&spec.BatchMaxBytes, p.BatchMaxBytes)
+	setInt(&spec.BatchWindowMS, p.BatchWindowMS)
+	setInt(&spec.MaxInFlight, p.MaxInFlight)
+	setInt(&spec.RateLimit, p.RateLimit)
+	setInt(&spec.TimeoutMS, p.TimeoutMS)
+	setInt(&spec.MaxAttempts, p.MaxAttempts)
+	setInt(&spec.DeadLetterRetentionHours, p.DeadLetterRetentionHours)
+	if p.RetrySchedule != nil {
+		spec.RetrySchedule = *p.RetrySchedule
+	}
+	if p.Ordered != nil {
+		spec.Ordered = *p.Ordered
+	}
+	if p.OrderedOnExhausted != nil {
+		spec.OrderedOnExhausted = *p.OrderedOnExhausted
+	}
+	if p.SetPushAuth {
+		spec.PushAuth = p.PushAuth
+	}
+	if p.SetEndpointHeaders {
+		spec.EndpointHeaders = p.EndpointHeaders
+	}
+	if p.SetBasicAuth {
+		spec.BasicAuth = p.BasicAuth
+	}
+	return spec
 }
 
 // endpointAuth resolves spec's headers and basic auth against cur, the group's
@@ -203,17 +300,18 @@ func (c *Control) CreateGroup(ctx context.Context, a Actor, spec GroupSpec) (*mo
 	return g, nil
 }
 
-// PatchGroup replaces the settings of group name with spec (nil fields take their
-// defaults, as at create; spec.Name is ignored), validates the result like a create,
-// checks a changed endpoint against the SSRF guard, stores it (config_version + 1),
-// tells the dispatchers and audits before and after (group.update). Errors as
-// CreateGroup, and models.ErrNotFound.
-func (c *Control) PatchGroup(ctx context.Context, a Actor, name string, spec GroupSpec) (*models.Group, error) {
-	return c.PatchGroupWith(ctx, a, name, func(*models.Group) (GroupSpec, error) { return spec, nil })
+// PatchGroup changes the settings of group name that p sets, on the group as it is
+// when the change is written (a concurrent change of another field stays), validates
+// the result like a create, checks a changed endpoint against the SSRF guard, stores
+// it (config_version + 1), tells the dispatchers and audits before and after
+// (group.update). Errors as CreateGroup, and models.ErrNotFound.
+func (c *Control) PatchGroup(ctx context.Context, a Actor, name string, p GroupPatch) (*models.Group, error) {
+	return c.PatchGroupWith(ctx, a, name, func(g *models.Group) (GroupSpec, error) { return p.over(specOf(g)), nil })
 }
 
-// PatchGroupWith is PatchGroup for a change relative to the group as it is: build
-// turns the current group into the new spec (e.g. by applying a JSON merge patch) and
+// PatchGroupWith is PatchGroup for a change computed from the group as it is: build
+// turns the current group into its new full spec (nil fields: defaults, as at create;
+// e.g. a JSON merge patch, where null resets a member) and
 // runs again on the newer group when another change landed in between, so two
 // changes of different fields never overwrite each other. build's error is returned
 // as is.

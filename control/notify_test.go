@@ -25,7 +25,7 @@ func TestTopicGrowthTellsGroupOwners(t *testing.T) {
 	_, st := testinfra.Database(t)
 	rdb, ns := testinfra.Redis(t)
 	keys := delivery.Keys{Namespace: ns}
-	ctl := control.New(control.Config{Store: st, Redis: rdb, Keys: keys, Notifier: notify.New(rdb, keys), Guard: ssrf.Guard{}, BcryptCost: bcrypt.MinCost})
+	ctl := newControl(t, control.Config{Store: st, Redis: rdb, Keys: keys, Notifier: notify.New(rdb, keys), Guard: ssrf.Guard{}, BcryptCost: bcrypt.MinCost})
 	actor := control.Actor{Username: "alice"}
 	_, err := ctl.CreateTopic(ctx, actor, control.TopicSpec{Name: "orders", Queues: ptr(1)})
 	require.NoError(t, err)

@@ -57,14 +57,11 @@ func (c *Control) ResetOffsets(ctx context.Context, a Actor, name string, r Offs
 	}
 	// The fence is raised before the answer: from then on no worker starts a POST of
 	// the old versions' jobs, whether still queued on asynq or running.
-	var ferr error
-	if c.rdb != nil {
-		versions := make(map[int64]int64, len(reset))
-		for _, p := range reset {
-			versions[p.QueueID] = p.Version
-		}
-		ferr = fence.Raise(ctx, c.rdb, c.keys, g.ID, versions)
+	versions := make(map[int64]int64, len(reset))
+	for _, p := range reset {
+		versions[p.QueueID] = p.Version
 	}
+	ferr := fence.Raise(ctx, c.rdb, c.keys, g.ID, versions)
 	c.notifyGroup(ctx, g.ID) // the owner applies the reset to its cursors at once
 	after, err := c.st.GroupPositions(ctx, []int64{g.ID}, true)
 	if err != nil {

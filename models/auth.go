@@ -25,6 +25,13 @@ func Roles() []Role { return []Role{RoleAdmin, RoleOperator, RoleViewer} }
 // ValidRole reports whether r is a known role.
 func ValidRole(r Role) bool { return slices.Contains(Roles(), r) }
 
+// roleRank orders the roles by privilege: viewer < operator < admin.
+var roleRank = map[Role]int{RoleViewer: 1, RoleOperator: 2, RoleAdmin: 3}
+
+// AtLeast reports whether r is as privileged as min or more (an unknown role is
+// below every known one).
+func (r Role) AtLeast(min Role) bool { return roleRank[r] >= roleRank[min] && roleRank[r] > 0 }
+
 // User is a person who logs into the console or admin API. PasswordHash is bcrypt;
 // TokenVersion is embedded in JWTs and bumped to revoke them all.
 type User struct {

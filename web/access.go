@@ -38,11 +38,7 @@ func nextURL(c echo.Context, path, cursor string) string {
 
 // actorOf is who the audit log names for a console request.
 func actorOf(c echo.Context) control.Actor {
-	a := control.Actor{Username: control.System.Username, SourceIP: c.RealIP(), Via: "console"}
-	if u := consoleUser(c); u != nil {
-		a.Username = u.Username
-	}
-	return a
+	return control.ActorOf(consoleUser(c), c.RealIP(), "console")
 }
 
 // listForm is a list page with a create form: one page of Items (Next is the

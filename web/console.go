@@ -4,8 +4,6 @@ import (
 	"log/slog"
 
 	"github.com/heraldhq/herald/control"
-	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/models/store"
 )
 
 // Config wires a Console. Control is required: it performs every change and signs
@@ -18,23 +16,23 @@ type Config struct {
 	CookieSecure bool
 }
 
-// Console serves the web console's pages and forms under /console (Routes). Reads
-// go to the store; every change is a control action, so the console validates and
-// audits exactly as the REST API does.
+// Console serves the web console's pages and forms under /console (Routes). Every
+// read is a control query and every change a control action, so the console
+// validates and audits exactly as the REST API does.
 type Console struct {
 	ctl          *control.Control
-	st           *store.Store
 	log          *slog.Logger
 	cookieSecure bool
 }
 
-// New returns a Console for cfg.
+// New returns a Console for cfg; it panics without cfg.Control.
 func New(cfg Config) *Console {
+	if cfg.Control == nil {
+		panic("web: Config.Control is required")
+	}
 	log := cfg.Log
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Console{ctl: cfg.Control, st: cfg.Control.Store(), log: log, cookieSecure: cfg.CookieSecure}
+	return &Console{ctl: cfg.Control, log: log, cookieSecure: cfg.CookieSecure}
 }
-
-var roleRank = map[models.Role]int{models.RoleViewer: 1, models.RoleOperator: 2, models.RoleAdmin: 3}

@@ -34,13 +34,11 @@ func (s *Console) consoleDeadLetters(c echo.Context) error {
 	if page.State == "" {
 		page.State = string(models.DeadLetterPending)
 	}
-	gs, err := s.st.GroupList(ctx, 0, 500)
+	names, err := s.ctl.GroupNames(ctx, 500)
 	if err != nil {
 		return err
 	}
-	for _, g := range gs {
-		page.Groups = append(page.Groups, g.Name)
-	}
+	page.Groups = names
 	if page.Group == "" {
 		return s.render(c, http.StatusOK, "deadletters", "dead-letters", "Dead letters", page, "", "")
 	}
@@ -53,7 +51,7 @@ func (s *Console) consoleDeadLetters(c echo.Context) error {
 		return err
 	}
 	page.Selected = true
-	if page.Pending, err = s.st.DeadLetterCount(ctx, g.ID); err != nil {
+	if page.Pending, err = s.ctl.PendingDeadLetters(ctx, g.Name); err != nil {
 		return err
 	}
 	page.Items = control.Map(ds, deadLetterViewOf).Items
@@ -107,7 +105,7 @@ func deadLetterFormSelection(c echo.Context) (control.DeadLetterSelection, error
 func (s *Console) consoleDeadLetterAction(redrive bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := c.Request().Context()
-		g, err := s.st.GroupGetByName(ctx, c.Param("group"))
+		g, err := s.ctl.GetGroup(ctx, c.Param("group"))
 		if err != nil {
 			return err
 		}

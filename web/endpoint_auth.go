@@ -34,28 +34,37 @@ func endpointAuthForm(d control.GroupSettings, form map[string]string) {
 	}
 }
 
-// applyEndpointAuthForm reads the form's push auth, headers and basic auth into spec.
-// A header line without ':' is reported on /endpoint_headers; masked values keep the
-// stored ones (control.GroupSpec).
-func applyEndpointAuthForm(form map[string]string, spec *control.GroupSpec, errs map[string]string) {
-	if form["push_auth"] == "true" {
-		spec.PushAuth = &models.PushAuth{Audience: strings.TrimSpace(form["push_audience"])}
+// applyEndpointAuthForm reads the form's push auth, headers and basic auth into p,
+// each only when edited says its inputs changed. A header line without ':' is
+// reported on /endpoint_headers; masked values keep the stored ones (control.GroupPatch).
+func applyEndpointAuthForm(form map[string]string, p *control.GroupPatch, edited func(keys ...string) bool, errs map[string]string) {
+	if edited("push_auth", "push_audience") {
+		p.SetPushAuth = true
+		if form["push_auth"] == "true" {
+			p.PushAuth = &models.PushAuth{Audience: strings.TrimSpace(form["push_audience"])}
+		}
 	}
-	for _, line := range strings.Split(form["endpoint_headers"], "\n") {
-		if line = strings.TrimSpace(line); line == "" {
-			continue
+	if edited("endpoint_headers") {
+		p.SetEndpointHeaders = true
+		for _, line := range strings.Split(form["endpoint_headers"], "\n") {
+			if line = strings.TrimSpace(line); line == "" {
+				continue
+			}
+			name, value, ok := strings.Cut(line, ":")
+			if !ok {
+				errs["/endpoint_headers"] = "one “name: value” per line"
+				continue
+			}
+			if p.EndpointHeaders == nil {
+				p.EndpointHeaders = map[string]string{}
+			}
+			p.EndpointHeaders[strings.ToLower(strings.TrimSpace(name))] = strings.TrimSpace(value)
 		}
-		name, value, ok := strings.Cut(line, ":")
-		if !ok {
-			errs["/endpoint_headers"] = "one “name: value” per line"
-			continue
-		}
-		if spec.EndpointHeaders == nil {
-			spec.EndpointHeaders = map[string]string{}
-		}
-		spec.EndpointHeaders[strings.ToLower(strings.TrimSpace(name))] = strings.TrimSpace(value)
 	}
-	if u := strings.TrimSpace(form["basic_username"]); u != "" {
-		spec.BasicAuth = &models.BasicAuth{Username: u, Password: form["basic_password"]}
+	if edited("basic_username", "basic_password") {
+		p.SetBasicAuth = true
+		if u := strings.TrimSpace(form["basic_username"]); u != "" {
+			p.BasicAuth = &models.BasicAuth{Username: u, Password: form["basic_password"]}
+		}
 	}
 }

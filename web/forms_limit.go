@@ -4,11 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/control"
 )
 
 // MaxFormBytes caps a console form body (64 KiB); larger posts answer 413 before
@@ -36,14 +35,11 @@ func limitForm(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // validPathNames answers 404 for a :topic or :group path parameter that cannot name
-// anything (models.PossibleName), before any handler looks it up, so no such byte
-// string reaches SQL.
+// anything (control.CheckPathNames), before any handler looks it up.
 func validPathNames(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		for _, p := range [...]string{"topic", "group"} {
-			if v := c.Param(p); v != "" && !models.PossibleName(v) {
-				return failure(http.StatusNotFound, "no "+p+" named "+strconv.QuoteToASCII(v))
-			}
+		if err := control.CheckPathNames(c.Param); err != nil {
+			return err
 		}
 		return next(c)
 	}

@@ -3,7 +3,8 @@ package web
 import (
 	"fmt"
 	"net/http"
-	"sort"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/models/store"
 )
 
 // recentPerTopic is how many of each subscribed topic's newest messages a group's
@@ -29,7 +29,7 @@ func (s *Console) renderGroups(c echo.Context, status int, form, errs map[string
 	if err != nil {
 		return err
 	}
-	lags, totals, err := s.lagsAndTotals(ctx)
+	lags, totals, err := s.ctl.GroupLags(ctx)
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ type groupPage struct {
 	Form, Errors              map[string]string
 	Test                      *control.TestSendResult
 	Attempts                  []attemptView
-	Health                    store.GroupHealth
+	Health                    control.GroupHealth
 	// Blocked lists an ordered group's queues stopped on a failed head.
 	Blocked []blockedView
 }
@@ -116,6 +116,11 @@ func groupForm(g *models.Group) map[string]string {
 		"retry_schedule": strings.Join(sched, ", "), "ordered": strconv.FormatBool(d.Ordered),
 		"ordered_on_exhausted": string(d.OrderedOnExhausted), "subscriptions": formatSubscriptions(d.Subscriptions)}
 	endpointAuthForm(d, form)
+	shown := url.Values{}
+	for k, v := range form {
+		shown.Set(k, v)
+	}
+	form[shownField] = shown.Encode()
 	return form
 }
 
@@ -126,11 +131,11 @@ func (s *Console) consoleGroup(c echo.Context) error {
 // renderGroup fills the group page around extra (form values, errors, a test result
 // or a revealed secret) and renders it.
 func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notice, errLine string) error {
-	ctx := c.Request().Context()
-	g, err := s.st.GroupGetByName(ctx, c.Param("group"))
+	d, err := s.ctl.GroupDetail(c.Request().Context(), c.Param("group"), 20, recentPerTopic)
 	if err != nil {
 		return err
 	}
+	g := d.Group
 	page := extra
 	page.G = groupViewOf(g)
 	if page.Form == nil {
@@ -139,20 +144,12 @@ func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notic
 	if page.Errors == nil {
 		page.Errors = map[string]string{}
 	}
-	now := time.Now()
-	ps, err := s.st.GroupPositions(ctx, []int64{g.ID}, true)
-	if err != nil {
-		return err
-	}
-	page.Cursors = cursorViews(ps, now)
+	page.Cursors = cursorViews(d.Cursors, time.Now())
 	for _, cur := range page.Cursors {
 		page.Lag += cur.Lag
 		page.LagSeconds = max(page.LagSeconds, cur.LagSeconds)
 	}
-	points, err := s.st.StatsSeries(ctx, store.StatsScope{GroupID: g.ID}, now.Add(-overviewHours*time.Hour), now.Add(time.Minute))
-	if err != nil {
-		return err
-	}
+	points := d.Series
 	times := make([]time.Time, len(points))
 	lag := make([]float64, len(points))
 	for i, p := range points {
@@ -164,92 +161,74 @@ func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notic
 	}
 	page.ThroughputChart = statsChart(points, false)
 	page.LagChart = Chart(times, []Series{{Label: "lag", Colour: "orange", Values: lag}}, 600, 180)
-	if page.Recent, err = s.recentMessages(c, g, ps); err != nil {
-		return err
+	for _, m := range d.Recent {
+		page.Recent = append(page.Recent, recentMessage{ID: models.MessageID(m.QueueID, m.Offset), Topic: m.Topic,
+			PublishedAt: msTime(m.CreatedAt), Tag: m.Tag, Key: m.Key, State: m.State})
 	}
-	if page.Health, err = s.st.GroupHealthGet(ctx, g.ID); err != nil {
-		return err
-	}
-	as, err := s.st.AttemptsByGroup(ctx, g.ID, 20)
-	if err != nil {
-		return err
-	}
-	page.Attempts = attemptViews(as, nil)
-	if g.Ordered {
-		bs, err := s.ctl.BlockedQueues(ctx, g.Name)
-		if err != nil {
-			return err
-		}
-		page.Blocked = blockedViews(bs)
-	}
+	page.Health = d.Health
+	page.Attempts = attemptViews(d.Attempts, nil)
+	page.Blocked = blockedViews(d.Blocked)
 	return s.render(c, status, "group", "groups", "Group "+g.Name, page, notice, errLine)
 }
 
-// recentMessages lists the newest messages of each subscribed topic, newest first,
-// with their delivery state for g.
-func (s *Console) recentMessages(c echo.Context, g *models.Group, ps []store.CursorPosition) ([]recentMessage, error) {
-	committed := map[int64]int64{}
-	for _, p := range ps {
-		committed[p.QueueID] = p.Offset
-	}
-	type item struct {
-		m   store.MessageSummary
-		row recentMessage
-	}
-	var all []item
-	for _, sub := range g.Subscriptions {
-		t, err := s.st.TopicGetByName(c.Request().Context(), sub.Topic)
-		if err != nil {
-			return nil, err
-		}
-		ms, err := s.st.MessagesBrowse(c.Request().Context(), t, store.MessageFilter{}, recentPerTopic)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range ms {
-			state := "pending"
-			switch {
-			case !sub.Matches(m.Tag):
-				state = "filtered"
-			case m.Offset <= committed[m.QueueID]:
-				state = "delivered"
-			}
-			all = append(all, item{m, recentMessage{ID: models.MessageID(m.QueueID, m.Offset), Topic: sub.Topic,
-				PublishedAt: msTime(m.CreatedAt), Tag: m.Tag, Key: m.Key, State: state}})
-		}
-	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].m.CreatedAt > all[j].m.CreatedAt })
-	out := make([]recentMessage, 0, min(len(all), recentPerTopic))
-	for _, it := range all[:min(len(all), recentPerTopic)] {
-		out = append(out, it.row)
-	}
-	return out, nil
-}
+// settingsFields are the settings form's inputs besides the endpoint-auth ones.
+var settingsFields = []string{"endpoint_url", "batch_size", "batch_window_ms", "max_in_flight", "rate_limit", "timeout_ms",
+	"max_attempts", "retry_schedule", "subscriptions", "ordered", "ordered_on_exhausted"}
 
-// consoleGroupSettings reads the settings form into the group's full settings and
-// applies them as PATCH /api/v1/groups/{g} would; invalid fields come back next to
-// their inputs.
+// shownField is the settings form's hidden input holding the values the form showed
+// (URL-encoded), so that a save changes only what the operator edited.
+const shownField = "shown"
+
+// consoleGroupSettings reads the settings form and changes the settings the operator
+// edited: a field whose value is the one the form showed (shownField) is left out,
+// so a save never resets a setting the form does not show and never undoes a change
+// made elsewhere since the form was opened. Without shownField every shown field is
+// saved. Invalid fields come back next to their inputs.
 func (s *Console) consoleGroupSettings(c echo.Context) error {
-	form := map[string]string{}
-	for _, k := range append([]string{"endpoint_url", "batch_size", "batch_window_ms", "max_in_flight", "rate_limit", "timeout_ms", "max_attempts", "retry_schedule", "subscriptions"}, endpointAuthFields...) {
+	form := map[string]string{shownField: c.FormValue(shownField)}
+	for _, k := range append(slices.Clone(settingsFields), endpointAuthFields...) {
 		form[k] = c.FormValue(k)
 	}
 	form["ordered"] = strconv.FormatBool(c.FormValue("ordered") == "true")
-	form["ordered_on_exhausted"] = c.FormValue("ordered_on_exhausted")
-	errs := map[string]string{}
-	g, err := s.st.GroupGetByName(c.Request().Context(), c.Param("group"))
-	if err != nil {
-		return err
+	shown, err := url.ParseQuery(form[shownField])
+	if err != nil || form[shownField] == "" {
+		shown = nil
 	}
-	spec := control.GroupSpec{EndpointURL: strings.TrimSpace(form["endpoint_url"]), Ordered: form["ordered"] == "true",
-		OrderedOnExhausted: models.OnExhausted(form["ordered_on_exhausted"]),
-		Subscriptions:      parseSubscriptions(form["subscriptions"]), ConsumeFrom: g.ConsumeFrom, BatchMaxBytes: &g.BatchMaxBytes}
-	applyEndpointAuthForm(form, &spec, errs)
+	edited := func(keys ...string) bool {
+		for _, k := range keys {
+			if shown == nil || !shown.Has(k) || normalizeField(form[k]) != normalizeField(shown.Get(k)) {
+				return true
+			}
+		}
+		return false
+	}
+	errs := map[string]string{}
+	var p control.GroupPatch
+	if edited("endpoint_url") {
+		u := strings.TrimSpace(form["endpoint_url"])
+		p.EndpointURL = &u
+	}
+	if edited("ordered") {
+		o := form["ordered"] == "true"
+		p.Ordered = &o
+	}
+	if edited("ordered_on_exhausted") {
+		oe := models.OnExhausted(form["ordered_on_exhausted"])
+		p.OrderedOnExhausted = &oe
+	}
+	if edited("subscriptions") {
+		subs := parseSubscriptions(form["subscriptions"])
+		p.Subscriptions = &subs
+	}
+	applyEndpointAuthForm(form, &p, edited, errs)
 	for _, f := range []struct {
 		name string
 		dst  **int
-	}{{"batch_size", &spec.BatchSize}, {"batch_window_ms", &spec.BatchWindowMS}, {"max_in_flight", &spec.MaxInFlight},
-		{"rate_limit", &spec.RateLimit}, {"timeout_ms", &spec.TimeoutMS}, {"max_attempts", &spec.MaxAttempts}} {
+	}{{"batch_size", &p.BatchSize}, {"batch_window_ms", &p.BatchWindowMS}, {"max_in_flight", &p.MaxInFlight},
+		{"rate_limit", &p.RateLimit}, {"timeout_ms", &p.TimeoutMS}, {"max_attempts", &p.MaxAttempts}} {
+		if !edited(f.name) {
+			continue
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(form[f.name]))
 		if err != nil {
 			errs["/"+f.name] = "must be a whole number"
@@ -257,27 +236,37 @@ func (s *Console) consoleGroupSettings(c echo.Context) error {
 		}
 		*f.dst = &n
 	}
-	for _, f := range strings.Split(form["retry_schedule"], ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
+	if edited("retry_schedule") {
+		var sched []int // none: the default schedule, as at create
+		for _, f := range strings.Split(form["retry_schedule"], ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				errs["/retry_schedule"] = "whole numbers of seconds, comma-separated"
+				break
+			}
+			sched = append(sched, n)
 		}
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			errs["/retry_schedule"] = "whole numbers of seconds, comma-separated"
-			break
-		}
-		spec.RetrySchedule = append(spec.RetrySchedule, n)
+		p.RetrySchedule = &sched
 	}
 	if len(errs) > 0 {
 		return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Form: form, Errors: errs}, "", "Some settings are not valid; nothing was changed.")
 	}
-	g, err = s.ctl.PatchGroup(c.Request().Context(), actorOf(c), g.Name, spec)
+	g, err := s.ctl.PatchGroup(c.Request().Context(), actorOf(c), c.Param("group"), p)
 	if err != nil {
 		return rerender(err, func(fields map[string]string, _ string) error {
 			return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Form: form, Errors: fields}, "", "Some settings are not valid; nothing was changed.")
 		})
 	}
 	return redirectWith(c, consolePath+"/groups/"+g.Name, fmt.Sprintf("Settings saved (config version %d); dispatchers and workers apply them within 2 s.", g.ConfigVersion))
+}
+
+// normalizeField is a form value as compared with the shown one: browsers send
+// textarea lines with CRLF, and surrounding space means nothing in any field.
+func normalizeField(v string) string {
+	return strings.TrimSpace(strings.ReplaceAll(v, "\r\n", "\n"))
 }
 
 func (s *Console) consoleGroupStatus(st models.GroupStatus) echo.HandlerFunc {

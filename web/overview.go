@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"net/http"
 	"sort"
 	"strings"
@@ -9,12 +8,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/models/store"
 )
 
 // overviewHours is how far back the overview chart reaches.
-const overviewHours = 3
+const overviewHours = control.StatsHours
 
 // groupRow is one group in the console's tables: status, lag (messages), the last
 // hour's delivered and failed counts and its main limits.
@@ -25,7 +24,7 @@ type groupRow struct {
 	Topics                            string
 }
 
-func groupRows(gs []*models.Group, lags map[int64]int64, totals store.StatsTotals) []groupRow {
+func groupRows(gs []*models.Group, lags map[int64]int64, totals control.StatsTotals) []groupRow {
 	out := make([]groupRow, 0, len(gs))
 	for _, g := range gs {
 		var topics []string
@@ -65,7 +64,7 @@ type overviewPage struct {
 }
 
 // statsChart draws published/delivered/failed per minute of a series.
-func statsChart(points []store.StatsPoint, published bool) any {
+func statsChart(points []control.StatsPoint, published bool) any {
 	times := make([]time.Time, len(points))
 	var pub, del, fail []float64
 	for i, p := range points {
@@ -83,19 +82,11 @@ func statsChart(points []store.StatsPoint, published bool) any {
 
 func (s *Console) consoleOverview(c echo.Context) error {
 	ctx := c.Request().Context()
-	now := time.Now()
-	points, err := s.st.StatsSeries(ctx, store.StatsScope{}, now.Add(-overviewHours*time.Hour), now.Add(time.Minute))
+	o, err := s.ctl.Overview(ctx)
 	if err != nil {
 		return err
 	}
-	gs, err := s.st.GroupList(ctx, 0, 0)
-	if err != nil {
-		return err
-	}
-	lags, totals, err := s.lagsAndTotals(ctx)
-	if err != nil {
-		return err
-	}
+	points, gs, lags := o.Series, o.Groups, o.Lags
 	page := overviewPage{GroupCount: len(gs), Hours: overviewHours, Chart: statsChart(points, true)}
 	for _, p := range points[max(len(points)-61, 0):] {
 		page.Published += p.Published
@@ -105,23 +96,9 @@ func (s *Console) consoleOverview(c echo.Context) error {
 	for _, l := range lags {
 		page.TotalLag += l
 	}
-	n, err := s.st.TopicCount(ctx)
-	if err != nil {
-		return err
-	}
-	page.TopicCount = int(n)
-	rows := groupRows(gs, lags, totals)
+	page.TopicCount = int(o.TopicCount)
+	rows := groupRows(gs, lags, o.Totals)
 	attentionOrder(rows)
 	page.Groups = rows[:min(len(rows), 20)]
 	return s.render(c, http.StatusOK, "overview", "overview", "Overview", page, "", "")
-}
-
-// lagsAndTotals reads every group's lag and the last hour's rollup totals.
-func (s *Console) lagsAndTotals(ctx context.Context) (map[int64]int64, store.StatsTotals, error) {
-	lags, err := s.st.GroupLags(ctx)
-	if err != nil {
-		return nil, store.StatsTotals{}, err
-	}
-	totals, err := s.st.StatsTotalsSince(ctx, time.Now().Add(-time.Hour))
-	return lags, totals, err
 }

@@ -52,7 +52,7 @@ func (s *Console) render(c echo.Context, status int, page, nav, title string, da
 	csrf, _ := c.Get("csrf").(string)
 	pd := pageData{Title: title, Nav: nav, User: u, CSRF: csrf, Notice: notice, Error: errLine, Page: data}
 	if u != nil {
-		pd.CanOperate = roleRank[u.Role] >= roleRank[models.RoleOperator]
+		pd.CanOperate = u.Role.AtLeast(models.RoleOperator)
 		pd.IsAdmin = u.Role == models.RoleAdmin
 	}
 	if pd.Notice == "" {
@@ -121,7 +121,7 @@ func (s *Console) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 func requireConsoleRole(r models.Role) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if u := consoleUser(c); u == nil || roleRank[u.Role] < roleRank[r] {
+			if u := consoleUser(c); u == nil || !u.Role.AtLeast(r) {
 				return failure(http.StatusForbidden, "this needs role "+string(r))
 			}
 			return next(c)

@@ -10,13 +10,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/models/store"
 )
 
 type topicRowView struct {
@@ -66,6 +64,11 @@ func (s *Console) topicViews(ctx context.Context, ts []*models.Topic) ([]topicVi
 	if err != nil {
 		return nil, err
 	}
+	return topicViewsOf(ts, st), nil
+}
+
+// topicViewsOf shows topics ts with their stats st.
+func topicViewsOf(ts []*models.Topic, st control.TopicStats) []topicView {
 	out := make([]topicView, 0, len(ts))
 	for _, t := range ts {
 		v := topicView{ID: t.ID, Name: t.Name, PublishedLastHour: st.PublishedLastHour[t.ID], CreatedAt: fmtTime(t.CreatedAt)}
@@ -75,7 +78,7 @@ func (s *Console) topicViews(ctx context.Context, ts []*models.Topic) ([]topicVi
 		}
 		out = append(out, v)
 	}
-	return out, nil
+	return out
 }
 
 // queueCount reads the form's queue count; a non-number is a field error.
@@ -125,28 +128,12 @@ func (s *Console) consoleTopic(c echo.Context) error {
 func (s *Console) renderTopic(c echo.Context, status int, errs map[string]string, errLine string) error {
 	ctx := c.Request().Context()
 	name := c.Param("topic")
-	t, err := s.st.TopicGetByName(ctx, name)
+	d, err := s.ctl.TopicDetail(ctx, name)
 	if err != nil {
 		return err
 	}
-	dtos, err := s.topicViews(ctx, []*models.Topic{t})
-	if err != nil {
-		return err
-	}
-	subs, err := s.st.TopicSubscribers(ctx, t.ID)
-	if err != nil {
-		return err
-	}
-	now := time.Now()
-	points, err := s.st.StatsSeries(ctx, store.StatsScope{TopicID: t.ID}, now.Add(-overviewHours*time.Hour), now.Add(time.Minute))
-	if err != nil {
-		return err
-	}
-	ret, err := s.ctl.TopicRetention(ctx, t)
-	if err != nil {
-		return err
-	}
-	page := topicPage{Topic: dtos[0], Subscribers: subs, Chart: statsChart(points, true), Errors: errs, Retention: ret,
+	page := topicPage{Topic: topicViewsOf([]*models.Topic{d.Topic}, d.Stats)[0], Subscribers: d.Subscribers, Chart: statsChart(d.Series, true),
+		Errors: errs, Retention: d.Retention,
 		Filter: messageFilterForm{Key: c.QueryParam("key"), Tag: c.QueryParam("tag"), From: c.QueryParam("from"), To: c.QueryParam("to")}}
 	q, err := control.ParseMessageQuery(control.MessageQueryParams{Key: c.QueryParam("key"), Tag: c.QueryParam("tag"),
 		From: c.QueryParam("from"), To: c.QueryParam("to"), Limit: c.QueryParam("limit"), Cursor: c.QueryParam("cursor")})
@@ -225,7 +212,7 @@ func (s *Console) consoleMessage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sum := messageSummaryViewOf(store.MessageSummary{QueueID: m.Message.QueueID, Offset: m.Message.Offset, Tag: m.Message.Tag,
+	sum := messageSummaryViewOf(control.MessageSummary{QueueID: m.Message.QueueID, Offset: m.Message.Offset, Tag: m.Message.Tag,
 		Key: m.Message.Key, ContentType: m.Message.ContentType, BodyBytes: int64(len(m.Message.Body)), CreatedAt: m.Message.CreatedAt})
 	v := &messageView{messageSummaryView: sum, Topic: m.Topic, Headers: m.Message.Headers, TraceID: m.Message.TraceID,
 		DeliveryAttempts: attemptViews(m.Attempts, m.GroupNames)}

@@ -3,16 +3,14 @@ package web
 import (
 	"time"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/models/store"
 )
 
 // The console's views: what its templates show of each record, with times already
 // formatted (milliseconds, UTC).
 
-const timeFormat = "2006-01-02T15:04:05.000Z07:00"
-
-func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+func fmtTime(t time.Time) string { return t.UTC().Format(control.TimeFormat) }
 
 func fmtTimePtr(t *time.Time) *string {
 	if t == nil {
@@ -92,7 +90,7 @@ type auditView struct {
 	CreatedAt                        string
 }
 
-func auditViewOf(e store.AuditEntry) auditView {
+func auditViewOf(e control.AuditEntry) auditView {
 	null := func(b []byte) []byte {
 		if len(b) == 0 {
 			return []byte("null")
@@ -130,7 +128,7 @@ type messageSummaryView struct {
 	PublishedAt string
 }
 
-func messageSummaryViewOf(m store.MessageSummary) messageSummaryView {
+func messageSummaryViewOf(m control.MessageSummary) messageSummaryView {
 	return messageSummaryView{ID: models.MessageID(m.QueueID, m.Offset), Queue: m.QueueID, Offset: m.Offset, Tag: m.Tag, Key: m.Key,
 		ContentType: m.ContentType, BodyBytes: m.BodyBytes, PublishedAt: msTime(m.CreatedAt)}
 }
@@ -170,11 +168,11 @@ type cursorView struct {
 	Version    int64
 }
 
-func cursorViews(ps []store.CursorPosition, now time.Time) []cursorView {
+func cursorViews(ps []control.CursorPosition, now time.Time) []cursorView {
 	out := make([]cursorView, 0, len(ps))
 	for _, p := range ps {
 		out = append(out, cursorView{Queue: p.QueueID, Topic: p.Topic, Offset: p.Offset, MaxOffset: p.MaxOffset, Lag: p.Lag,
-			LagSeconds: store.LagAge(p.OldestUndoneMS, now), OpenHoles: p.Holes, Version: p.Version})
+			LagSeconds: control.LagAge(p.OldestUndoneMS, now), OpenHoles: p.Holes, Version: p.Version})
 	}
 	return out
 }

@@ -4,35 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/internal/app"
-	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/models/store"
 )
-
-func openStore(ctx context.Context, vals map[string]*string) (*store.Store, error) {
-	cfg, err := loadConfig(vals)
-	if err != nil {
-		return nil, err
-	}
-	return store.Open(ctx, cfg.MySQLDSN)
-}
-
-// openMigratedStore is openStore for commands that need the schema up to date.
-func openMigratedStore(ctx context.Context, cfg config.Config) (*store.Store, error) {
-	st, err := store.Open(ctx, cfg.MySQLDSN)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.CheckMigrations(ctx); err != nil {
-		st.Close()
-		return nil, err
-	}
-	return st, nil
-}
 
 func runMigrate(ctx context.Context, args []string) error {
 	fs, vals := newFlags("migrate")
@@ -42,25 +21,16 @@ func runMigrate(ctx context.Context, args []string) error {
 	if fs.NArg() != 1 {
 		return usagef("usage: herald migrate up|down|status")
 	}
-	st, err := openStore(ctx, vals)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
 	switch fs.Arg(0) {
-	case "up":
-		if err := st.MigrateUp(ctx); err != nil {
-			return err
-		}
-	case "down":
-		if err := st.MigrateDown(ctx); err != nil {
-			return err
-		}
-	case "status":
+	case "up", "down", "status":
 	default:
 		return usagef("usage: herald migrate up|down|status")
 	}
-	s, err := st.MigrationStatus(ctx)
+	cfg, err := loadConfig(vals)
+	if err != nil {
+		return err
+	}
+	s, err := app.Migrate(ctx, cfg.MySQLDSN, fs.Arg(0))
 	if err != nil {
 		return err
 	}
@@ -110,19 +80,20 @@ func runAPIKey(ctx context.Context, args []string) error {
 	})
 }
 
-// withControl runs fn with the control actions on the configured database (schema
-// up to date) and spells a validation error it returns as flags.
+// withControl runs fn with the control actions of the configured installation
+// (schema up to date; app.Open with no role builds them as every role gets them)
+// and spells a validation error it returns as flags.
 func withControl(ctx context.Context, vals map[string]*string, fn func(*control.Control) error) error {
 	cfg, err := loadConfig(vals)
 	if err != nil {
 		return err
 	}
-	st, err := openMigratedStore(ctx, cfg)
+	a, err := app.Open(ctx, cfg, app.Roles{}, slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	return cliError(fn(control.New(control.Config{Store: st, BcryptCost: cfg.BcryptCost})))
+	defer a.Close()
+	return cliError(fn(a.Control))
 }
 
 // cliError spells a validation error as flags: "--name: names are 1 to 120 bytes …".
@@ -151,11 +122,11 @@ func bootstrapAdmin(ctx context.Context, a *app.App) error {
 	if a.Cfg.AdminUser == "" || a.Cfg.AdminPassword == "" {
 		return nil
 	}
-	n, err := a.Store.UserCount(ctx)
+	n, err := a.Control.UserCount(ctx)
 	if err != nil || n > 0 {
 		return err
 	}
-	_, err = control.New(control.Config{Store: a.Store, BcryptCost: a.Cfg.BcryptCost}).CreateUser(ctx, control.System,
+	_, err = a.Control.CreateUser(ctx, control.System,
 		control.UserSpec{Username: a.Cfg.AdminUser, Password: a.Cfg.AdminPassword, Role: models.RoleAdmin})
 	var v *models.ValidationError
 	switch {

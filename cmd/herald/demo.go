@@ -21,7 +21,6 @@ import (
 	"github.com/heraldhq/herald/internal/app"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/demo"
-	"github.com/heraldhq/herald/internal/signing"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -103,41 +102,20 @@ func runDemo(ctx context.Context, log *slog.Logger, a *app.App) error {
 		return fmt.Errorf("demo receiver: %w", err)
 	}
 	recv := demo.NewReceiver(log, func(ctx context.Context, name string) ([]string, error) {
-		g, err := a.Store.GroupGetByName(ctx, name)
+		g, err := a.Control.GetGroup(ctx, name)
 		if err != nil {
 			return nil, err
 		}
 		return g.SigningSecrets(time.Now()), nil
 	})
-	const topicName, groupName = "github.events", "demo-receiver"
-	if _, err := a.Store.TopicGetByName(ctx, topicName); errors.Is(err, models.ErrNotFound) {
-		if _, err := a.Store.TopicCreate(ctx, topicName, 4); err != nil {
-			return err
-		}
-	} else if err != nil {
+	const topicName, groupName = demoTopic, demoGroup
+	if err := setUpDemo(ctx, a.Control, recvAddr); err != nil {
 		return err
-	}
-	g, err := a.Store.GroupGetByName(ctx, groupName)
-	if errors.Is(err, models.ErrNotFound) {
-		g = &models.Group{Name: groupName, EndpointURL: "http://" + recvAddr + "/webhook", SigningSecret: signing.NewSecret(),
-			Subscriptions: []models.Subscription{{Topic: topicName}}, MaxInFlight: 16}
-		g.ApplyDefaults()
-		if err := a.Store.GroupCreate(ctx, g); err != nil {
-			return err
-		}
-	} else if err != nil {
-		return err
-	} else if want := "http://" + recvAddr + "/webhook"; g.EndpointURL != want {
-		// HERALD_DEMO_RECEIVER_ADDR changed since the demo group was made: follow it.
-		g.EndpointURL = want
-		if err := a.Store.GroupUpdate(ctx, g); err != nil {
-			return fmt.Errorf("point the demo group at %s: %w", want, err)
-		}
 	}
 	env := readDemoEnv()
 	key := env["HERALD_DEMO_API_KEY"]
-	if prefix, ok := auth.ParseAPIKey(key); !ok || func() bool { _, err := a.Store.APIKeyGetByPrefix(ctx, prefix); return err != nil }() {
-		k, _, err := control.New(control.Config{Store: a.Store}).CreateAPIKey(ctx, cliActor, control.APIKeySpec{Name: "demo", Topics: []string{"github.*"}})
+	if prefix, ok := auth.ParseAPIKey(key); !ok || func() bool { _, err := a.Control.APIKeyByPrefix(ctx, prefix); return err != nil }() {
+		k, _, err := a.Control.CreateAPIKey(ctx, cliActor, control.APIKeySpec{Name: "demo", Topics: []string{"github.*"}})
 		if err != nil {
 			return err
 		}
@@ -176,6 +154,39 @@ Secrets live in %[10]s. Stop with Ctrl-C.
 	err = eg.Wait()
 	log.Info("herald stopped", "roles", "all --demo", "err", err)
 	return err
+}
+
+// The demo's topic and its receiver's group.
+const demoTopic, demoGroup = "github.events", "demo-receiver"
+
+// setUpDemo creates, through ctl (validated and audited as the CLI), the demo topic
+// (4 queues) and the group posting it to the receiver at recvAddr, unless they
+// exist; an existing group whose endpoint is another address is pointed at recvAddr
+// (HERALD_DEMO_RECEIVER_ADDR changed since it was made).
+func setUpDemo(ctx context.Context, ctl *control.Control, recvAddr string) error {
+	queues := 4
+	if _, err := ctl.CreateTopic(ctx, cliActor, control.TopicSpec{Name: demoTopic, Queues: &queues}); err != nil && !errors.Is(err, models.ErrConflict) {
+		return fmt.Errorf("create the demo topic: %w", err)
+	}
+	url := "http://" + recvAddr + "/webhook"
+	_, err := ctl.CreateGroup(ctx, cliActor, control.GroupSpec{Name: demoGroup, EndpointURL: url,
+		Subscriptions: []models.Subscription{{Topic: demoTopic}}})
+	if !errors.Is(err, models.ErrConflict) {
+		if err != nil {
+			return fmt.Errorf("create the demo group: %w", err)
+		}
+		return nil
+	}
+	g, err := ctl.GetGroup(ctx, demoGroup)
+	if err != nil {
+		return err
+	}
+	if g.EndpointURL != url {
+		if _, err := ctl.PatchGroup(ctx, cliActor, demoGroup, control.GroupPatch{EndpointURL: &url}); err != nil {
+			return fmt.Errorf("point the demo group at %s: %w", url, err)
+		}
+	}
+	return nil
 }
 
 func displayAddr(addr string) string {

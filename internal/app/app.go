@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/heraldhq/herald/api"
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
@@ -39,10 +40,13 @@ var All = Roles{API: true, Dispatcher: true, Worker: true, Maintenance: true}
 
 // App is a set of roles sharing one MySQL pool and one Redis client.
 type App struct {
-	Cfg        config.Config
-	Store      *store.Store
-	Redis      redis.UniversalClient
-	RedisOpt   asynq.RedisClientOpt
+	Cfg      config.Config
+	Store    *store.Store
+	Redis    redis.UniversalClient
+	RedisOpt asynq.RedisClientOpt
+	// Control is the process's one application layer, built whatever the roles: the
+	// api and the console serve it, the CLI's database commands and the demo call it.
+	Control    *control.Control
 	API        *api.Server
 	Writer     *groupcommit.Writer
 	Dispatcher *dispatcher.Dispatcher
@@ -53,7 +57,8 @@ type App struct {
 }
 
 // Open connects to MySQL and Redis, refuses to continue while migrations are pending
-// (models.ErrMigrationsPending) and builds the selected roles.
+// (models.ErrMigrationsPending) and builds Control and the selected roles (none: a
+// CLI process that only calls Control).
 func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -92,17 +97,22 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 	inProcess = inProcess && (cfg.InProcess == nil || *cfg.InProcess)
 	guard := ssrf.Guard{AllowPrivate: cfg.AllowPrivateEndpoints}
 	keys := delivery.Keys{Namespace: cfg.Namespace}
-	var notifier *notify.Notifier
+	notifier := notify.New(rdb, keys)
+	ctl, err := control.New(control.Config{Store: st, Redis: rdb, Keys: keys, Notifier: notifier, Guard: guard, Log: log,
+		JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost, DeletedGroupGrace: cfg.Maintenance.DeletedGroupGrace, PublicURL: cfg.PublicURL})
+	if err != nil {
+		rdb.Close()
+		st.Close()
+		return nil, err
+	}
+	a.Control = ctl
 	if roles.API {
-		n := notify.New(rdb, keys)
-		notifier = n
-		a.Writer = groupcommit.New(st, n, log)
+		a.Writer = groupcommit.New(st, notifier, log)
 		a.Writer.Lanes = cfg.PublishLanes
 		a.Writer.Linger = cfg.PublishLinger
 		a.Writer.FlushTimeout = cfg.PublishTimeout
-		a.API = api.New(api.Options{JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost, Keys: keys, PublishTimeout: cfg.PublishTimeout,
-			DeletedGroupGrace: cfg.Maintenance.DeletedGroupGrace, PublicURL: cfg.PublicURL}, st, rdb, a.Writer, n, guard, log)
-		a.API.Mount(web.New(web.Config{Control: a.API.Control(), Log: log, CookieSecure: cfg.CookieSecure}).Routes)
+		a.API = api.New(api.Options{PublishTimeout: cfg.PublishTimeout}, ctl, rdb, a.Writer, log)
+		a.API.Mount(web.New(web.Config{Control: ctl, Log: log, CookieSecure: cfg.CookieSecure}).Routes)
 	}
 	if roles.Dispatcher {
 		a.Dispatcher = dispatcher.New(cfg.Dispatcher, keys, st, rdb, ropt, log, nil)
@@ -203,4 +213,31 @@ func (a *App) Run(ctx context.Context, apiLn net.Listener) error {
 func (a *App) Close() {
 	a.Redis.Close()
 	a.Store.Close()
+}
+
+// MigrationStatus is the schema's state: the applied version, the latest one this
+// binary embeds, and whether a migration stopped halfway (dirty).
+type MigrationStatus = store.MigrationStatus
+
+// Migrate applies (step "up"), undoes one (step "down") or only reads ("status") the
+// schema migrations of the database at dsn and returns the resulting status.
+func Migrate(ctx context.Context, dsn, step string) (MigrationStatus, error) {
+	st, err := store.Open(ctx, dsn)
+	if err != nil {
+		return MigrationStatus{}, err
+	}
+	defer st.Close()
+	switch step {
+	case "up":
+		err = st.MigrateUp(ctx)
+	case "down":
+		err = st.MigrateDown(ctx)
+	case "status":
+	default:
+		return MigrationStatus{}, fmt.Errorf("unknown migration step %q (up, down or status)", step)
+	}
+	if err != nil {
+		return MigrationStatus{}, err
+	}
+	return st.MigrationStatus(ctx)
 }

@@ -1,0 +1,317 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/models/store"
+)
+
+// The read models the queries return, as the store reads them. Transports name them
+// here and never import models/store.
+type (
+	// AuditEntry is one audit log entry (ListAudit).
+	AuditEntry = store.AuditEntry
+	// MessageSummary is a message without its body (BrowseMessages).
+	MessageSummary = store.MessageSummary
+	// CursorPosition is one cursor of a group: committed offset, the queue's max
+	// offset, open holes, version and owner.
+	CursorPosition = store.CursorPosition
+	// GroupHealth is a group's delivery counters and breaker state.
+	GroupHealth = store.GroupHealth
+	// StatsPoint is one minute of published, delivered and failed counts and lag.
+	StatsPoint = store.StatsPoint
+	// StatsTotals are per-topic and per-group rollup totals since a time.
+	StatsTotals = store.StatsTotals
+	// QueueOffsets is a queue's lowest and highest stored offsets.
+	QueueOffsets = store.QueueOffsets
+)
+
+// LagAge is the age in seconds, at now, of the oldest undelivered message whose
+// publish time is oldestMS (Unix milliseconds; 0: none, age 0).
+func LagAge(oldestMS int64, now time.Time) float64 { return store.LagAge(oldestMS, now) }
+
+// Unavailable reports whether err means the database could not answer (down,
+// overloaded, timed out): transports answer 503 with Retry-After for it.
+func Unavailable(err error) bool { return store.Unavailable(err) }
+
+// StatsHours is how far back the stats series of the overview, a group and a topic go.
+const StatsHours = 3
+
+// Ping checks that the database answers (the readiness probe).
+func (c *Control) Ping(ctx context.Context) error { return c.st.Ping(ctx) }
+
+// GetGroup returns group name, secret included: transports blank it for viewers.
+// Errors: models.ErrNotFound.
+func (c *Control) GetGroup(ctx context.Context, name string) (*models.Group, error) {
+	return c.st.GroupGetByName(ctx, name)
+}
+
+// GetTopic returns topic name with its queues. Errors: models.ErrNotFound.
+func (c *Control) GetTopic(ctx context.Context, name string) (*models.Topic, error) {
+	return c.st.TopicGetByName(ctx, name)
+}
+
+// APIKeyByPrefix returns the API key with that prefix (revoked ones included: the
+// caller checks). Errors: models.ErrNotFound.
+func (c *Control) APIKeyByPrefix(ctx context.Context, prefix string) (*models.APIKey, error) {
+	return c.st.APIKeyGetByPrefix(ctx, prefix)
+}
+
+// TouchAPIKey records that key id was just used (its last_used_at).
+func (c *Control) TouchAPIKey(ctx context.Context, id int64) error { return c.st.APIKeyTouch(ctx, id) }
+
+// AddPublished adds n published messages of topicID to the rollup minute holding minute.
+func (c *Control) AddPublished(ctx context.Context, minute time.Time, topicID, n int64) error {
+	return c.st.StatsAdd(ctx, minute, 0, topicID, n, 0, 0)
+}
+
+// GroupStats is a group's delivery health: lag in messages and seconds, the health
+// counters and breaker, retry and pending dead-letter counts and, for an ordered
+// group, its blocked queues.
+type GroupStats struct {
+	Group         *models.Group
+	Health        GroupHealth
+	LagMessages   int64
+	LagSeconds    float64
+	RetryMessages int64
+	DeadLetters   int64
+	Blocked       []models.OrderedBlock
+}
+
+// GroupStats reads group name's stats. Errors: models.ErrNotFound.
+func (c *Control) GroupStats(ctx context.Context, name string) (GroupStats, error) {
+	g, err := c.st.GroupGetByName(ctx, name)
+	if err != nil {
+		return GroupStats{}, err
+	}
+	out := GroupStats{Group: g}
+	if out.Health, err = c.st.GroupHealthGet(ctx, g.ID); err != nil {
+		return out, err
+	}
+	if out.RetryMessages, err = c.st.RetryCount(ctx, g.ID); err != nil {
+		return out, err
+	}
+	if out.DeadLetters, err = c.st.DeadLetterCount(ctx, g.ID); err != nil {
+		return out, err
+	}
+	if out.LagMessages, out.LagSeconds, err = c.st.GroupLag(ctx, g.ID); err != nil {
+		return out, err
+	}
+	out.Blocked, err = c.st.OrderedBlocksByGroups(ctx, []int64{g.ID}, false)
+	return out, err
+}
+
+// GroupCursors returns group name and its cursors with their lag age. Errors:
+// models.ErrNotFound.
+func (c *Control) GroupCursors(ctx context.Context, name string) (*models.Group, []CursorPosition, error) {
+	g, err := c.st.GroupGetByName(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	ps, err := c.st.GroupPositions(ctx, []int64{g.ID}, true)
+	return g, ps, err
+}
+
+// RecentMessage is one of a subscribed topic's newest messages with its delivery
+// state for a group.
+type RecentMessage struct {
+	Topic string
+	MessageSummary
+	// State is delivered (the cursor passed it), filtered (its tag is not
+	// subscribed) or pending.
+	State string
+}
+
+// GroupDetail is what a group's page shows: the group, its cursors, StatsHours of
+// per-minute stats, its health, its newest attempts, the newest messages of its
+// topics and, for an ordered group, its blocked queues.
+type GroupDetail struct {
+	Group    *models.Group
+	Cursors  []CursorPosition
+	Series   []StatsPoint
+	Health   GroupHealth
+	Attempts []models.DeliveryAttempt
+	Recent   []RecentMessage
+	Blocked  []models.OrderedBlock
+}
+
+// GroupDetail reads group name's page: the attempts newest first (at most
+// attempts), the recent messages newest first (at most recent of each topic, recent
+// in all). Errors: models.ErrNotFound.
+func (c *Control) GroupDetail(ctx context.Context, name string, attempts, recent int) (GroupDetail, error) {
+	g, ps, err := c.GroupCursors(ctx, name)
+	if err != nil {
+		return GroupDetail{}, err
+	}
+	out := GroupDetail{Group: g, Cursors: ps}
+	now := time.Now()
+	if out.Series, err = c.st.StatsSeries(ctx, store.StatsScope{GroupID: g.ID}, now.Add(-StatsHours*time.Hour), now.Add(time.Minute)); err != nil {
+		return out, err
+	}
+	if out.Health, err = c.st.GroupHealthGet(ctx, g.ID); err != nil {
+		return out, err
+	}
+	if out.Attempts, err = c.st.AttemptsByGroup(ctx, g.ID, attempts); err != nil {
+		return out, err
+	}
+	if out.Recent, err = c.recentMessages(ctx, g, ps, recent); err != nil {
+		return out, err
+	}
+	if g.Ordered {
+		out.Blocked, err = c.st.OrderedBlocksByGroups(ctx, []int64{g.ID}, false)
+	}
+	return out, err
+}
+
+// recentMessages lists the newest messages of each of g's topics, newest first, at
+// most n, with their delivery state for g.
+func (c *Control) recentMessages(ctx context.Context, g *models.Group, ps []CursorPosition, n int) ([]RecentMessage, error) {
+	committed := map[int64]int64{}
+	for _, p := range ps {
+		committed[p.QueueID] = p.Offset
+	}
+	var all []RecentMessage
+	for _, sub := range g.Subscriptions {
+		t, err := c.st.TopicGetByName(ctx, sub.Topic)
+		if err != nil {
+			return nil, err
+		}
+		ms, err := c.st.MessagesBrowse(ctx, t, store.MessageFilter{}, n)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range ms {
+			state := "pending"
+			switch {
+			case !sub.Matches(m.Tag):
+				state = "filtered"
+			case m.Offset <= committed[m.QueueID]:
+				state = "delivered"
+			}
+			all = append(all, RecentMessage{Topic: sub.Topic, MessageSummary: m, State: state})
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt > all[j].CreatedAt })
+	return all[:min(len(all), n)], nil
+}
+
+// Overview is the console's front page: StatsHours of installation-wide stats, every
+// group (secrets included) with its lag (messages, by group id), the last hour's
+// rollup totals and the topic count.
+type Overview struct {
+	Series     []StatsPoint
+	Groups     []*models.Group
+	Lags       map[int64]int64
+	Totals     StatsTotals
+	TopicCount int64
+}
+
+// Overview reads the front page.
+func (c *Control) Overview(ctx context.Context) (Overview, error) {
+	var out Overview
+	now := time.Now()
+	var err error
+	if out.Series, err = c.st.StatsSeries(ctx, store.StatsScope{}, now.Add(-StatsHours*time.Hour), now.Add(time.Minute)); err != nil {
+		return out, err
+	}
+	if out.Groups, err = c.st.GroupList(ctx, 0, 0); err != nil {
+		return out, err
+	}
+	if out.Lags, out.Totals, err = c.GroupLags(ctx); err != nil {
+		return out, err
+	}
+	out.TopicCount, err = c.st.TopicCount(ctx)
+	return out, err
+}
+
+// GroupLags returns every group's lag (messages, by group id) and the last hour's
+// rollup totals.
+func (c *Control) GroupLags(ctx context.Context) (map[int64]int64, StatsTotals, error) {
+	lags, err := c.st.GroupLags(ctx)
+	if err != nil {
+		return nil, StatsTotals{}, err
+	}
+	totals, err := c.st.StatsTotalsSince(ctx, time.Now().Add(-time.Hour))
+	return lags, totals, err
+}
+
+// TopicDetail is what a topic's page shows besides its messages: the topic, its
+// stats (TopicStats), the names of its subscribed groups, StatsHours of per-minute
+// stats and its retention.
+type TopicDetail struct {
+	Topic       *models.Topic
+	Stats       TopicStats
+	Subscribers []string
+	Series      []StatsPoint
+	Retention   TopicRetention
+}
+
+// TopicDetail reads topic name's page. Errors: models.ErrNotFound.
+func (c *Control) TopicDetail(ctx context.Context, name string) (TopicDetail, error) {
+	t, err := c.st.TopicGetByName(ctx, name)
+	if err != nil {
+		return TopicDetail{}, err
+	}
+	out := TopicDetail{Topic: t}
+	if out.Stats, err = c.TopicStats(ctx, []*models.Topic{t}); err != nil {
+		return out, err
+	}
+	if out.Subscribers, err = c.st.TopicSubscribers(ctx, t.ID); err != nil {
+		return out, err
+	}
+	now := time.Now()
+	if out.Series, err = c.st.StatsSeries(ctx, store.StatsScope{TopicID: t.ID}, now.Add(-StatsHours*time.Hour), now.Add(time.Minute)); err != nil {
+		return out, err
+	}
+	out.Retention, err = c.TopicRetention(ctx, t)
+	return out, err
+}
+
+// GroupNames returns the names of the first limit groups in id order.
+func (c *Control) GroupNames(ctx context.Context, limit int) ([]string, error) {
+	gs, err := c.st.GroupList(ctx, 0, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(gs))
+	for _, g := range gs {
+		out = append(out, g.Name)
+	}
+	return out, nil
+}
+
+// PendingDeadLetters returns how many dead letters of group name wait for a
+// redrive or purge. Errors: models.ErrNotFound.
+func (c *Control) PendingDeadLetters(ctx context.Context, name string) (int64, error) {
+	g, err := c.st.GroupGetByName(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	return c.st.DeadLetterCount(ctx, g.ID)
+}
+
+// BatchAttempts returns the attempts of the batch POST with that webhook-id and its
+// group's name (empty when the group is gone). Errors: models.ErrNotFound when no
+// attempt of it is recorded (never sent, or past attempt retention).
+func (c *Control) BatchAttempts(ctx context.Context, webhookID string) (string, []models.DeliveryAttempt, error) {
+	as, err := c.st.AttemptsByWebhookID(ctx, webhookID)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(as) == 0 {
+		return "", nil, fmt.Errorf("batch %s: %w", webhookID, models.ErrNotFound)
+	}
+	var group string
+	if g, err := c.st.GroupGetByID(ctx, as[0].GroupID); err == nil {
+		group = g.Name
+	}
+	return group, as, nil
+}
+
+// UserCount returns how many users exist (0: the admin of HERALD_ADMIN_USER may be
+// created).
+func (c *Control) UserCount(ctx context.Context) (int64, error) { return c.st.UserCount(ctx) }
