@@ -57,11 +57,11 @@ func FuzzPublishDecode(f *testing.F) {
 					t.Fatalf("accepted %q, which a header would not carry unchanged", v)
 				}
 			}
-			if m.ContentType == "" || padded(m.ContentType) || len(m.Body) > MaxMessageBytes {
+			if m.ContentType == "" || models.Padded(m.ContentType) || len(m.Body) > MaxMessageBytes {
 				t.Fatalf("accepted content type %q / %d body bytes", m.ContentType, len(m.Body))
 			}
 			for name := range m.Headers {
-				if !headerNameRE.MatchString(name) {
+				if !models.ValidMessageHeaderName(name) || name != models.CanonicalHeaderName(name) {
 					t.Fatalf("accepted header name %q", name)
 				}
 			}

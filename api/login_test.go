@@ -1,9 +1,12 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -161,4 +164,55 @@ func TestCookieSecure(t *testing.T) {
 		session = session || ck.Name == "herald_session"
 	}
 	require.True(t, session, "signed in")
+}
+
+// loginFrom posts a REST login from source address ip (a loopback address: Linux
+// routes all of 127.0.0.0/8 to lo) and returns the status. The api takes the client
+// IP from the connection (echo.ExtractIPDirect), so this is what it throttles on.
+func loginFrom(t *testing.T, h *testinfra.Herald, ip, name, password string) int {
+	t.Helper()
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	client := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true}}
+	body, _ := json.Marshal(map[string]string{"username": name, "password": password})
+	req, err := http.NewRequest("POST", h.BaseURL+"/api/v1/auth/login", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// TestLoginThrottlePerAccount guesses one account's password 6 times from each of
+// 32 source addresses: the account's slow lane lets about 10 guesses be checked in
+// all (the per-address lanes alone let 160 through). The user, signed in before
+// from their own address, still signs in from it at once; an address new to the
+// account waits in the slow lane.
+func TestLoginThrottlePerAccount(t *testing.T) {
+	t.Parallel()
+	h := testinfra.StartHerald(t, nil)
+	require.Equal(t, http.StatusOK, loginFrom(t, h, "127.0.0.1", testinfra.AdminUser, testinfra.AdminPassword), "the user's own address")
+	checked, throttled := 0, 0
+	for i := range 32 {
+		ip := fmt.Sprintf("127.0.1.%d", i+1)
+		for range 6 {
+			switch code := loginFrom(t, h, ip, testinfra.AdminUser, "wrong-password"); code {
+			case http.StatusUnauthorized:
+				checked++
+			case http.StatusTooManyRequests:
+				throttled++
+			default:
+				t.Fatalf("%s: status %d", ip, code)
+			}
+		}
+	}
+	require.Equal(t, 192, checked+throttled)
+	// The account's burst is 10, less the user's own first sign-in (its address was
+	// not known yet), plus one per 30 s of test.
+	require.LessOrEqual(t, checked, 11)
+	require.GreaterOrEqual(t, checked, 9)
+	require.Equal(t, http.StatusOK, loginFrom(t, h, "127.0.0.1", testinfra.AdminUser, testinfra.AdminPassword), "the user is not locked out where they signed in before")
+	require.Equal(t, http.StatusTooManyRequests, loginFrom(t, h, "127.0.2.1", testinfra.AdminUser, testinfra.AdminPassword), "a new address waits in the slow lane")
+	require.Equal(t, http.StatusUnauthorized, loginFrom(t, h, "127.0.2.1", "someone-else", "wrong-password"), "other accounts are not slowed")
 }

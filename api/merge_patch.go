@@ -41,6 +41,9 @@ func mergePatch(doc, patch any) any {
 // unknown-field.
 func applyGroupPatch(g *models.Group, patch []byte) (groupCreateRequest, error) {
 	var req groupCreateRequest
+	if err := refuseInvalidText(patch); err != nil {
+		return req, err // decoding below would replace it with U+FFFD
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(patch, &fields); err != nil || fields == nil {
 		return req, problem(ProblemMalformedRequest, "the body must be a JSON object (a merge patch of the group)")
@@ -75,6 +78,11 @@ func applyGroupPatch(g *models.Group, patch []byte) (groupCreateRequest, error) 
 	dec.UseNumber()
 	if err := dec.Decode(&pm); err != nil {
 		return req, problem(ProblemMalformedRequest, err.Error())
+	}
+	if hs, ok := pm["endpoint_headers"].(map[string]any); ok {
+		// Header names are case-insensitive: `X-Api-Key` in the patch is the group's
+		// `x-api-key` member (replaced, or removed by null), not a second header.
+		pm["endpoint_headers"] = models.CanonicalHeaders(hs)
 	}
 	merged, _ := json.Marshal(mergePatch(doc, pm))
 	err := decodeStrict(merged, &req)

@@ -11,11 +11,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -32,8 +30,6 @@ const (
 	MaxHeadersPerMsg    = 32
 	MaxHeaderValueBytes = 1024
 )
-
-var headerNameRE = regexp.MustCompile(`^x-[a-z0-9][a-z0-9-]{0,62}$`)
 
 // publishMessage is one message of a publish request.
 type publishMessage struct {
@@ -92,12 +88,11 @@ func readBody(c echo.Context, limit int64) ([]byte, error) {
 }
 
 // decodeStrict decodes body into v, refusing unknown fields, trailing data and
-// invalid UTF-8 (422 validation naming the first bad member by JSON pointer).
+// text that is not UTF-8, raw or as lone surrogate escapes (refuseInvalidText: 422
+// validation naming the first bad member by JSON pointer).
 func decodeStrict(body []byte, v any) error {
-	if ptr, bad := invalidUTF8Pointer(body); bad {
-		p := problem(ProblemValidation, "the request holds invalid UTF-8")
-		p.Errors = []models.FieldError{{Pointer: ptr, Detail: "must be valid UTF-8"}}
-		return p
+	if err := refuseInvalidText(body); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -256,27 +251,30 @@ func (s *Server) buildMessages(c echo.Context, topic *models.Topic, anyWritable 
 		if !models.ValidLabel(m.Key) {
 			v.Add(p+"/key", "keys are at most 255 bytes of UTF-8 without control characters or leading or trailing spaces")
 		}
-		if _, _, err := mime.ParseMediaType(msg.ContentType); err != nil || len(msg.ContentType) > 255 || !printableASCII(msg.ContentType) || padded(msg.ContentType) {
+		if _, _, err := mime.ParseMediaType(msg.ContentType); err != nil || len(msg.ContentType) > 255 || !printableASCII(msg.ContentType) || models.Padded(msg.ContentType) {
 			v.Add(p+"/content_type", "must be a media type such as application/json")
 		}
 		if len(m.Headers) > MaxHeadersPerMsg {
 			v.Add(p+"/headers", fmt.Sprintf("at most %d headers", MaxHeadersPerMsg))
 		}
-		for name, val := range m.Headers {
-			lname := strings.ToLower(name)
+		for name, val := range models.CanonicalHeaders(m.Headers) {
 			hp := p + "/headers/" + pointerEscape(name)
-			if !headerNameRE.MatchString(lname) {
+			if !models.ValidMessageHeaderName(name) {
 				v.Add(hp, "header names are x- followed by letters, digits and dashes (other names are reserved)")
 				continue
 			}
-			if len(val) > MaxHeaderValueBytes || !utf8.ValidString(val) || hasCtl(val) || padded(val) {
-				v.Add(hp, "header values are at most 1024 bytes without control characters or leading or trailing spaces")
+			if name != models.CanonicalHeaderName(name) {
+				v.Add(hp, "this name is given twice (header names are case-insensitive)")
+				continue
+			}
+			if len(val) > MaxHeaderValueBytes || !models.ValidHeaderValue(val) || models.Padded(val) {
+				v.Add(hp, "header values are at most 1024 bytes of UTF-8 without control characters or leading or trailing spaces")
 				continue
 			}
 			if msg.Headers == nil {
 				msg.Headers = map[string]string{}
 			}
-			msg.Headers[lname] = val
+			msg.Headers[name] = val
 		}
 		if m.Key == "" && !anyWritable {
 			return nil, fmt.Errorf("topic %s: every queue is read-only: %w", topic.Name, models.ErrQueueUnavailable)
@@ -305,21 +303,6 @@ func writable(t *models.Topic) []int64 {
 		}
 	}
 	return out
-}
-
-func hasCtl(s string) bool {
-	for _, r := range s {
-		if (r < 0x20 && r != '\t') || (r >= 0x7f && r <= 0x9f) {
-			return true
-		}
-	}
-	return false
-}
-
-// padded reports whether s starts or ends with a space or tab, which an HTTP header
-// would lose in transit (RFC 9110 §5.5 trims them).
-func padded(s string) bool {
-	return s != "" && (s[0] == ' ' || s[0] == '\t' || s[len(s)-1] == ' ' || s[len(s)-1] == '\t')
 }
 
 func printableASCII(s string) bool {

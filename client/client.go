@@ -196,6 +196,9 @@ type request struct {
 func (c *Client) do(ctx context.Context, r request, out any) error {
 	var payload []byte
 	if r.body != nil {
+		if err := checkText(r.body); err != nil {
+			return fmt.Errorf("encode %s %s: %w", r.method, r.path, err)
+		}
 		var err error
 		if payload, err = json.Marshal(r.body); err != nil {
 			return fmt.Errorf("encode %s %s: %w", r.method, r.path, err)

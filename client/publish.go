@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Message is one message to publish. Body is sent as JSON when ContentType is
@@ -103,6 +104,12 @@ func (c *Client) Publish(ctx context.Context, topic string, msgs []Message, opts
 	wire := make([]wireMessage, len(msgs))
 	for i, m := range msgs {
 		wire[i] = m.wire()
+	}
+	if err := checkText(map[string]any{"messages": wire}); err != nil {
+		return nil, fmt.Errorf("encode publish: %w", err)
+	}
+	if !utf8.ValidString(pc.idemKey) {
+		return nil, fmt.Errorf("encode publish: Idempotency-Key: %w", ErrInvalidUTF8)
 	}
 	payload, err := json.Marshal(map[string]any{"messages": wire})
 	if err != nil {

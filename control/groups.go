@@ -39,7 +39,8 @@ type GroupSpec struct {
 	ConsumeFrom        string
 	// DeadLetterRetentionHours is how long dead letters are kept (1 to 8,760; nil: 336).
 	DeadLetterRetentionHours *int
-	// PushAuth turns push tokens on (nil: off). EndpointHeaders (lower-case names) and
+	// PushAuth turns push tokens on (nil: off). EndpointHeaders (names in any case,
+	// stored as models.CanonicalHeaderName: lower case) and
 	// BasicAuth are added to each POST; a value equal to models.MaskedValue keeps the
 	// group's current value, so a client may send back what it read.
 	PushAuth        *models.PushAuth
@@ -186,7 +187,7 @@ func (spec GroupSpec) endpointAuth(cur models.EndpointAuth) models.EndpointAuth 
 	var out models.EndpointAuth
 	if len(spec.EndpointHeaders) > 0 {
 		out.Headers = make(map[string]string, len(spec.EndpointHeaders))
-		for k, v := range spec.EndpointHeaders {
+		for k, v := range models.CanonicalHeaders(spec.EndpointHeaders) {
 			if old, ok := cur.Headers[k]; ok && v == models.MaskedValue {
 				v = old
 			}

@@ -32,7 +32,8 @@ func PasswordChecks() int64 { return passwordChecks.Load() }
 // A name longer than models.MaxUsernameBytes, or a password over 1 KiB, is refused
 // before anything else (it cannot exist, and nothing of it is kept); every other
 // attempt spends one try of the login throttle (bounded LRU tables keyed by the
-// normalised name and the client IP) and exactly one bcrypt comparison, against the
+// normalised name and the client IP, and a slower lane per account for addresses
+// that have not signed in to it: see loginThrottle) and exactly one bcrypt comparison, against the
 // user's hash or a dummy one, and wrong names and wrong passwords get the same
 // answer. Names that models.ValidUsername refuses (padding, control characters)
 // never match a user. Errors: ErrLoginThrottled, ErrLoginWrong, or the store's
@@ -59,6 +60,7 @@ func (c *Control) Login(ctx context.Context, name, password, clientIP string) (*
 	if !auth.CheckPassword(hash, password) || u == nil {
 		return nil, ErrLoginWrong
 	}
+	c.logins.succeeded(name, clientIP)
 	return u, nil
 }
 

@@ -44,7 +44,8 @@ type BasicAuth struct {
 }
 
 // EndpointAuth is what a group adds to every POST besides Herald's own headers:
-// static Headers (lower-case names; values write-only, e.g. an X-Api-Key) and
+// static Headers (names in CanonicalHeaderName form, i.e. lower case; values
+// write-only, e.g. an X-Api-Key) and
 // optional Basic credentials. It is sealed at rest as one document.
 type EndpointAuth struct {
 	Headers map[string]string `json:"headers,omitempty"`
@@ -105,41 +106,14 @@ func ReservedEndpointHeader(name string) bool {
 	return false
 }
 
-// validHeaderName reports whether s is an RFC 9110 token.
-func validHeaderName(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// validHeaderValue refuses control characters (CR, LF, NUL …) other than tab.
-func validHeaderValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
 // validateEndpointAuth adds field errors for g's push auth, headers and basic auth:
 // reserved or malformed names, values with control characters, too many or too long
 // headers, a basic username with ':' and push auth together with basic auth (both
 // would send Authorization).
 func (g *Group) validateEndpointAuth(v *ValidationError) {
 	if g.PushAuth != nil && g.PushAuth.Audience != "" {
-		if len(g.PushAuth.Audience) > 2048 || !validHeaderValue(g.PushAuth.Audience) {
-			v.Add("/push_auth/audience", "must be up to 2048 bytes without control characters")
+		if len(g.PushAuth.Audience) > 2048 || !ValidHeaderValue(g.PushAuth.Audience) {
+			v.Add("/push_auth/audience", "must be up to 2048 bytes of UTF-8 without control characters")
 		}
 	}
 	a := g.EndpointAuth
@@ -149,20 +123,22 @@ func (g *Group) validateEndpointAuth(v *ValidationError) {
 	for _, name := range a.HeaderNames() {
 		p := "/endpoint_headers/" + strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
 		switch {
-		case !validHeaderName(name) || name != strings.ToLower(name):
-			v.Add(p, "header names are lower-case HTTP tokens")
+		case !ValidHeaderName(name):
+			v.Add(p, "header names are HTTP tokens of 1 to 128 bytes")
+		case name != CanonicalHeaderName(name):
+			v.Add(p, "this name is given twice (header names are case-insensitive)")
 		case ReservedEndpointHeader(name):
 			v.Add(p, "Herald sets this header itself; it cannot be overridden")
-		case len(a.Headers[name]) > MaxEndpointHeaderBytes || !validHeaderValue(a.Headers[name]):
-			v.Add(p, "values are up to 4096 bytes without control characters")
+		case len(a.Headers[name]) > MaxEndpointHeaderBytes || !ValidHeaderValue(a.Headers[name]):
+			v.Add(p, "values are up to 4096 bytes of UTF-8 without control characters")
 		}
 	}
 	if b := a.Basic; b != nil {
-		if b.Username == "" || strings.Contains(b.Username, ":") || len(b.Username) > 255 || !validHeaderValue(b.Username) {
-			v.Add("/basic_auth/username", "must be 1 to 255 bytes without ':' or control characters")
+		if b.Username == "" || strings.Contains(b.Username, ":") || len(b.Username) > 255 || !ValidHeaderValue(b.Username) {
+			v.Add("/basic_auth/username", "must be 1 to 255 bytes of UTF-8 without ':' or control characters")
 		}
-		if len(b.Password) > 1024 || !validHeaderValue(b.Password) {
-			v.Add("/basic_auth/password", "must be up to 1024 bytes without control characters")
+		if len(b.Password) > 1024 || !ValidHeaderValue(b.Password) {
+			v.Add("/basic_auth/password", "must be up to 1024 bytes of UTF-8 without control characters")
 		}
 		if g.PushAuth != nil {
 			v.Add("/basic_auth", "basic auth and push auth both send Authorization; choose one")

@@ -24,19 +24,11 @@ func ValidName(s string) bool { return nameRE.MatchString(s) }
 func ReservedName(s string) bool { return strings.HasSuffix(s, DeadLetterSuffix) }
 
 // ValidLabel reports whether s may be a tag or key: valid UTF-8, at most 255 bytes,
-// no control characters (C0, DEL or C1) and no leading or trailing space (tags and
+// no control characters (IsControl: C0, DEL or C1) and no leading or trailing space (tags and
 // keys travel in HTTP headers, which would trim them). The empty string is valid
 // (no tag / no key).
 func ValidLabel(s string) bool {
-	if len(s) > MaxLabelBytes || !utf8.ValidString(s) || strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") {
-		return false
-	}
-	for _, r := range s {
-		if r < 0x20 || (r >= 0x7f && r <= 0x9f) {
-			return false
-		}
-	}
-	return true
+	return len(s) <= MaxLabelBytes && utf8.ValidString(s) && !HasControl(s) && !strings.HasPrefix(s, " ") && !strings.HasSuffix(s, " ")
 }
 
 // MaxStoredNameBytes is the longest topic or group name that can be stored: a group

@@ -13,7 +13,8 @@ import (
 // refreshSession re-issues the session cookie of an authenticated request once
 // its token has less than half of auth.TokenTTL (1 h) left, so a console left
 // open and in use is never signed out mid-task, while an idle one still expires
-// within the hour. The new cookie has the same attributes as the login's.
+// within the hour. The new cookie has the same attributes as the login's, Secure
+// included (secureCookie: HERALD_COOKIE_SECURE or TLS).
 func (s *Console) refreshSession(c echo.Context, raw string, u *models.User) {
 	exp, err := s.ctl.TokenExpiry(raw)
 	if err != nil || time.Until(exp) > auth.TokenTTL/2 {
@@ -24,5 +25,5 @@ func (s *Console) refreshSession(c echo.Context, raw string, u *models.User) {
 		return // the current token still works; the next request tries again
 	}
 	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: tok, Path: consolePath, Expires: exp, HttpOnly: true,
-		Secure: c.IsTLS(), SameSite: http.SameSiteStrictMode})
+		Secure: secureCookie(c), SameSite: http.SameSiteStrictMode})
 }
