@@ -21,6 +21,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/stagetrace"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -122,6 +123,7 @@ func decodeStrict(body []byte, v any) error {
 
 // publish stores a request's messages, all or none, and answers 201 with their ids.
 func (s *Server) publish(c echo.Context) error {
+	stagetrace.Mark(stagetrace.PublishStart)
 	ctx := c.Request().Context()
 	name := c.Param("topic")
 	key := apiKeyFrom(c)
@@ -176,6 +178,7 @@ func (s *Server) publish(c echo.Context) error {
 		pr.Idempotency = &store.IdempotencyRecord{APIKeyID: key.ID, TopicID: topic.ID, Key: idemKey, RequestHash: reqHash}
 	}
 	expected()
+	stagetrace.Mark(stagetrace.PublishSubmit)
 	if err := s.writer.Submit(ctx, pr); err != nil {
 		if idemKey != "" && errors.Is(err, models.ErrConflict) {
 			// A concurrent request with the same key won the race: answer as it did.
@@ -188,6 +191,7 @@ func (s *Server) publish(c echo.Context) error {
 	metrics.Published.WithLabelValues(name).Add(float64(len(msgs)))
 	s.stats.addPublished(topic.ID, len(msgs))
 	status, out := respond(pr.Messages)
+	stagetrace.Mark(stagetrace.PublishAnswered)
 	return c.JSONBlob(status, out)
 }
 

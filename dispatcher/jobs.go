@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/stagetrace"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -204,6 +205,7 @@ func (d *Dispatcher) deadline(js *jobState) time.Duration {
 func (d *Dispatcher) enqueue(ctx context.Context, js *jobState, now time.Time) error {
 	dl := d.deadline(js)
 	js.deadline = now.Add(dl)
+	stagetrace.Mark(stagetrace.JobHandOff)
 	if d.local != nil && d.local.Offer(js.job, dl) {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/signing"
 	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/internal/stagetrace"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -100,7 +101,9 @@ func (w *Worker) post(ctx context.Context, g *cachedGroup, topic string, attempt
 		}
 		h["Authorization"] = []string{"Bearer " + tok}
 	}
+	stagetrace.Mark(stagetrace.PostStart)
 	resp, err := w.client.Do(req)
+	stagetrace.Mark(stagetrace.PostDone)
 	if err != nil {
 		return Classify(0, "", nil, err), nil
 	}
