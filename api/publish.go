@@ -19,6 +19,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/groupcommit"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/stagetrace"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -116,6 +117,7 @@ func decodeStrict(body []byte, v any) error {
 
 // publish stores a request's messages, all or none, and answers 201 with their ids.
 func (s *Server) publish(c echo.Context) error {
+	stagetrace.Mark(stagetrace.PublishStart)
 	ctx := c.Request().Context()
 	name := c.Param("topic")
 	key := apiKeyFrom(c)
@@ -170,6 +172,7 @@ func (s *Server) publish(c echo.Context) error {
 		pr.Idempotency = &groupcommit.IdempotencyRecord{APIKeyID: key.ID, TopicID: topic.ID, Key: idemKey, RequestHash: reqHash}
 	}
 	expected()
+	stagetrace.Mark(stagetrace.PublishSubmit)
 	if err := s.writer.Submit(ctx, pr); err != nil {
 		if idemKey != "" && errors.Is(err, models.ErrConflict) {
 			// A concurrent request with the same key won the race: answer as it did.
@@ -182,6 +185,7 @@ func (s *Server) publish(c echo.Context) error {
 	metrics.Published.WithLabelValues(name).Add(float64(len(msgs)))
 	s.stats.addPublished(topic.ID, len(msgs))
 	status, out := respond(pr.Messages)
+	stagetrace.Mark(stagetrace.PublishAnswered)
 	return c.JSONBlob(status, out)
 }
 

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -124,24 +125,51 @@ func (s *Server) ready(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
 
+// topicCacheTTL is how long a publish trusts a cached topic (5 s); topic changes made
+// through this server drop its entry at once.
+const topicCacheTTL = 5 * time.Second
+
+// cachedTopic is one topic as read at `at`; refreshing guards its background re-read.
 type cachedTopic struct {
-	t  *models.Topic
-	at time.Time
+	t          *models.Topic
+	at         time.Time
+	refreshing atomic.Bool
 }
 
 // topic returns a topic from a 5 s cache; misses are not cached, so a new topic is
-// usable at once.
+// usable at once. A copy used after half its TTL is re-read in the background, so a
+// topic published to at least every 2.5 s never waits for the lookup.
 func (s *Server) topic(ctx context.Context, name string) (*models.Topic, error) {
 	if v, ok := s.topics.Load(name); ok {
 		ct := v.(*cachedTopic)
-		if time.Since(ct.at) < 5*time.Second {
+		if age := time.Since(ct.at); age < topicCacheTTL {
+			if age >= topicCacheTTL/2 && ct.refreshing.CompareAndSwap(false, true) {
+				go s.refreshTopic(context.WithoutCancel(ctx), name, ct)
+			}
 			return ct.t, nil
 		}
 	}
+	at := time.Now()
 	t, err := s.ctl.GetTopic(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	s.topics.Store(name, &cachedTopic{t: t, at: time.Now()})
+	s.topics.Store(name, &cachedTopic{t: t, at: at})
 	return t, nil
+}
+
+// refreshTopic re-reads the topic cached as old and replaces old with it unless the
+// entry changed meanwhile (a topic change dropped it); a topic no longer found is
+// dropped, so the next publish looks it up.
+func (s *Server) refreshTopic(ctx context.Context, name string, old *cachedTopic) {
+	ctx, cancel := context.WithTimeout(ctx, topicCacheTTL/2)
+	defer cancel()
+	at := time.Now()
+	t, err := s.ctl.GetTopic(ctx, name)
+	switch {
+	case errors.Is(err, models.ErrNotFound):
+		s.topics.CompareAndDelete(name, old)
+	case err == nil:
+		s.topics.CompareAndSwap(name, old, &cachedTopic{t: t, at: at})
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
+	"github.com/heraldhq/herald/internal/stagetrace"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -271,6 +272,7 @@ func (d *Dispatcher) onEvent(ev notify.Event) {
 			return
 		}
 		if len(ev.Rows) > 0 {
+			stagetrace.Mark(stagetrace.DispatchEvent)
 			d.applyRows(ev)
 		} else {
 			d.dirtyQ[ev.Queue] = true

@@ -10,6 +10,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/stagetrace"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -238,6 +239,7 @@ func (d *Dispatcher) jobLifetime(g *models.Group, msgs, par int) time.Duration {
 func (d *Dispatcher) enqueue(ctx context.Context, js *jobState, now time.Time) error {
 	dl := d.jobLifetime(js.group.g, len(js.remaining), js.job.Parallelism)
 	js.deadline = now.Add(dl)
+	stagetrace.Mark(stagetrace.JobHandOff)
 	if d.local != nil && d.local.Offer(js.job, dl) {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/webhook"
+	"github.com/heraldhq/herald/internal/stagetrace"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -35,6 +36,7 @@ const heartbeatDelay = 100 * time.Millisecond
 // run runs job j: fence and group checks, messages (carried or loaded), batches
 // sent with at most j.Parallelism POSTs at once, and every outcome reported.
 func (w *Worker) run(ctx context.Context, j delivery.Job) {
+	stagetrace.Mark(stagetrace.WorkerStart)
 	rep := newReporter(w, j)
 	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHB()

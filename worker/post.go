@@ -7,6 +7,7 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/signing"
 	"github.com/heraldhq/herald/internal/webhook"
+	"github.com/heraldhq/herald/internal/stagetrace"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -28,7 +29,9 @@ func (w *Worker) post(ctx context.Context, g *cachedGroup, topic string, attempt
 			return w.pushToken(ctx, g, id, iat)
 		}
 	}
+	stagetrace.Mark(stagetrace.PostStart)
 	res, err := webhook.Send(ctx, w.client, p, time.Duration(g.TimeoutMS)*time.Millisecond, w.cfg.ResponseCapBytes)
+	stagetrace.Mark(stagetrace.PostDone)
 	if err != nil {
 		w.log.Warn("make webhook request", "group", g.Name, "err", err)
 		return webhook.Outcome{Kind: webhook.KindFailed, Class: delivery.ClassOther}, nil

@@ -26,7 +26,10 @@ import (
 )
 
 // groupTTL is how long a worker trusts its copy of a group's settings; changes apply
-// within this time, so a settings change reaches every worker within 1 s.
+// within this time, so a settings change reaches every worker within 1 s. A copy
+// used after half of it is re-read in the background (refreshGroup), so a group
+// that sends at least every half second never waits for the read: only a copy past
+// groupTTL is read on the job's path.
 const groupTTL = time.Second
 
 // Worker runs delivery jobs. Create it with New and start it with Run.
@@ -40,10 +43,11 @@ type Worker struct {
 	log      *slog.Logger
 	fences   *fence.Watcher
 
-	mu     sync.Mutex
-	groups map[int64]*cachedGroup
-	topics map[int64]string
-	push   pushSigners
+	mu         sync.Mutex
+	groups     map[int64]*cachedGroup
+	refreshing map[int64]bool // groups being re-read in the background
+	topics     map[int64]string
+	push       pushSigners
 
 	attempts chan models.DeliveryAttempt
 	// stopping is closed when Run's ctx ends: no POST starts after it. asynq does not
@@ -60,7 +64,7 @@ type Worker struct {
 // New returns a Worker. guard decides which endpoint addresses may be dialled.
 func New(cfg config.Worker, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisClientOpt, guard ssrf.Guard, log *slog.Logger) *Worker {
 	return &Worker{cfg: cfg, keys: keys, st: st, rdb: rdb, redisOpt: redisOpt, client: webhook.NewClient(guard), log: log,
-		groups: map[int64]*cachedGroup{}, topics: map[int64]string{}, attempts: make(chan models.DeliveryAttempt, 100_000), stopping: make(chan struct{}),
+		groups: map[int64]*cachedGroup{}, refreshing: map[int64]bool{}, topics: map[int64]string{}, attempts: make(chan models.DeliveryAttempt, 100_000), stopping: make(chan struct{}),
 		fences: fence.NewWatcher(rdb, keys)}
 }
 
@@ -144,10 +148,35 @@ func (w *Worker) isStopping() bool {
 func (w *Worker) group(ctx context.Context, id int64) (*cachedGroup, error) {
 	w.mu.Lock()
 	g := w.groups[id]
+	age := time.Duration(-1)
+	if g != nil {
+		age = time.Since(g.loadedAt)
+	}
+	refresh := age >= groupTTL/2 && age < groupTTL && !w.refreshing[id]
+	if refresh {
+		w.refreshing[id] = true
+	}
 	w.mu.Unlock()
-	if g != nil && time.Since(g.loadedAt) < groupTTL {
+	if refresh {
+		go func() { // the job does not wait for it; a failed read leaves the copy to expire
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupTTL)
+			defer cancel()
+			_, _ = w.loadGroup(rctx, id)
+			w.mu.Lock()
+			delete(w.refreshing, id)
+			w.mu.Unlock()
+		}()
+	}
+	if age >= 0 && age < groupTTL {
 		return g, nil
 	}
+	return w.loadGroup(ctx, id)
+}
+
+// loadGroup reads group id and its signers and caches them unless a copy read later
+// is already cached.
+func (w *Worker) loadGroup(ctx context.Context, id int64) (*cachedGroup, error) {
+	read := time.Now()
 	m, err := w.st.GroupGetByID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -155,8 +184,8 @@ func (w *Worker) group(ctx context.Context, id int64) (*cachedGroup, error) {
 	if m.Unreadable != "" {
 		return nil, fmt.Errorf("group %d settings unreadable: %s", id, m.Unreadable)
 	}
-	g = &cachedGroup{Group: m, loadedAt: time.Now()}
-	for _, secret := range m.SigningSecrets(g.loadedAt) {
+	g := &cachedGroup{Group: m, loadedAt: read}
+	for _, secret := range m.SigningSecrets(time.Now()) {
 		s, err := signing.NewSigner(secret)
 		if err != nil {
 			return nil, fmt.Errorf("group %d secret: %w", id, err)
@@ -164,7 +193,9 @@ func (w *Worker) group(ctx context.Context, id int64) (*cachedGroup, error) {
 		g.signers = append(g.signers, s)
 	}
 	w.mu.Lock()
-	w.groups[id] = g
+	if cur := w.groups[id]; cur == nil || !cur.loadedAt.After(read) {
+		w.groups[id] = g
+	}
 	w.mu.Unlock()
 	return g, nil
 }

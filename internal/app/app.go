@@ -23,6 +23,7 @@ import (
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/secrets"
 	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/internal/stagetrace"
 	"github.com/heraldhq/herald/maintenance"
 	"github.com/heraldhq/herald/models/store"
 	"github.com/heraldhq/herald/web"
@@ -88,6 +89,9 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		return nil, fmt.Errorf("connect to redis at %s: %w", cfg.RedisAddr, err)
 	}
 	a := &App{Cfg: cfg, Store: st, Redis: rdb, RedisOpt: ropt, log: log}
+	if cfg.StageTrace {
+		stagetrace.Enable()
+	}
 	inProcess := roles.Dispatcher && (roles.API || roles.Worker)
 	if cfg.InProcess != nil && !inProcess {
 		rdb.Close()

@@ -76,6 +76,11 @@ type Config struct {
 	// may be unknown: retry with the same Idempotency-Key). It is also the group-commit
 	// flush deadline. Default 10s.
 	PublishTimeout time.Duration `env:"PUBLISH_TIMEOUT" envDefault:"10s"`
+	// StageTrace records when each message passes each stage of the delivery path
+	// (internal/stagetrace) and serves the marks at /debug/stagetrace on the metrics
+	// listener, for the benchmark's latency breakdown. Default false: off, a mark
+	// costs one atomic load.
+	StageTrace bool `env:"STAGE_TRACE" envDefault:"false"`
 	// CookieSecure marks console cookies Secure (sent over HTTPS only). Set it when a
 	// TLS-terminating proxy sits in front of the api; without it cookies are Secure
 	// only on a direct TLS connection. Default false.

@@ -12,16 +12,27 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 )
 
+// LoadReuse is how long after a (group, queue) fence was read from Redis a later
+// Load of it trusts the in-memory view instead, while the subscription has stayed up
+// since that read: every raise since then was announced to it, so the view is as
+// current as the one the later POSTs of a long job rely on. A lone message's job
+// then starts without a Redis round trip, as one inside a crowded job does.
+const LoadReuse = time.Second
+
 // Watcher is a worker's view of the fences: what it read at job starts and what was
 // announced since, per (group, queue). Create it with NewWatcher and run Run; every
 // method is safe for concurrent use.
 type Watcher struct {
 	rdb  redis.UniversalClient
 	keys delivery.Keys
+	// now is the clock of LoadReuse; tests set it.
+	now func() time.Time
 
 	mu       sync.Mutex
 	fences   map[[2]int64]int64
-	statuses map[int64]int64 // group → status fence (statusValue)
+	statuses map[int64]int64        // group → status fence (statusValue)
+	read     map[[2]int64]time.Time // when Load last read the fence while subscribed
+	epoch    int64                  // subscriptions confirmed so far; 0 while not subscribed
 	changed  chan struct{}
 	ready    chan struct{}
 	once     sync.Once
@@ -29,7 +40,32 @@ type Watcher struct {
 
 // NewWatcher returns a Watcher for the namespace of keys.
 func NewWatcher(rdb redis.UniversalClient, keys delivery.Keys) *Watcher {
-	return &Watcher{rdb: rdb, keys: keys, fences: map[[2]int64]int64{}, statuses: map[int64]int64{}, changed: make(chan struct{}), ready: make(chan struct{})}
+	return &Watcher{rdb: rdb, keys: keys, now: time.Now, fences: map[[2]int64]int64{}, statuses: map[int64]int64{}, read: map[[2]int64]time.Time{},
+		changed: make(chan struct{}), ready: make(chan struct{})}
+}
+
+// SetClock replaces the clock LoadReuse is measured with (tests).
+func (w *Watcher) SetClock(now func() time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.now = now
+}
+
+// subscribed records a confirmed (re)subscription: announcements made while the
+// subscription was down are lost, so no earlier read is reused.
+func (w *Watcher) subscribed() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.epoch++
+	clear(w.read)
+}
+
+// unsubscribed records that announcements no longer arrive.
+func (w *Watcher) unsubscribed() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.epoch = 0
+	clear(w.read)
 }
 
 // Run keeps the subscription to the fence channel until ctx ends; go-redis
@@ -47,8 +83,14 @@ func (w *Watcher) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}
+	defer w.unsubscribed()
+	if ctx.Err() == nil {
+		w.subscribed()
+	}
 	w.once.Do(func() { close(w.ready) })
-	ch := sub.Channel()
+	// With subscriptions: go-redis resubscribes after a dropped connection and passes
+	// the confirmation on, which ends the reuse of reads made before the drop.
+	ch := sub.ChannelWithSubscriptions()
 	for {
 		select {
 		case <-ctx.Done():
@@ -57,8 +99,15 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if g, vs, status, ok := parse(m.Payload); ok {
-				w.merge(g, vs, status)
+			switch m := m.(type) {
+			case *redis.Subscription:
+				if m.Kind == "subscribe" {
+					w.subscribed()
+				}
+			case *redis.Message:
+				if g, vs, status, ok := parse(m.Payload); ok {
+					w.merge(g, vs, status)
+				}
 			}
 		}
 	}
@@ -92,10 +141,20 @@ func (w *Watcher) merge(group int64, versions map[int64]int64, status int64) {
 
 // Load reads the (group, queue) fence and the group's status fence from Redis (one
 // HMGET), merges them into the in-memory view and reports whether version is below
-// the queue's fence (the status is then read with Status). A Redis error is
-// returned with stale=false: sending a job that may be stale costs a duplicate,
-// never a loss.
+// the queue's fence (the status is then read with Status). Within LoadReuse of its
+// last read of that fence, with the subscription up all the while, it answers from
+// the view alone: every raise since was announced to it. A Redis error is returned
+// with stale=false: sending a job that may be stale costs a duplicate, never a loss.
 func (w *Watcher) Load(ctx context.Context, group, queue, version int64) (stale bool, err error) {
+	k := [2]int64{group, queue}
+	w.mu.Lock()
+	epoch, at := w.epoch, w.now()
+	if last, ok := w.read[k]; ok && epoch > 0 && at.Sub(last) < LoadReuse {
+		stale = version < w.fences[k]
+		w.mu.Unlock()
+		return stale, nil
+	}
+	w.mu.Unlock()
 	vals, err := w.rdb.HMGet(ctx, w.keys.Fence(group), strconv.FormatInt(queue, 10), statusField).Result()
 	if err != nil {
 		return w.Stale(group, queue, version), err
@@ -118,7 +177,21 @@ func (w *Watcher) Load(ctx context.Context, group, queue, version int64) (stale 
 		status = st
 	}
 	w.merge(group, versions, status)
-	return w.Stale(group, queue, version), errors.Join(err1, err2)
+	if err := errors.Join(err1, err2); err != nil {
+		return w.Stale(group, queue, version), err
+	}
+	w.readAt(k, epoch, at)
+	return w.Stale(group, queue, version), nil
+}
+
+// readAt records that the fence k was read at `at` under subscription epoch, unless
+// the subscription changed since.
+func (w *Watcher) readAt(k [2]int64, epoch int64, at time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if epoch > 0 && epoch == w.epoch {
+		w.read[k] = at
+	}
 }
 
 // Status returns group's status fence as last seen: the config version of its last

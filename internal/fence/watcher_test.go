@@ -193,3 +193,50 @@ func TestStatusFence(t *testing.T) {
 	require.EqualValues(t, 8, v)
 	require.Eventually(t, func() bool { v, p, _ := w.Status(1); return v == 8 && !p }, 5*time.Second, 5*time.Millisecond)
 }
+// TestLoadReuse: while subscribed, a Load within LoadReuse of the last read of the
+// same fence answers from the in-memory view (a value written to Redis behind the
+// channel's back goes unseen), announced raises still count at once, and a Load
+// after LoadReuse reads Redis again.
+func TestLoadReuse(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testinfra.Redis(t)
+	keys := delivery.Keys{Namespace: ns}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := fence.NewWatcher(rdb, keys)
+	var mu sync.Mutex
+	now := time.Now()
+	w.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	done := make(chan struct{})
+	go func() { _ = w.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	<-w.Ready()
+
+	stale, err := w.Load(ctx, 1, 2, 5)
+	require.NoError(t, err)
+	require.False(t, stale, "no fence yet")
+	// Unannounced: only a read of Redis can see it.
+	require.NoError(t, rdb.HSet(ctx, keys.Fence(1), "2", 6).Err())
+	advance(fence.LoadReuse - time.Millisecond)
+	stale, err = w.Load(ctx, 1, 2, 5)
+	require.NoError(t, err)
+	require.False(t, stale, "within LoadReuse the last read is reused: no HGET")
+
+	changed := w.Changed()
+	require.NoError(t, fence.Raise(ctx, rdb, keys, 1, map[int64]int64{2: 7}))
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the announcement never arrived")
+	}
+	stale, err = w.Load(ctx, 1, 2, 6)
+	require.NoError(t, err)
+	require.True(t, stale, "an announced raise fences at once")
+
+	require.NoError(t, rdb.HSet(ctx, keys.Fence(1), "2", 9).Err())
+	advance(2 * time.Millisecond) // LoadReuse since the first read has passed
+	stale, err = w.Load(ctx, 1, 2, 8)
+	require.NoError(t, err)
+	require.True(t, stale, "past LoadReuse Load reads Redis again")
+}

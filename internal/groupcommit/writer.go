@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/notify"
+	"github.com/heraldhq/herald/internal/stagetrace"
 	"github.com/heraldhq/herald/models/store"
 )
 
@@ -192,6 +193,7 @@ func (w *Writer) lane(ctx context.Context) {
 				return
 			}
 		}
+		stagetrace.Mark(stagetrace.FlushStart)
 		g := &gathering{}
 		if g.take(first); len(g.items) == 0 {
 			continue
@@ -285,6 +287,7 @@ func (w *Writer) flush(ctx context.Context, batch []*item) {
 	}
 	w.assign(reqs)
 	err := w.st.MessagesInsert(ctx, reqs)
+	stagetrace.Mark(stagetrace.FlushCommitted)
 	errs := make([]error, len(batch))
 	if err != nil && ctx.Err() != nil {
 		// The deadline cut the statement or the commit: whether it committed is unknown,
@@ -327,6 +330,7 @@ func (w *Writer) flush(ctx context.Context, batch []*item) {
 			slices.SortFunc(rows, func(a, b notify.Row) int { return cmp.Compare(a.ID, b.ID) })
 			evs[i] = notify.Event{Queue: q, Rows: rows}
 		}
+		stagetrace.Mark(stagetrace.Notified)
 		if err := w.notify.Published(ctx, evs); err != nil {
 			w.log.Warn("notify after publish", "err", err)
 		}

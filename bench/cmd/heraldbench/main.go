@@ -37,11 +37,16 @@ type options struct {
 	fanoutDur                time.Duration
 	// heraldEnv are extra NAME=value settings for the Herald under test.
 	heraldEnv string
+	// Scenario l: the lone rate and count, and the crowd's rate, publishers and time.
+	loneRate, loneN, loneBusyRate, loneBusyPublishers int
+	loneBusyDur                                       time.Duration
+	// stageTrace starts Herald with HERALD_STAGE_TRACE when scenario l runs.
+	stageTrace bool
 }
 
 // defaultScenarios is the default order: (e) must see no group at all, and (f)'s
 // 1,000 groups come last so they do not weigh on the others.
-const defaultScenarios = "e,g,h,d,s,o,a,b,c,f"
+const defaultScenarios = "e,g,l,h,d,s,o,a,b,c,f"
 
 func parseFlags() options {
 	var o options
@@ -51,7 +56,7 @@ func parseFlags() options {
 	flag.StringVar(&o.results, "results", "bench/results", "directory for the report and Herald's log")
 	flag.StringVar(&o.dsn, "mysql-dsn", "root@tcp(127.0.0.1:3306)/herald_bench", "DSN of the benchmark database; it is DROPPED and recreated")
 	flag.StringVar(&o.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis address (a fresh namespace is used per run)")
-	flag.StringVar(&o.scenarios, "scenarios", defaultScenarios, "scenarios to run, in this order: a drain 1 KiB, b drain GitHub payloads, c publish throughput, d latency, e idle without groups, f idle with -idle-groups groups, g lone messages, h paced single-message publishes, s live saturation, o fan-out to -fanout-groups groups")
+	flag.StringVar(&o.scenarios, "scenarios", defaultScenarios, "scenarios to run, in this order: a drain 1 KiB, b drain GitHub payloads, c publish throughput, d latency, e idle without groups, l lone messages at -lone-rate beside -lone-busy-rate, f idle with -idle-groups groups, g lone messages, h paced single-message publishes, s live saturation, o fan-out to -fanout-groups groups")
 	flag.BoolVar(&o.private, "private", true, "start a private mariadbd and redis-server for the run (exact command counts and CPU); false uses -mysql-dsn and -redis-addr")
 	flag.DurationVar(&o.idleDur, "idle-duration", 10*time.Second, "measured time of the idle scenarios e and f")
 	flag.IntVar(&o.idleGroups, "idle-groups", 1000, "groups in scenario f")
@@ -73,6 +78,12 @@ func parseFlags() options {
 	flag.DurationVar(&o.phaseTimeout, "phase-timeout", 120*time.Second, "longest wait of any phase (publish, drain, receipt)")
 	flag.DurationVar(&o.waitQuiet, "wait-quiet", 0, "before starting, wait up to this long for the machine's background load to drop below 0.25 cores (0: don't wait)")
 	flag.BoolVar(&o.cpuprofileHerald, "cpuprofile-herald", false, "print how to profile Herald's CPU during a run (nothing is fetched)")
+	flag.IntVar(&o.loneRate, "lone-rate", 5, "paced lone publishes per second in scenario l (one publisher)")
+	flag.IntVar(&o.loneN, "lone-n", 100, "lone messages in scenario l")
+	flag.IntVar(&o.loneBusyRate, "lone-busy-rate", 1000, "paced publishes per second of scenario l's crowd phase")
+	flag.IntVar(&o.loneBusyPublishers, "lone-busy-publishers", 16, "concurrent publishers of scenario l's crowd phase")
+	flag.DurationVar(&o.loneBusyDur, "lone-busy-duration", 10*time.Second, "publishing time of scenario l's crowd phase (whole seconds)")
+	flag.BoolVar(&o.stageTrace, "stage-trace", true, "when scenario l runs, start Herald with HERALD_STAGE_TRACE=true and break the lone messages' latency down by stage")
 	flag.Parse()
 	return o
 }
@@ -93,15 +104,16 @@ func main() {
 
 func (o options) validate() error {
 	for _, s := range o.selected() {
-		if !strings.Contains("abcdefghos", s) || len(s) != 1 {
-			return fmt.Errorf("-scenarios: unknown scenario %q (want one of a to h, o, s)", s)
+		if !strings.Contains("abcdefghlos", s) || len(s) != 1 {
+			return fmt.Errorf("-scenarios: unknown scenario %q (want one of a to h, l, o, s)", s)
 		}
 	}
 	if o.drainN < 1 || o.githubN < 1 || o.publishN < 100 || o.publishers < 1 || o.latencyRate < 1 || o.latencyDur < time.Second ||
 		o.idleDur < time.Second || o.idleGroups < 1 || o.trickleRate < 1 || o.trickleDur < time.Second ||
-		o.saturationPublishers < 1 || o.saturationMax < 1 || o.saturationDur <= 0 || o.fanoutGroups < 1 || o.fanoutRate < 1 || o.fanoutDur < time.Second {
+		o.saturationPublishers < 1 || o.saturationMax < 1 || o.saturationDur <= 0 || o.fanoutGroups < 1 || o.fanoutRate < 1 || o.fanoutDur < time.Second ||
+		o.loneRate < 1 || o.loneN < 1 || o.loneBusyRate < 1 || o.loneBusyPublishers < 1 || o.loneBusyDur < time.Second {
 		return fmt.Errorf("message counts, publishers, groups and rates must be positive, -n-publish ≥ 100, -saturation-duration > 0, " +
-			"-latency-duration, -idle-duration, -trickle-duration and -fanout-duration ≥ 1s")
+			"-latency-duration, -idle-duration, -trickle-duration, -fanout-duration and -lone-busy-duration ≥ 1s")
 	}
 	return nil
 }

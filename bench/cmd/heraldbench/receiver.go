@@ -27,10 +27,11 @@ type receiver struct {
 	conns atomic.Int64 // TCP connections accepted so far
 }
 
-// delivery is the first receipt of one webhook-id.
+// delivery is the first receipt of one webhook-id: first when its request reached
+// the handler (headers read), at when its body was read whole.
 type delivery struct {
-	at   time.Time
-	hash [sha256.Size]byte
+	first, at time.Time
+	hash      [sha256.Size]byte
 }
 
 // sink counts what one group delivered: distinct ids with receive time and body
@@ -83,6 +84,7 @@ func (r *receiver) close() {
 }
 
 func (r *receiver) handle(w http.ResponseWriter, req *http.Request) {
+	first := time.Now()
 	r.mu.RLock()
 	s := r.sinks[req.PathValue("sink")]
 	r.mu.RUnlock()
@@ -99,12 +101,12 @@ func (r *receiver) handle(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "read body", http.StatusBadRequest)
 		return
 	}
-	s.record(req.Header, buf.Bytes(), at)
+	s.record(req.Header, buf.Bytes(), first, at)
 	r.bufs.Put(buf)
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *sink) record(h http.Header, body []byte, at time.Time) {
+func (s *sink) record(h http.Header, body []byte, first, at time.Time) {
 	id := h.Get("webhook-id")
 	sum := sha256.Sum256(body)
 	s.mu.Lock()
@@ -116,7 +118,7 @@ func (s *sink) record(h http.Header, body []byte, at time.Time) {
 	case seen:
 		s.dups++
 	default:
-		s.got[id] = delivery{at: at, hash: sum}
+		s.got[id] = delivery{first: first, at: at, hash: sum}
 		if at.After(s.last) {
 			s.last = at
 		}

@@ -27,6 +27,8 @@ type bench struct {
 	fixtures []fixture
 	counts   counters
 	start    time.Time
+	// metricsAddr is host:port of Herald's metrics listener (stage trace).
+	metricsAddr string
 }
 
 // logf prints progress to stderr.
@@ -115,6 +117,9 @@ func run(ctx context.Context, o options) error {
 			hs.extra = append(hs.extra, kv)
 		}
 	}
+	if o.stageTrace && o.has("l") {
+		hs.extra = append(hs.extra, "HERALD_STAGE_TRACE=true")
+	}
 	b.logf("herald migrate up")
 	if err := migrateUp(ctx, hs); err != nil {
 		return err
@@ -130,6 +135,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}()
 	b.procs.herald = hp.pid()
+	b.metricsAddr = hp.metrics
 	b.logf("herald pid %d on %s (namespace %s), log %s", hp.pid(), httpAddr, hs.namespace, hp.logPath)
 	if err := hp.waitReady(ctx, 60*time.Second); err != nil {
 		return errors.Join(err, logTailError(hp.logPath))
@@ -152,7 +158,7 @@ func run(ctx context.Context, o options) error {
 	scenarios := map[string]func(context.Context) *result{
 		"a": b.scenarioDrain1K, "b": b.scenarioDrainGitHub, "c": b.scenarioPublish, "d": b.scenarioLatency,
 		"e": b.scenarioIdle, "f": b.scenarioIdleGroups, "g": b.scenarioLone, "h": b.scenarioTrickle,
-		"o": b.scenarioFanout, "s": b.scenarioSaturation,
+		"l": b.scenarioLoneRate, "o": b.scenarioFanout, "s": b.scenarioSaturation,
 	}
 	var results []*result
 	for _, key := range o.selected() {

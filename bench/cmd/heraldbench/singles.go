@@ -84,12 +84,18 @@ func (lt *latencyRun) tally(ps *publishStats, id string, d time.Duration, err er
 // paced publishes n messages on a fixed schedule (one every interval, from a pool of
 // 64 goroutines so a slow answer does not delay the next send).
 func (lt *latencyRun) paced(ctx context.Context, n int, interval time.Duration) publishStats {
+	return lt.pacedBy(ctx, n, interval, 64)
+}
+
+// pacedBy publishes n messages on a fixed schedule (one every interval) from a pool
+// of `workers` goroutines.
+func (lt *latencyRun) pacedBy(ctx context.Context, n int, interval time.Duration, workers int) publishStats {
 	jobs := make(chan int, 1024)
 	var (
 		ps publishStats
 		wg sync.WaitGroup
 	)
-	for range 64 {
+	for range workers {
 		wg.Go(func() {
 			for seq := range jobs {
 				t := time.Now()
