@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 func TestMain(m *testing.M) {
@@ -54,14 +54,14 @@ type cursors struct {
 // sends, key revocation, users and the audit log.
 func TestAdminAPIMatchesSpec(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	sc := newSpecClient(t, h.BaseURL)
 
 	sc.do("GET", "/healthz", "", nil, 200)
 	sc.do("GET", "/readyz", "", nil, 200)
 	sc.do("GET", "/openapi.yaml", "", nil, 200)
-	sc.do("POST", "/api/v1/auth/login", "", map[string]string{"username": testinfra.AdminUser, "password": "wrong password"}, 401)
-	tok := decode[struct{ Token string }](t, sc.do("POST", "/api/v1/auth/login", "", map[string]string{"username": testinfra.AdminUser, "password": testinfra.AdminPassword}, 200)).Token
+	sc.do("POST", "/api/v1/auth/login", "", map[string]string{"username": heraldtest.AdminUser, "password": "wrong password"}, 401)
+	tok := decode[struct{ Token string }](t, sc.do("POST", "/api/v1/auth/login", "", map[string]string{"username": heraldtest.AdminUser, "password": heraldtest.AdminPassword}, 200)).Token
 
 	sc.do("POST", "/api/v1/topics", tok, map[string]any{"name": "orders", "queues": 2}, 201)
 	sc.do("POST", "/api/v1/topics", tok, map[string]any{"name": "spare", "queues": 1}, 201)
@@ -69,7 +69,7 @@ func TestAdminAPIMatchesSpec(t *testing.T) {
 	sc.do("GET", "/api/v1/topics?limit=1", tok, nil, 200)
 	sc.do("GET", "/api/v1/topics/orders", tok, nil, 200)
 
-	recv := testinfra.NewReceiver(t)
+	recv := heraldtest.NewReceiver(t)
 	g := decode[group](t, sc.do("POST", "/api/v1/groups", tok, map[string]any{"name": "billing", "endpoint_url": recv.URL,
 		"subscriptions": []map[string]any{{"topic": "orders"}}, "consume_from": "earliest"}, 201))
 	recv.SetSecret(g.SigningSecret)
@@ -185,7 +185,7 @@ func TestAdminAPIMatchesSpec(t *testing.T) {
 	require.Len(t, d, 1)
 	require.True(t, d[0].Verified, "test send signed with the new secret")
 	require.Len(t, strings.Fields(d[0].Header.Get("webhook-signature")), 2, "both secrets sign during the overlap")
-	recv.Respond = func(testinfra.Delivery) int { return 500 }
+	recv.Respond = func(heraldtest.Delivery) int { return 500 }
 	failed := decode[map[string]any](t, sc.do("POST", "/api/v1/groups/billing/test", tok, map[string]any{"body": []int{1}}, 200))
 	require.Equal(t, false, failed["ok"])
 	require.Equal(t, "http_status", failed["error_class"])
@@ -193,8 +193,8 @@ func TestAdminAPIMatchesSpec(t *testing.T) {
 
 	// Dead letters: one attempt allowed, the endpoint failing, then redriven.
 	sc.do("POST", "/api/v1/topics", tok, map[string]any{"name": "risky", "queues": 1}, 201)
-	bad := testinfra.NewReceiver(t)
-	bad.Respond = func(testinfra.Delivery) int { return 500 }
+	bad := heraldtest.NewReceiver(t)
+	bad.Respond = func(heraldtest.Delivery) int { return 500 }
 	bad.SetSecret(decode[group](t, sc.do("POST", "/api/v1/groups", tok, map[string]any{"name": "flaky", "endpoint_url": bad.URL,
 		"subscriptions": []map[string]any{{"topic": "risky"}}, "max_attempts": 1, "consume_from": "earliest"}, 201)).SigningSecret)
 	riskyKey := decode[struct{ Key string }](t, sc.do("POST", "/api/v1/api-keys", tok, map[string]any{"name": "risky", "topics": []string{"risky"}}, 201)).Key
@@ -288,7 +288,7 @@ func TestAdminAPIMatchesSpec(t *testing.T) {
 	actions := map[string]bool{}
 	for _, e := range audit.Items {
 		actions[e.Action] = true
-		require.Equal(t, testinfra.AdminUser, e.Actor)
+		require.Equal(t, heraldtest.AdminUser, e.Actor)
 	}
 	for _, a := range []string{"group.create", "group.update", "group.paused", "group.running", "group.offsets.reset", "group.secret.rotate", "group.secret.read", "group.test"} {
 		require.True(t, actions[a], "audit log has %s", a)

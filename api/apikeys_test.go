@@ -8,15 +8,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/app"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestAPIKeyRevocationReachesEveryInstance: a key revoked through one api instance
 // stops working on another, which had it cached, within the 5 s cache period.
 func TestAPIKeyRevocationReachesEveryInstance(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("orders", 1)
 	key := h.CreateAPIKey("orders")
 	var keyID int64

@@ -8,7 +8,7 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestMethodNotAllowedAndHead: a known path asked with a wrong method answers 405
@@ -16,7 +16,7 @@ import (
 // and an unknown path stays 404.
 func TestMethodNotAllowedAndHead(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	tok := h.Token()
 
 	code, body, hdr := h.Do("DELETE", "/api/v1/topics", tok, nil)
@@ -49,7 +49,7 @@ func TestMethodNotAllowedAndHead(t *testing.T) {
 // is refused.
 func TestTokenRefresh(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	code, body, _ := h.Do("POST", "/api/v1/auth/refresh", h.Token(), nil)
 	require.Equal(t, 200, code, string(body))
 	fresh := decode[struct {
@@ -74,7 +74,7 @@ func TestTokenRefresh(t *testing.T) {
 // read-only.
 func TestPublishEveryQueueReadOnly(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("frozen", 2)
 	key := h.CreateAPIKey("frozen")
 	tp := decode[struct{ Queues []struct{ ID int64 } }](t, h.Admin("GET", "/topics/frozen", nil, 200))

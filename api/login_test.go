@@ -18,12 +18,12 @@ import (
 	"github.com/heraldhq/herald/api"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/config"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 )
 
 // consoleLogin posts the console's sign-in form and returns the status.
-func consoleLogin(t *testing.T, h *testinfra.Herald, form url.Values) int {
+func consoleLogin(t *testing.T, h *heraldtest.Herald, form url.Values) int {
 	t.Helper()
 	req, err := http.NewRequest("POST", h.BaseURL+"/console/login", strings.NewReader(form.Encode()))
 	require.NoError(t, err)
@@ -49,7 +49,7 @@ func heapInUse() uint64 {
 // refuses oversized forms with 413, and nothing of the names stays in memory. Not
 // parallel: it reads this process's heap.
 func TestLoginMemoryBounded(t *testing.T) {
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	before := heapInUse()
 	for i := range 24 {
 		name := fmt.Sprintf("%d-%s", i, strings.Repeat("u", 4<<20))
@@ -68,18 +68,18 @@ func TestLoginMemoryBounded(t *testing.T) {
 // get a fresh allowance; such names cannot be created either.
 func TestLoginPaddingSharesThrottle(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.Token() // signed in before the throttle closes
 	for range 7 {
-		code, _, _ := h.Do("POST", "/api/v1/auth/login", "", map[string]string{"username": testinfra.AdminUser, "password": "wrong-password"})
+		code, _, _ := h.Do("POST", "/api/v1/auth/login", "", map[string]string{"username": heraldtest.AdminUser, "password": "wrong-password"})
 		require.Contains(t, []int{401, 429}, code)
 	}
-	code, _, _ := h.Do("POST", "/api/v1/auth/login", "", map[string]string{"username": testinfra.AdminUser, "password": testinfra.AdminPassword})
+	code, _, _ := h.Do("POST", "/api/v1/auth/login", "", map[string]string{"username": heraldtest.AdminUser, "password": heraldtest.AdminPassword})
 	require.Equal(t, http.StatusTooManyRequests, code)
 	for _, padded := range []string{"admin ", "admin      ", " admin", "ADMIN"} {
-		code, body, _ := h.Do("POST", "/api/v1/auth/login", "", map[string]string{"username": padded, "password": testinfra.AdminPassword})
+		code, body, _ := h.Do("POST", "/api/v1/auth/login", "", map[string]string{"username": padded, "password": heraldtest.AdminPassword})
 		require.Equal(t, http.StatusTooManyRequests, code, "%q: %s", padded, body)
-		require.Equal(t, http.StatusTooManyRequests, consoleLogin(t, h, url.Values{"username": {padded}, "password": {testinfra.AdminPassword}}), padded)
+		require.Equal(t, http.StatusTooManyRequests, consoleLogin(t, h, url.Values{"username": {padded}, "password": {heraldtest.AdminPassword}}), padded)
 	}
 	for _, bad := range []string{"bob ", " bob", "bob\t"} {
 		h.Admin("POST", "/users", map[string]string{"username": bad, "password": "long-enough-pw"}, 422)
@@ -97,23 +97,23 @@ func TestLoginPaddingSharesThrottle(t *testing.T) {
 // TestLoginEqualWork: an unknown username costs one bcrypt comparison, like a known
 // one, and gets the same answer. Not parallel: it counts this process's comparisons.
 func TestLoginEqualWork(t *testing.T) {
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	answers := map[string]string{}
-	for _, name := range []string{testinfra.AdminUser, "nobody-by-this-name"} {
+	for _, name := range []string{heraldtest.AdminUser, "nobody-by-this-name"} {
 		before := api.PasswordChecks()
 		code, body, _ := h.Do("POST", "/api/v1/auth/login", "", map[string]string{"username": name, "password": "wrong-password"})
 		require.Equal(t, http.StatusUnauthorized, code)
 		require.Equal(t, int64(1), api.PasswordChecks()-before, name)
 		answers[name] = string(body)
 	}
-	require.Equal(t, answers[testinfra.AdminUser], answers["nobody-by-this-name"])
+	require.Equal(t, answers[heraldtest.AdminUser], answers["nobody-by-this-name"])
 }
 
 // TestAPIKeyEqualAnswers: an unknown prefix and a known prefix with a wrong secret
 // get byte-identical 401s; a prefix that cannot exist never reaches SQL (no 500).
 func TestAPIKeyEqualAnswers(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("orders", 1)
 	key := h.CreateAPIKey("orders")
 	prefix := strings.Split(key, "_")[1]
@@ -139,7 +139,7 @@ func TestAPIKeyEqualAnswers(t *testing.T) {
 // over plain HTTP (TLS ends at a proxy in front).
 func TestCookieSecure(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, func(c *config.Config) { c.CookieSecure = true })
+	h := heraldtest.StartHerald(t, func(c *config.Config) { c.CookieSecure = true })
 	for _, path := range []string{"/console/login"} {
 		resp, err := http.Get(h.BaseURL + path)
 		require.NoError(t, err)
@@ -149,7 +149,7 @@ func TestCookieSecure(t *testing.T) {
 			require.True(t, ck.Secure, "%s cookie %s", path, ck.Name)
 		}
 	}
-	req, err := http.NewRequest("POST", h.BaseURL+"/console/login", strings.NewReader(url.Values{"username": {testinfra.AdminUser}, "password": {testinfra.AdminPassword}}.Encode()))
+	req, err := http.NewRequest("POST", h.BaseURL+"/console/login", strings.NewReader(url.Values{"username": {heraldtest.AdminUser}, "password": {heraldtest.AdminPassword}}.Encode()))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
@@ -169,7 +169,7 @@ func TestCookieSecure(t *testing.T) {
 // loginFrom posts a REST login from source address ip (a loopback address: Linux
 // routes all of 127.0.0.0/8 to lo) and returns the status. The api takes the client
 // IP from the connection (echo.ExtractIPDirect), so this is what it throttles on.
-func loginFrom(t *testing.T, h *testinfra.Herald, ip, name, password string) int {
+func loginFrom(t *testing.T, h *heraldtest.Herald, ip, name, password string) int {
 	t.Helper()
 	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
 	client := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true}}
@@ -191,13 +191,13 @@ func loginFrom(t *testing.T, h *testinfra.Herald, ip, name, password string) int
 // account waits in the slow lane.
 func TestLoginThrottlePerAccount(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
-	require.Equal(t, http.StatusOK, loginFrom(t, h, "127.0.0.1", testinfra.AdminUser, testinfra.AdminPassword), "the user's own address")
+	h := heraldtest.StartHerald(t, nil)
+	require.Equal(t, http.StatusOK, loginFrom(t, h, "127.0.0.1", heraldtest.AdminUser, heraldtest.AdminPassword), "the user's own address")
 	checked, throttled := 0, 0
 	for i := range 32 {
 		ip := fmt.Sprintf("127.0.1.%d", i+1)
 		for range 6 {
-			switch code := loginFrom(t, h, ip, testinfra.AdminUser, "wrong-password"); code {
+			switch code := loginFrom(t, h, ip, heraldtest.AdminUser, "wrong-password"); code {
 			case http.StatusUnauthorized:
 				checked++
 			case http.StatusTooManyRequests:
@@ -212,7 +212,7 @@ func TestLoginThrottlePerAccount(t *testing.T) {
 	// not known yet), plus one per 30 s of test.
 	require.LessOrEqual(t, checked, 11)
 	require.GreaterOrEqual(t, checked, 9)
-	require.Equal(t, http.StatusOK, loginFrom(t, h, "127.0.0.1", testinfra.AdminUser, testinfra.AdminPassword), "the user is not locked out where they signed in before")
-	require.Equal(t, http.StatusTooManyRequests, loginFrom(t, h, "127.0.2.1", testinfra.AdminUser, testinfra.AdminPassword), "a new address waits in the slow lane")
+	require.Equal(t, http.StatusOK, loginFrom(t, h, "127.0.0.1", heraldtest.AdminUser, heraldtest.AdminPassword), "the user is not locked out where they signed in before")
+	require.Equal(t, http.StatusTooManyRequests, loginFrom(t, h, "127.0.2.1", heraldtest.AdminUser, heraldtest.AdminPassword), "a new address waits in the slow lane")
 	require.Equal(t, http.StatusUnauthorized, loginFrom(t, h, "127.0.2.1", "someone-else", "wrong-password"), "other accounts are not slowed")
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/api"
-	"github.com/heraldhq/herald/internal/app"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // specClient sends requests to a test Herald and validates each request and
@@ -105,9 +105,9 @@ func (sc *specClient) do(method, path, token string, body any, want int) []byte 
 func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	t.Parallel()
 	doc := loadSpec(t)
-	dsn, _ := testinfra.Database(t)
-	_, ns := testinfra.Redis(t)
-	a, err := app.Open(context.Background(), testinfra.TestConfig(dsn, ns), app.Roles{API: true}, slog.New(slog.DiscardHandler))
+	dsn, _ := heraldtest.Database(t)
+	_, ns := heraldtest.Redis(t)
+	a, err := app.Open(context.Background(), heraldtest.TestConfig(dsn, ns), app.Roles{API: true}, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	t.Cleanup(a.Close)
 	srv := a.API

@@ -17,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/heraldhq/herald/client"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 func TestMain(m *testing.M) {
@@ -26,10 +26,10 @@ func TestMain(m *testing.M) {
 }
 
 // admin returns a client logged into a fresh Herald.
-func admin(t *testing.T) (*testinfra.Herald, *client.Client) {
-	h := testinfra.StartHerald(t, nil)
+func admin(t *testing.T) (*heraldtest.Herald, *client.Client) {
+	h := heraldtest.StartHerald(t, nil)
 	c := client.New(h.BaseURL)
-	_, err := c.Login(context.Background(), testinfra.AdminUser, testinfra.AdminPassword)
+	_, err := c.Login(context.Background(), heraldtest.AdminUser, heraldtest.AdminPassword)
 	require.NoError(t, err)
 	return h, c
 }
@@ -161,7 +161,7 @@ func TestAdminCalls(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "orders", page.Items[0].Name)
 
-	recv := testinfra.NewReceiver(t)
+	recv := heraldtest.NewReceiver(t)
 	g, err := c.CreateGroup(ctx, client.GroupSpec{Name: "billing", GroupSettings: client.GroupSettings{
 		EndpointURL: recv.URL, Subscriptions: []client.Subscription{{Topic: "orders"}}, ConsumeFrom: "earliest"}})
 	require.NoError(t, err)

@@ -40,7 +40,7 @@ type Actor struct {
 // System is the actor of actions no user asked for.
 var System = Actor{Username: "system"}
 
-// Config wires a Control; the composition root (internal/app) builds the one Control
+// Config wires a Control; the composition root (app/) builds the one Control
 // of a process and hands it to every transport. Store, Redis, Notifier and Log are
 // required (New refuses a Config without one): Notifier tells dispatchers and
 // workers of every group and queue change, Redis lets an offset reset or a group

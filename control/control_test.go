@@ -15,7 +15,7 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/ssrf"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -34,7 +34,7 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	_, st := testinfra.Database(t)
+	_, st := heraldtest.Database(t)
 	return &bundle{ctx: context.Background(), st: st, actor: control.Actor{Username: "alice", SourceIP: "192.0.2.7"},
 		ctl: newControl(t, control.Config{Store: st, Guard: ssrf.Guard{}, BcryptCost: bcrypt.MinCost})}
 }
@@ -44,7 +44,7 @@ func setup(t *testing.T) *bundle {
 func newControl(t *testing.T, cfg control.Config) *control.Control {
 	t.Helper()
 	if cfg.Redis == nil {
-		rdb, ns := testinfra.Redis(t)
+		rdb, ns := heraldtest.Redis(t)
 		cfg.Redis, cfg.Keys = rdb, delivery.Keys{Namespace: ns}
 		cfg.Notifier = notify.New(rdb, cfg.Keys)
 	}
@@ -403,7 +403,7 @@ func TestParseID(t *testing.T) {
 
 func TestSessions(t *testing.T) {
 	t.Parallel()
-	_, st := testinfra.Database(t)
+	_, st := heraldtest.Database(t)
 	ctl := newControl(t, control.Config{Store: st, JWTSecret: "0123456789abcdef0123456789abcdef", BcryptCost: bcrypt.MinCost})
 	ctx := context.Background()
 	u, err := ctl.CreateUser(ctx, control.System, control.UserSpec{Username: "carol", Password: "correct horse"})

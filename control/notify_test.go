@@ -12,7 +12,7 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/ssrf"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -22,8 +22,8 @@ import (
 func TestTopicGrowthTellsGroupOwners(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, st := testinfra.Database(t)
-	rdb, ns := testinfra.Redis(t)
+	_, st := heraldtest.Database(t)
+	rdb, ns := heraldtest.Redis(t)
 	keys := delivery.Keys{Namespace: ns}
 	ctl := newControl(t, control.Config{Store: st, Redis: rdb, Keys: keys, Notifier: notify.New(rdb, keys), Guard: ssrf.Guard{}, BcryptCost: bcrypt.MinCost})
 	actor := control.Actor{Username: "alice"}

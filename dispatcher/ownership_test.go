@@ -20,7 +20,7 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/signing"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -38,18 +38,18 @@ type ownBundle struct {
 	rdb     *redis.Client
 	keys    delivery.Keys
 	notify  *notify.Notifier
-	counter *testinfra.SQLCounter
+	counter *heraldtest.SQLCounter
 	cfg     config.Dispatcher
 }
 
 func setupOwn(t *testing.T) *ownBundle {
 	t.Helper()
-	dsn, st := testinfra.Database(t)
-	rdb, ns := testinfra.Redis(t)
+	dsn, st := heraldtest.Database(t)
+	rdb, ns := heraldtest.Redis(t)
 	keys := delivery.Keys{Namespace: ns}
-	cfg := testinfra.TestConfig(dsn, ns).Dispatcher
+	cfg := heraldtest.TestConfig(dsn, ns).Dispatcher
 	cfg.RebalanceInterval = time.Hour // only notifications and leases act, unless a test says otherwise
-	b := &ownBundle{dsn: dsn, st: st, rdb: rdb, keys: keys, notify: notify.New(rdb, keys), counter: testinfra.NewSQLCounter(t, dsn), cfg: cfg}
+	b := &ownBundle{dsn: dsn, st: st, rdb: rdb, keys: keys, notify: notify.New(rdb, keys), counter: heraldtest.NewSQLCounter(t, dsn), cfg: cfg}
 	_, err := st.TopicCreate(context.Background(), "t", 4)
 	require.NoError(t, err)
 	return b
@@ -73,7 +73,7 @@ func (b *ownBundle) start(t *testing.T, cfg config.Dispatcher) (d *dispatcher.Di
 	st, err := store.Open(context.Background(), b.counter.ProxiedDSN(t, b.dsn))
 	require.NoError(t, err)
 	st.SetPoolSize(4)
-	d = dispatcher.New(cfg, b.keys, st, b.rdb, asynq.RedisClientOpt{Addr: testinfra.RedisAddr()}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	d = dispatcher.New(cfg, b.keys, st, b.rdb, asynq.RedisClientOpt{Addr: heraldtest.RedisAddr()}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

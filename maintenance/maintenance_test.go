@@ -18,7 +18,7 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/signing"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/maintenance"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
@@ -40,8 +40,8 @@ type bundle struct {
 
 func setup(t *testing.T) bundle {
 	t.Helper()
-	dsn, st := testinfra.Database(t)
-	rdb, ns := testinfra.Redis(t)
+	dsn, st := heraldtest.Database(t)
+	rdb, ns := heraldtest.Redis(t)
 	cfg := config.Maintenance{LeaseDuration: 2 * time.Second, RenewInterval: 100 * time.Millisecond,
 		OutboxInterval: time.Hour, LagInterval: time.Hour, AttemptRetention: 168 * time.Hour}
 	return bundle{dsn: dsn, st: st, rdb: rdb, keys: delivery.Keys{Namespace: ns}, cfg: cfg}
@@ -205,7 +205,7 @@ func TestIdleLeaderStatements(t *testing.T) {
 		g.ApplyDefaults()
 		require.NoError(t, b.st.GroupCreate(ctx, g))
 	}
-	counter := testinfra.NewSQLCounter(t, b.dsn)
+	counter := heraldtest.NewSQLCounter(t, b.dsn)
 	st, err := store.Open(ctx, counter.ProxiedDSN(t, b.dsn))
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/signing"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -43,7 +43,7 @@ func TestRetentionEmptiedQueueKeepsItsOffset(t *testing.T) {
 			maxes, err := r.st.QueueMaxIDs(ctx, []int64{r.queue})
 			require.NoError(t, err)
 			require.EqualValues(t, 110, maxes[r.queue], "the emptied queue keeps its max offset")
-			late := &models.Group{Name: testinfra.RandomName("late"), EndpointURL: "http://127.0.0.1:9/hook", SigningSecret: signing.NewSecret(),
+			late := &models.Group{Name: heraldtest.RandomName("late"), EndpointURL: "http://127.0.0.1:9/hook", SigningSecret: signing.NewSecret(),
 				Subscriptions: []models.Subscription{{Topic: "orders"}}, ConsumeFrom: models.ConsumeLatest}
 			late.ApplyDefaults()
 			require.NoError(t, r.st.GroupCreate(ctx, late))

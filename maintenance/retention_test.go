@@ -13,7 +13,7 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/signing"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/maintenance"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
@@ -31,8 +31,8 @@ type retentionSetup struct {
 
 func setupRetention(t *testing.T) retentionSetup {
 	t.Helper()
-	dsn, st := testinfra.Database(t)
-	rdb, ns := testinfra.Redis(t)
+	dsn, st := heraldtest.Database(t)
+	rdb, ns := heraldtest.Redis(t)
 	b := bundle{st: st, rdb: rdb, keys: delivery.Keys{Namespace: ns}, cfg: config.Maintenance{LeaseDuration: 2 * time.Second,
 		RenewInterval: 100 * time.Millisecond, OutboxInterval: time.Hour, LagInterval: time.Hour, AttemptRetention: 168 * time.Hour}}
 	b.cfg.RetentionInterval, b.cfg.RetentionChunk, b.cfg.RetentionBudget = 20*time.Millisecond, 7, time.Second
@@ -53,7 +53,7 @@ func setupRetention(t *testing.T) retentionSetup {
 	}
 	var groups []*models.Group
 	// Unique names: the expiry counter is process-wide and tests run in parallel.
-	for _, name := range []string{testinfra.RandomName("fast"), testinfra.RandomName("slow")} {
+	for _, name := range []string{heraldtest.RandomName("fast"), heraldtest.RandomName("slow")} {
 		g := &models.Group{Name: name, EndpointURL: "http://127.0.0.1:9/hook", SigningSecret: signing.NewSecret(),
 			Subscriptions: []models.Subscription{{Topic: "orders"}}, ConsumeFrom: models.ConsumeEarliest}
 		g.ApplyDefaults()
@@ -199,7 +199,7 @@ func TestDeadLettersAndDeletedGroupsExpire(t *testing.T) {
 // those wholly older than the retention, with their rows.
 func TestAttemptPartitionsDropped(t *testing.T) {
 	t.Parallel()
-	dsn, st := testinfra.Database(t)
+	dsn, st := heraldtest.Database(t)
 	ctx := context.Background()
 	now := time.Now().UTC()
 	old := now.AddDate(0, 0, -10)

@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -160,20 +160,20 @@ func naughtyStrings(t *testing.T) []string {
 // names, tags and form input rendering as text. It saves a screenshot of each page.
 func TestConsoleInBrowser(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
-	recv := testinfra.NewReceiver(t)
+	h := heraldtest.StartHerald(t, nil)
+	recv := heraldtest.NewReceiver(t)
 	b := newBrowser(t, h.BaseURL)
 
 	// Sign in; the console sends anonymous visitors to the login page.
 	b.open("/console/groups")
 	b.waitJS(`location.pathname === "/console/login"`, 5*time.Second, "login redirect")
 	b.shot("login")
-	b.fill("#username", testinfra.AdminUser)
+	b.fill("#username", heraldtest.AdminUser)
 	b.fill("#password", "not the password")
 	b.submit("#login-submit")
 	require.Contains(t, b.text(".notice.error"), "Wrong username or password")
-	b.fill("#username", testinfra.AdminUser)
-	b.fill("#password", testinfra.AdminPassword)
+	b.fill("#username", heraldtest.AdminUser)
+	b.fill("#password", heraldtest.AdminPassword)
 	b.submit("#login-submit")
 	b.waitJS(`location.pathname === "/console/groups"`, 5*time.Second, "back to the page asked for")
 
@@ -266,8 +266,8 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// A dead letter: one attempt allowed against a failing endpoint, then redriven from the console.
 	h.CreateTopic("risky", 1)
-	bad := testinfra.NewReceiver(t)
-	bad.Respond = func(testinfra.Delivery) int { return 500 }
+	bad := heraldtest.NewReceiver(t)
+	bad.Respond = func(heraldtest.Delivery) int { return 500 }
 	bad.SetSecret(h.CreateGroup(map[string]any{"name": "flaky", "endpoint_url": bad.URL, "max_attempts": 1,
 		"subscriptions": []map[string]any{{"topic": "risky"}}, "consume_from": "earliest"}))
 	h.Publish(h.CreateAPIKey("risky"), "risky", map[string]any{"body": map[string]string{"html": "<img src=x onerror=alert(1)>"}})

@@ -13,19 +13,19 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/app"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // console is a signed-in browser without JavaScript: a cookie jar holding the
 // session, and the forms of the pages it opened.
 type console struct {
 	t    *testing.T
-	h    *testinfra.Herald
+	h    *heraldtest.Herald
 	http *http.Client
 }
 
-func newConsole(t *testing.T, h *testinfra.Herald) *console {
+func newConsole(t *testing.T, h *heraldtest.Herald) *console {
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
 	u, err := url.Parse(h.BaseURL + "/console/")
@@ -99,7 +99,7 @@ func (c *console) submit(path string, form url.Values) (int, string) {
 }
 
 // groupSettings reads a group's settings through the REST API.
-func groupSettings(t *testing.T, h *testinfra.Herald, name string) map[string]any {
+func groupSettings(t *testing.T, h *heraldtest.Herald, name string) map[string]any {
 	t.Helper()
 	var g map[string]any
 	require.NoError(t, json.Unmarshal(h.Admin("GET", "/groups/"+name, nil, 200), &g))
@@ -112,7 +112,7 @@ func groupSettings(t *testing.T, h *testinfra.Herald, name string) map[string]an
 // their values instead of falling back to the defaults.
 func TestConsoleSettingsSaveKeepsWhatItDoesNotShow(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHeraldRoles(t, app.Roles{API: true}, nil)
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true}, nil)
 	h.CreateTopic("orders", 1)
 	h.CreateGroup(map[string]any{"name": "billing", "endpoint_url": "http://8.8.8.8/hook", "subscriptions": []map[string]any{{"topic": "orders", "tags": []string{"a"}}},
 		"dead_letter_retention_hours": 48, "batch_max_bytes": 4096, "consume_from": "earliest", "endpoint_headers": map[string]string{"x-team": "billing"}})
@@ -139,7 +139,7 @@ func TestConsoleSettingsSaveKeepsWhatItDoesNotShow(t *testing.T) {
 // group as it is then).
 func TestConsoleSettingsSaveKeepsConcurrentChange(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHeraldRoles(t, app.Roles{API: true}, nil)
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true}, nil)
 	h.CreateTopic("orders", 1)
 	h.CreateGroup(map[string]any{"name": "billing", "endpoint_url": "http://8.8.8.8/hook", "subscriptions": []map[string]any{{"topic": "orders"}}})
 	c := newConsole(t, h)

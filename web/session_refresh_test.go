@@ -12,15 +12,15 @@ import (
 
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/config"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestSessionRefreshedPastHalfLife: a console request with a session token past
 // half its life gets a new cookie valid for a full hour; a young token is kept.
 func TestSessionRefreshedPastHalfLife(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
-	u, err := h.Store.UserGetByUsername(context.Background(), testinfra.AdminUser)
+	h := heraldtest.StartHerald(t, nil)
+	u, err := h.Store.UserGetByUsername(context.Background(), heraldtest.AdminUser)
 	require.NoError(t, err)
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	session := func(issued time.Time) *http.Cookie {
@@ -56,7 +56,7 @@ func TestSessionRefreshedPastHalfLife(t *testing.T) {
 // the token's life never falls back to a cookie sent over plain HTTP.
 func TestSessionRefreshKeepsSecure(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, func(c *config.Config) { c.CookieSecure = true })
+	h := heraldtest.StartHerald(t, func(c *config.Config) { c.CookieSecure = true })
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	cookie := func(resp *http.Response) *http.Cookie {
 		for _, c := range resp.Cookies() {
@@ -66,7 +66,7 @@ func TestSessionRefreshKeepsSecure(t *testing.T) {
 		}
 		return nil
 	}
-	form := url.Values{"username": {testinfra.AdminUser}, "password": {testinfra.AdminPassword}}
+	form := url.Values{"username": {heraldtest.AdminUser}, "password": {heraldtest.AdminPassword}}
 	req, err := http.NewRequest("POST", h.BaseURL+"/console/login", strings.NewReader(form.Encode()))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -79,7 +79,7 @@ func TestSessionRefreshKeepsSecure(t *testing.T) {
 	require.NotNil(t, login)
 	require.True(t, login.Secure, "the login's cookie")
 
-	u, err := h.Store.UserGetByUsername(context.Background(), testinfra.AdminUser)
+	u, err := h.Store.UserGetByUsername(context.Background(), heraldtest.AdminUser)
 	require.NoError(t, err)
 	old, _, err := auth.IssueToken([]byte(h.Cfg.JWTSecret), u, time.Now().Add(-40*time.Minute))
 	require.NoError(t, err)

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/heraldhq/herald/control"
-	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/models"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models/store"
 )
 
@@ -16,7 +16,7 @@ import (
 // the audit log as actor cli. Not parallel: the commands set HERALD_* variables.
 func TestCLICreatesThroughControl(t *testing.T) {
 	t.Setenv("HERALD_BCRYPT_COST", "4")
-	dsn, st := testinfra.Database(t)
+	dsn, st := heraldtest.Database(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string

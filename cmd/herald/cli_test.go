@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // heraldBin is the herald binary, built once in TestMain, that the CLI tests run.
@@ -103,15 +103,15 @@ func jsonOf[T any](t *testing.T, s string) T {
 // output, and the exit codes scripts branch on.
 func TestCLIControlPlane(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	e := newCLIEnv(t, h.BaseURL)
 
 	e.exit(exitUnauthorized, "topic", "list")
-	code, _, errOut := e.run("wrong password\n", nil, "login", "--username", testinfra.AdminUser)
+	code, _, errOut := e.run("wrong password\n", nil, "login", "--username", heraldtest.AdminUser)
 	require.Equal(t, exitUnauthorized, code, errOut)
-	code, out, errOut := e.run(testinfra.AdminPassword+"\n", nil, "login", "--username", testinfra.AdminUser)
+	code, out, errOut := e.run(heraldtest.AdminPassword+"\n", nil, "login", "--username", heraldtest.AdminUser)
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, testinfra.AdminUser)
+	require.Contains(t, out, heraldtest.AdminUser)
 	fi, err := os.Stat(filepath.Join(e.config, "herald", "token"))
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
@@ -134,7 +134,7 @@ func TestCLIControlPlane(t *testing.T) {
 	require.Len(t, jsonOf[struct{ Queues []any }](t, e.ok("topic", "get", "orders", "--output", "json")).Queues, 3)
 
 	// Groups.
-	recv := testinfra.NewReceiver(t)
+	recv := heraldtest.NewReceiver(t)
 	g := jsonOf[struct {
 		Name          string `json:"name"`
 		SigningSecret string `json:"signing_secret"`
@@ -200,12 +200,12 @@ func TestCLIControlPlane(t *testing.T) {
 // for a new one before the command runs; an expired one asks for a login.
 func TestCLITokenRefresh(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	e := newCLIEnv(t, h.BaseURL)
 	path := filepath.Join(e.config, "herald", "token")
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
 	write := func(expires time.Time) {
-		b, err := json.Marshal(storedToken{URL: h.BaseURL, Username: testinfra.AdminUser, Token: h.Token(), ExpiresAt: expires})
+		b, err := json.Marshal(storedToken{URL: h.BaseURL, Username: heraldtest.AdminUser, Token: h.Token(), ExpiresAt: expires})
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(path, b, 0o600))
 	}
@@ -267,7 +267,7 @@ func TestRoleWarnsUnknownVariables(t *testing.T) {
 // `dead-letters list` and sent again by `dead-letters redrive --ids`.
 func TestCLIDeadLetters(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	e := newCLIEnv(t, h.BaseURL)
 	tok := []string{"HERALD_TOKEN=" + h.Token()}
 	run := func(args ...string) string {
@@ -276,10 +276,10 @@ func TestCLIDeadLetters(t *testing.T) {
 		return out
 	}
 	h.CreateTopic("orders", 1)
-	recv := testinfra.NewReceiver(t)
+	recv := heraldtest.NewReceiver(t)
 	var failing atomic.Bool
 	failing.Store(true)
-	recv.Respond = func(testinfra.Delivery) int {
+	recv.Respond = func(heraldtest.Delivery) int {
 		if failing.Load() {
 			return 500
 		}

@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/internal/ssrf"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models/store"
 )
 
@@ -20,10 +20,10 @@ import (
 func TestDemoSetUpThroughControl(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn, st := testinfra.Database(t)
-	_, ns := testinfra.Redis(t)
+	dsn, st := heraldtest.Database(t)
+	_, ns := heraldtest.Redis(t)
 	open := func(allowPrivate bool) *app.App {
-		cfg := testinfra.TestConfig(dsn, ns)
+		cfg := heraldtest.TestConfig(dsn, ns)
 		cfg.AllowPrivateEndpoints = allowPrivate
 		a, err := app.Open(ctx, cfg, app.Roles{}, slog.New(slog.DiscardHandler))
 		require.NoError(t, err)

@@ -26,7 +26,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/internal/config"
 )
 

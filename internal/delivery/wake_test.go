@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/delivery"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestJobsWaker checks the wake-up path against a real Redis: a listener turns a
@@ -16,7 +16,7 @@ import (
 // last poke of a burst is always followed by a wake-up (none is lost to coalescing).
 func TestJobsWaker(t *testing.T) {
 	t.Parallel()
-	rdb, ns := testinfra.Redis(t)
+	rdb, ns := heraldtest.Redis(t)
 	keys := delivery.Keys{Namespace: ns}
 	ctx, cancel := context.WithCancel(context.Background())
 	wake, ready, done := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})

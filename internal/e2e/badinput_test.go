@@ -12,7 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/api"
 	"github.com/heraldhq/herald/internal/config"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 type problemBody struct {
@@ -46,7 +46,7 @@ func gzipped(b []byte) []byte {
 // documented problem+json status and type; nothing of a refused request is stored.
 func TestPublishBadInput(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("orders", 2)
 	h.CreateTopic("other", 1)
 	key := h.CreateAPIKey("orders")
@@ -123,7 +123,7 @@ func TestPublishBadInput(t *testing.T) {
 // TestAdminBadInput covers the control plane's errors.
 func TestAdminBadInput(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	tok := h.Token()
 	h.CreateTopic("orders", 1)
 	cases := []struct {
@@ -176,7 +176,7 @@ func TestAdminBadInput(t *testing.T) {
 // endpoints are not allowed.
 func TestBlockedEndpoint(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, func(c *config.Config) { c.AllowPrivateEndpoints = false })
+	h := heraldtest.StartHerald(t, func(c *config.Config) { c.AllowPrivateEndpoints = false })
 	h.CreateTopic("orders", 1)
 	for _, u := range []string{"http://127.0.0.1:8080/", "http://10.1.2.3/", "http://169.254.169.254/latest", "http://[::1]/", "http://[::ffff:127.0.0.1]/", "http://localhost/",
 		"http://[::1%25lo]:8080/", "http://[fe80::1%25lo]/", "http://[::127.0.0.1]/", "http://[::ffff:0:127.0.0.1]/", "http://[64:ff9b::7f00:1]/"} {
@@ -189,7 +189,7 @@ func TestBlockedEndpoint(t *testing.T) {
 // never 500.
 func TestConsoleBadNames(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	code, body, _ := h.Do("GET", "/api/v1/topics", h.Token(), nil)
 	require.Equal(t, 200, code, string(body))
 	for _, path := range []string{"/console/groups/%C3%A9", "/console/topics/%C3%A9", "/console/groups/%FF", "/console/dead-letters?group=%C3%A9"} {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/heraldhq/herald/api"
 	"github.com/heraldhq/herald/internal/metrics"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // batchPost is one POST a batch receiver saw.
@@ -29,13 +29,13 @@ type batchPost struct {
 // members and attempts; the retried subset carries the same per-message ids.
 func TestBatchIdentity(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("b", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var mu sync.Mutex
 	var posts []batchPost
 	var failID string
-	r.Respond = func(d testinfra.Delivery) int {
+	r.Respond = func(d heraldtest.Delivery) int {
 		var env struct {
 			Messages []struct{ ID string } `json:"messages"`
 		}
@@ -52,7 +52,7 @@ func TestBatchIdentity(t *testing.T) {
 		}
 		return 200
 	}
-	r.Body = func(testinfra.Delivery) string {
+	r.Body = func(heraldtest.Delivery) string {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(posts) == 2 {
@@ -60,7 +60,7 @@ func TestBatchIdentity(t *testing.T) {
 		}
 		return ""
 	}
-	group := testinfra.RandomName("bi")
+	group := heraldtest.RandomName("bi")
 	r.SetSecret(h.CreateGroup(map[string]any{"name": group, "endpoint_url": r.URL, "batch_size": 3, "retry_schedule": []int{1},
 		"subscriptions": []map[string]any{{"topic": "b"}}}))
 	key := h.CreateAPIKey("b")
@@ -138,14 +138,14 @@ func TestBatchIdentity(t *testing.T) {
 // bat_ id with the same members.
 func TestBatchesResentApart(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("b", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var mu sync.Mutex
 	var posts []batchPost
 	var failID string
 	answer := map[string]int{} // webhook-id → status of its first POST
-	r.Respond = func(d testinfra.Delivery) int {
+	r.Respond = func(d heraldtest.Delivery) int {
 		var env struct {
 			Messages []struct{ ID string } `json:"messages"`
 		}
@@ -167,7 +167,7 @@ func TestBatchesResentApart(t *testing.T) {
 		answer[d.ID] = 200
 		return 200
 	}
-	r.Body = func(d testinfra.Delivery) string {
+	r.Body = func(d heraldtest.Delivery) string {
 		mu.Lock()
 		defer mu.Unlock()
 		if answer[d.ID] == 200 && len(posts) <= 2 {

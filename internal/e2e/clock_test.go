@@ -8,18 +8,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/internal/config"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // clockedHerald starts roles with every Herald connection to MySQL going through a
 // ClockProxy, so the test can step the database clock as Herald sees it.
-func clockedHerald(t *testing.T, roles app.Roles) (*testinfra.Herald, *testinfra.ClockProxy) {
+func clockedHerald(t *testing.T, roles app.Roles) (*heraldtest.Herald, *heraldtest.ClockProxy) {
 	t.Helper()
-	var cp *testinfra.ClockProxy
-	h := testinfra.StartHeraldRoles(t, roles, func(c *config.Config) {
-		cp = testinfra.NewClockProxy(t, c.MySQLDSN)
+	var cp *heraldtest.ClockProxy
+	h := heraldtest.StartHeraldRoles(t, roles, func(c *config.Config) {
+		cp = heraldtest.NewClockProxy(t, c.MySQLDSN)
 		c.MySQLDSN = cp.ProxiedDSN(t, c.MySQLDSN)
 	})
 	return h, cp
@@ -34,10 +34,10 @@ func TestRetriesAfterDatabaseClockStepsBack(t *testing.T) {
 	t.Parallel()
 	h, cp := clockedHerald(t, app.All)
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var mu sync.Mutex
 	failed := map[string]bool{}
-	r.Respond = func(d testinfra.Delivery) int {
+	r.Respond = func(d heraldtest.Delivery) int {
 		mu.Lock()
 		defer mu.Unlock()
 		if !failed[d.ID] {
@@ -74,7 +74,7 @@ func TestDispatcherKilledAfterDatabaseClockStep(t *testing.T) {
 	h.CreateTopic("t", 1)
 	a, aID := startDispatcherProcess(t, h)
 	b, bID := startDispatcherProcess(t, h)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	var gid int64
 	require.NoError(t, h.Store.DB().QueryRow("SELECT id FROM consumer_groups WHERE name = 'g'").Scan(&gid))

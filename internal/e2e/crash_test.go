@@ -11,14 +11,14 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/internal/delivery"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // startWorkerProcess runs `herald worker` against h's database and namespace and
 // returns the running command.
-func startWorkerProcess(t *testing.T, h *testinfra.Herald) *exec.Cmd {
+func startWorkerProcess(t *testing.T, h *heraldtest.Herald) *exec.Cmd {
 	t.Helper()
 	return startRoleProcess(t, h, "worker")
 }
@@ -26,7 +26,7 @@ func startWorkerProcess(t *testing.T, h *testinfra.Herald) *exec.Cmd {
 // startRoleProcess runs `herald <role>` against h's database and namespace, with
 // the extra NAME=value settings env, and returns the running command; it is killed
 // when the test ends.
-func startRoleProcess(t *testing.T, h *testinfra.Herald, role string, env ...string) *exec.Cmd {
+func startRoleProcess(t *testing.T, h *heraldtest.Herald, role string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(heraldBin, role)
 	cmd.Env = append(append(os.Environ(), h.Env()...), env...)
@@ -49,12 +49,12 @@ func startRoleProcess(t *testing.T, h *testinfra.Herald, role string, env ...str
 // message must be delivered again with the same webhook-id; the cursor ends right.
 func TestWorkerKilledMidPost(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, nil)
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, nil)
 	h.CreateTopic("crash", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	arrived, release := make(chan struct{}, 1), make(chan struct{})
 	first := true
-	r.Respond = func(d testinfra.Delivery) int {
+	r.Respond = func(d heraldtest.Delivery) int {
 		if first {
 			first = false
 			arrived <- struct{}{}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestDeadLetterOrigin: a dead letter's copy on `<group>.dlq` carries where it came
@@ -15,10 +15,10 @@ import (
 // headers, as HTTP headers at batch size 1 and in the envelope's headers otherwise.
 func TestDeadLetterOrigin(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("d", 1)
-	failing := testinfra.NewReceiver(t)
-	failing.Respond = func(testinfra.Delivery) int { return 500 }
+	failing := heraldtest.NewReceiver(t)
+	failing.Respond = func(heraldtest.Delivery) int { return 500 }
 	failing.SetSecret(h.CreateGroup(map[string]any{"name": "billing", "endpoint_url": failing.URL, "max_attempts": 2, "retry_schedule": []int{1},
 		"subscriptions": []map[string]any{{"topic": "d"}}}))
 	msg := h.Publish(h.CreateAPIKey("d"), "d", map[string]any{"body": map[string]string{"order": "42"}, "headers": map[string]string{"x-order": "42"}})[0]
@@ -27,7 +27,7 @@ func TestDeadLetterOrigin(t *testing.T) {
 		return code == 200
 	}, 20*time.Second, 50*time.Millisecond, "the dead-letter topic")
 
-	single, batch := testinfra.NewReceiver(t), testinfra.NewReceiver(t)
+	single, batch := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
 	sub := []map[string]any{{"topic": "billing.dlq"}}
 	single.SetSecret(h.CreateGroup(map[string]any{"name": "audit1", "endpoint_url": single.URL, "consume_from": "earliest", "subscriptions": sub}))
 	batch.SetSecret(h.CreateGroup(map[string]any{"name": "audit5", "endpoint_url": batch.URL, "consume_from": "earliest", "batch_size": 5, "subscriptions": sub}))

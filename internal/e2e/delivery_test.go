@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestDeliveryEndToEnd publishes real GitHub payloads from 8 concurrent publishers to
@@ -18,10 +18,10 @@ import (
 // (batch size 10, tag filter) exactly the tagged ones inside envelopes.
 func TestDeliveryEndToEnd(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	fx := loadFixtures(t)
 	h.CreateTopic("github.events", 4)
-	recvA, recvB := testinfra.NewReceiver(t), testinfra.NewReceiver(t)
+	recvA, recvB := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
 	recvA.SetSecret(h.CreateGroup(map[string]any{"name": "group-a", "endpoint_url": recvA.URL,
 		"subscriptions": []map[string]any{{"topic": "github.events"}}, "batch_size": 1, "max_in_flight": 8}))
 	wantTags := []string{"push", "issues", "pull_request"}
@@ -128,7 +128,7 @@ func contains(xs []string, s string) bool {
 }
 
 // countEnvelopes counts distinct message ids inside the receiver's envelopes.
-func countEnvelopes(t *testing.T, r *testinfra.Receiver) int {
+func countEnvelopes(t *testing.T, r *heraldtest.Receiver) int {
 	ids := map[string]bool{}
 	for _, d := range r.All() {
 		var env struct {

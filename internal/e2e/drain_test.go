@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestShutdownDrainsPublishes: a publish whose body is still arriving when Herald is
@@ -20,7 +20,7 @@ import (
 // the HTTP server has drained its requests.
 func TestShutdownDrainsPublishes(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("orders", 1)
 	key := h.CreateAPIKey("orders")
 

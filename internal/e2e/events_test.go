@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -18,18 +18,18 @@ import (
 // webhooks; the topic cannot be created or published to by users.
 func TestOperationalEventsReachSubscribedGroup(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("orders", 1)
-	ops := testinfra.NewReceiver(t)
+	ops := heraldtest.NewReceiver(t)
 	ops.SetSecret(h.CreateGroup(map[string]any{"name": "ops", "endpoint_url": ops.URL,
 		"subscriptions": []map[string]any{{"topic": models.EventsTopic}}, "consume_from": "earliest"}))
-	failing := testinfra.NewReceiver(t)
-	failing.Respond = func(testinfra.Delivery) int { return 500 }
+	failing := heraldtest.NewReceiver(t)
+	failing.Respond = func(heraldtest.Delivery) int { return 500 }
 	failing.SetSecret(h.CreateGroup(map[string]any{"name": "billing", "endpoint_url": failing.URL,
 		"subscriptions": []map[string]any{{"topic": "orders"}}, "max_attempts": 1}))
-	slow := testinfra.NewReceiver(t)
-	slow.Respond = func(testinfra.Delivery) int { return 429 }
-	slow.Header = func(testinfra.Delivery) http.Header { return http.Header{"Retry-After": {"1"}} }
+	slow := heraldtest.NewReceiver(t)
+	slow.Respond = func(heraldtest.Delivery) int { return 429 }
+	slow.Header = func(heraldtest.Delivery) http.Header { return http.Header{"Retry-After": {"1"}} }
 	slow.SetSecret(h.CreateGroup(map[string]any{"name": "crm", "endpoint_url": slow.URL,
 		"subscriptions": []map[string]any{{"topic": "orders"}}}))
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/app"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -27,8 +27,8 @@ type postStart struct {
 }
 
 // wrap makes r record every POST and answer 204 after latency (a slow endpoint).
-func (p *postStarts) wrap(t *testing.T, r *testinfra.Receiver, latency time.Duration) {
-	r.Respond = func(d testinfra.Delivery) int {
+func (p *postStarts) wrap(t *testing.T, r *heraldtest.Receiver, latency time.Duration) {
+	r.Respond = func(d heraldtest.Delivery) int {
 		var env struct {
 			Messages []struct {
 				ID string `json:"id"`
@@ -87,9 +87,9 @@ func bodies(from, n int) []map[string]any {
 // completes; the receiver counts arrivals only.
 func TestPauseFencesRunningJobs(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var posts postStarts
 	posts.wrap(t, r, 400*time.Millisecond)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": 10, "max_in_flight": 2,
@@ -124,12 +124,12 @@ func TestResetByTimestampMidFlightRedelivers(t *testing.T) {
 }
 
 func resetMidFlight(t *testing.T, roles app.Roles) {
-	h := testinfra.StartHeraldRoles(t, roles, nil)
+	h := heraldtest.StartHeraldRoles(t, roles, nil)
 	if !roles.Worker {
 		h.Start(app.Roles{Worker: true}) // its reports go through Redis
 	}
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var posts postStarts
 	posts.wrap(t, r, 400*time.Millisecond)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": 10, "max_in_flight": 2,
@@ -138,7 +138,7 @@ func resetMidFlight(t *testing.T, roles app.Roles) {
 	const total, resetTo = 1000, 100
 	first := h.Publish(key, "t", bodies(0, resetTo)...)
 	time.Sleep(5 * time.Millisecond) // the next messages get a later created_at (ms)
-	var all []testinfra.Published
+	var all []heraldtest.Published
 	all = append(all, first...)
 	for from := resetTo; from < total; from += 450 {
 		all = append(all, h.Publish(key, "t", bodies(from, min(450, total-from))...)...)

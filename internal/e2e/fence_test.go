@@ -12,9 +12,9 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/internal/delivery"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestResetWhilePausedSkipsBacklog pauses a group, lets a backlog build, resets it
@@ -22,9 +22,9 @@ import (
 // resume against the dispatcher's view of the reset.
 func TestResetWhilePausedSkipsBacklog(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	key := h.CreateAPIKey("t")
 	h.Publish(key, "t", map[string]any{"body": "warm"})
@@ -51,10 +51,10 @@ func TestResetWhilePausedSkipsBacklog(t *testing.T) {
 // starts after the reset has answered.
 func TestResetFencesRunningJobs(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
-	r.Respond = func(testinfra.Delivery) int { time.Sleep(20 * time.Millisecond); return 204 }
+	r := heraldtest.NewReceiver(t)
+	r.Respond = func(heraldtest.Delivery) int { time.Sleep(20 * time.Millisecond); return 204 }
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "max_in_flight": 4,
 		"subscriptions": []map[string]any{{"topic": "t"}}}))
 	key := h.CreateAPIKey("t")
@@ -97,9 +97,9 @@ func TestResetFencesRunningJobs(t *testing.T) {
 // worker running: the worker started afterwards sends none of them.
 func TestResetFencesQueuedJobs(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, nil)
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, nil)
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	key := h.CreateAPIKey("t")
 	backlog := make([]map[string]any, 50)
@@ -128,7 +128,7 @@ func TestResetFencesQueuedJobs(t *testing.T) {
 }
 
 // deliveryCounts returns, per webhook-id, how many times the receiver accepted it.
-func deliveryCounts(r *testinfra.Receiver) map[string]int {
+func deliveryCounts(r *heraldtest.Receiver) map[string]int {
 	out := map[string]int{}
 	for id := range r.All() {
 		out[id] = len(r.Get(id))
@@ -138,7 +138,7 @@ func deliveryCounts(r *testinfra.Receiver) map[string]int {
 
 // waitOwnerChange waits until every cursor of group is owned by a dispatcher other
 // than from.
-func waitOwnerChange(t *testing.T, h *testinfra.Herald, group int64, from string, within time.Duration) {
+func waitOwnerChange(t *testing.T, h *heraldtest.Herald, group int64, from string, within time.Duration) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		var n int
@@ -150,7 +150,7 @@ func waitOwnerChange(t *testing.T, h *testinfra.Herald, group int64, from string
 // startDispatcherProcess runs `herald dispatcher` (default lease and heartbeat)
 // against h's database and namespace, waits for its row in dispatchers and returns
 // the command and the dispatcher's id.
-func startDispatcherProcess(t *testing.T, h *testinfra.Herald) (*exec.Cmd, string) {
+func startDispatcherProcess(t *testing.T, h *heraldtest.Herald) (*exec.Cmd, string) {
 	t.Helper()
 	var before []string
 	rows, err := h.Store.DB().Query("SELECT id FROM dispatchers")
@@ -200,15 +200,15 @@ func TestDispatcherKilledTakeover(t *testing.T) {
 	// Not parallel: it measures a takeover time and a duplicate bound, which a machine
 	// saturated by the other tests stretches (a stalled owner loses its lease early).
 	const groups, msgs, inFlight = 4, 300, 4
-	h := testinfra.StartHeraldRoles(t, app.Roles{API: true, Worker: true}, nil)
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true, Worker: true}, nil)
 	h.CreateTopic("t", 1)
 	a, aID := startDispatcherProcess(t, h)
 	b, bID := startDispatcherProcess(t, h)
-	recv := make([]*testinfra.Receiver, groups)
+	recv := make([]*heraldtest.Receiver, groups)
 	ids := make([]int64, groups)
 	for i := range recv {
-		r := testinfra.NewReceiver(t)
-		r.Respond = func(testinfra.Delivery) int { time.Sleep(100 * time.Millisecond); return 204 }
+		r := heraldtest.NewReceiver(t)
+		r.Respond = func(heraldtest.Delivery) int { time.Sleep(100 * time.Millisecond); return 204 }
 		name := fmt.Sprintf("g%d", i)
 		r.SetSecret(h.CreateGroup(map[string]any{"name": name, "endpoint_url": r.URL, "max_in_flight": inFlight,
 			"subscriptions": []map[string]any{{"topic": "t"}}}))

@@ -8,15 +8,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 )
 
 // holeSetup starts Herald with a one-queue topic and a subscribed group.
-func holeSetup(t *testing.T) (*testinfra.Herald, *testinfra.Receiver, string, int64) {
-	h := testinfra.StartHerald(t, nil)
+func holeSetup(t *testing.T) (*heraldtest.Herald, *heraldtest.Receiver, string, int64) {
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("holes", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "subscriptions": []map[string]any{{"topic": "holes"}}}))
 	key := h.CreateAPIKey("holes")
 	first := h.Publish(key, "holes", map[string]any{"body": map[string]int{"n": 0}})
@@ -24,7 +24,7 @@ func holeSetup(t *testing.T) (*testinfra.Herald, *testinfra.Receiver, string, in
 	return h, r, key, first[0].Queue
 }
 
-func cursorOf(t *testing.T, h *testinfra.Herald, queue int64) (int64, []models.Hole) {
+func cursorOf(t *testing.T, h *heraldtest.Herald, queue int64) (int64, []models.Hole) {
 	var off int64
 	var holes []byte
 	require.NoError(t, h.Store.DB().QueryRow("SELECT committed_offset, holes FROM cursors WHERE queue_id = ?", queue).Scan(&off, &holes))
@@ -89,7 +89,7 @@ func TestHoleRolledBack(t *testing.T) {
 }
 
 // waitCommitted waits until the cursor of queue is committed at offset and returns it.
-func waitCommitted(t *testing.T, h *testinfra.Herald, queue, offset int64) (int64, []models.Hole) {
+func waitCommitted(t *testing.T, h *heraldtest.Herald, queue, offset int64) (int64, []models.Hole) {
 	t.Helper()
 	var off int64
 	var hs []models.Hole

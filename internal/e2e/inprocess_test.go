@@ -15,10 +15,10 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestDeliveryPaths runs one live flow — concurrent single-message publishes while
@@ -32,9 +32,9 @@ func TestDeliveryPaths(t *testing.T) {
 	for _, inProcess := range []bool{true, false} {
 		t.Run(fmt.Sprintf("in_process=%v", inProcess), func(t *testing.T) {
 			t.Parallel()
-			h := testinfra.StartHerald(t, func(c *config.Config) { c.InProcess = &inProcess })
+			h := heraldtest.StartHerald(t, func(c *config.Config) { c.InProcess = &inProcess })
 			h.CreateTopic("paths", 4)
-			recv := testinfra.NewReceiver(t)
+			recv := heraldtest.NewReceiver(t)
 			recv.SetSecret(h.CreateGroup(map[string]any{"name": "paths", "endpoint_url": recv.URL,
 				"subscriptions": []map[string]any{{"topic": "paths"}}, "batch_size": 1, "max_in_flight": 16}))
 			key := h.CreateAPIKey("paths")
@@ -66,7 +66,7 @@ func TestDeliveryPaths(t *testing.T) {
 			}
 			require.Zero(t, recv.Unverified())
 
-			ins := asynq.NewInspector(asynq.RedisClientOpt{Addr: testinfra.RedisAddr()})
+			ins := asynq.NewInspector(asynq.RedisClientOpt{Addr: heraldtest.RedisAddr()})
 			defer ins.Close()
 			processed := 0
 			if qi, err := ins.GetQueueInfo(delivery.Keys{Namespace: h.Cfg.Namespace}.AsynqQueue()); err == nil {
@@ -86,9 +86,9 @@ func TestDeliveryPaths(t *testing.T) {
 // not silently ignored.
 func TestInProcessRefusedForSplitRoles(t *testing.T) {
 	t.Parallel()
-	dsn, _ := testinfra.Database(t)
-	_, ns := testinfra.Redis(t)
-	cfg := testinfra.TestConfig(dsn, ns)
+	dsn, _ := heraldtest.Database(t)
+	_, ns := heraldtest.Redis(t)
+	cfg := heraldtest.TestConfig(dsn, ns)
 	on := true
 	cfg.InProcess = &on
 	_, err := app.Open(context.Background(), cfg, app.Roles{Worker: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -116,12 +116,12 @@ func TestHeraldAllKilled(t *testing.T) {
 
 func heraldAllRestarts(t *testing.T, sig syscall.Signal, maxDup int) {
 	const n = 200
-	h := testinfra.StartHeraldRoles(t, app.Roles{API: true}, nil)
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true}, nil)
 	h.CreateTopic("allroll", 2)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var mu sync.Mutex
 	posts := map[string]int{}
-	r.Respond = func(d testinfra.Delivery) int {
+	r.Respond = func(d heraldtest.Delivery) int {
 		mu.Lock()
 		posts[d.ID]++
 		mu.Unlock()
@@ -134,7 +134,7 @@ func heraldAllRestarts(t *testing.T, sig syscall.Signal, maxDup int) {
 	start := func() *exec.Cmd { return startRoleProcess(t, h, "all", "HERALD_HTTP_ADDR=127.0.0.1:0") }
 	proc := start()
 
-	var pub []testinfra.Published
+	var pub []heraldtest.Published
 	published := make(chan struct{})
 	go func() {
 		defer close(published)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestInvalidTextRefusedEverywhere puts text that is not UTF-8 into every string a
@@ -19,7 +19,7 @@ import (
 // 422 validation problem naming the field by JSON pointer, and nothing of it is stored.
 func TestInvalidTextRefusedEverywhere(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	tok := h.Token()
 	h.CreateTopic("orders", 1)
 	key := h.CreateAPIKey("orders")
@@ -73,7 +73,7 @@ func TestInvalidTextRefusedEverywhere(t *testing.T) {
 	// A body is JSON kept byte for byte: a lone surrogate escape there is stored as sent.
 	code, out, _ := h.Do("POST", "/v1/topics/orders/messages", key, []byte(`{"messages":[{"body":{"s":"ok\ud800("}}]}`))
 	require.Equal(t, 201, code, string(out))
-	var pub struct{ Messages []testinfra.Published }
+	var pub struct{ Messages []heraldtest.Published }
 	require.NoError(t, json.Unmarshal(out, &pub))
 	got := h.Admin("GET", "/messages/"+pub.Messages[0].ID, nil, 200)
 	require.Contains(t, string(got), `"body":{"s":"ok\ud800("}`)
@@ -91,9 +91,9 @@ func TestInvalidTextRefusedEverywhere(t *testing.T) {
 // and shown in lower case, and sent; two spellings of one name are a 422.
 func TestHeaderNamesAnyCase(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("orders", 1)
-	recv := testinfra.NewReceiver(t)
+	recv := heraldtest.NewReceiver(t)
 	recv.SetSecret(h.CreateGroup(map[string]any{"name": "billing", "endpoint_url": recv.URL,
 		"subscriptions": []map[string]any{{"topic": "orders"}}, "endpoint_headers": map[string]any{"X-Api-Key": "s3cret"}}))
 	var g struct {

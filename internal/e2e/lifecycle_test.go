@@ -12,10 +12,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // arrivals records when each POST reached a receiver, whatever it answered.
@@ -44,11 +44,11 @@ func (a *arrivals) after(t time.Time) int {
 // dead-letter topic are gone.
 func TestDeleteGroupMidDelivery(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("life", 2)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var seen arrivals
-	r.Respond = func(d testinfra.Delivery) int {
+	r.Respond = func(d heraldtest.Delivery) int {
 		seen.add(d.At)
 		time.Sleep(10 * time.Millisecond)
 		if strings.HasSuffix(d.ID, "7") {
@@ -98,7 +98,7 @@ func TestDeleteGroupMidDelivery(t *testing.T) {
 // dead letters behind.
 func TestDeleteGroupDLQInUse(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHeraldRoles(t, app.Roles{API: true}, nil)
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true}, nil)
 	h.CreateTopic("src", 1)
 	h.CreateGroup(map[string]any{"name": "a", "endpoint_url": "http://127.0.0.1:9/a", "subscriptions": []map[string]any{{"topic": "src"}}})
 	_, err := h.Store.TopicCreateReserved(context.Background(), "a.dlq", 1)
@@ -118,7 +118,7 @@ func TestDeleteGroupDLQInUse(t *testing.T) {
 // answer names the groups, and the queue tables are dropped.
 func TestDeleteTopicWithSubscribers(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHeraldRoles(t, app.Roles{API: true}, nil)
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true}, nil)
 	h.CreateTopic("shared", 2)
 	h.CreateTopic("other", 1)
 	for _, g := range []string{"g1", "g2"} {
@@ -154,7 +154,7 @@ func TestDeleteTopicWithSubscribers(t *testing.T) {
 }
 
 // countRows runs a COUNT query on h's database.
-func countRows(t *testing.T, h *testinfra.Herald, q string) int64 {
+func countRows(t *testing.T, h *heraldtest.Herald, q string) int64 {
 	t.Helper()
 	var n int64
 	require.NoError(t, h.Store.DB().QueryRow(q).Scan(&n))
@@ -174,15 +174,15 @@ func asynqQueueKey(keys delivery.Keys, k string) bool {
 // fence; after the group is deleted its fence hash goes too.
 func TestRedisKeysAfterDispatcherDies(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHeraldRoles(t, app.Roles{API: true, Worker: true, Maintenance: true}, func(c *config.Config) {
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true, Worker: true, Maintenance: true}, func(c *config.Config) {
 		c.Maintenance.HygieneInterval = 200 * time.Millisecond
 		c.Maintenance.RenewInterval = 100 * time.Millisecond
 	})
 	h.CreateTopic("keys", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	arrived, release := make(chan struct{}, 1), make(chan struct{})
 	var once sync.Once
-	r.Respond = func(testinfra.Delivery) int {
+	r.Respond = func(heraldtest.Delivery) int {
 		once.Do(func() { arrived <- struct{}{}; <-release })
 		return 204
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestIdempotencyKeyExpires: a key's stored outcome answers for 24 h only. Once its
@@ -13,7 +13,7 @@ import (
 // ran, and its new outcome is what replays from then on.
 func TestIdempotencyKeyExpires(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("idem", 1)
 	key := h.CreateAPIKey("idem")
 	publish := func(idemKey string, body any) (int, []byte, string) {

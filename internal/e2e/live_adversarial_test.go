@@ -27,7 +27,7 @@ import (
 	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -126,7 +126,7 @@ type livePublisher struct {
 
 var liveClient = &http.Client{Timeout: 30 * time.Second}
 
-func (p livePublisher) publish(topic string, msgs ...liveMsg) ([]testinfra.Published, error) {
+func (p livePublisher) publish(topic string, msgs ...liveMsg) ([]heraldtest.Published, error) {
 	b, err := publishBody(msgs)
 	if err != nil {
 		return nil, err
@@ -151,7 +151,7 @@ func (p livePublisher) publish(topic string, msgs ...liveMsg) ([]testinfra.Publi
 		return nil, fmt.Errorf("publish to %s: %d %s", p.base, resp.StatusCode, out)
 	}
 	answered := time.Now()
-	var pub struct{ Messages []testinfra.Published }
+	var pub struct{ Messages []heraldtest.Published }
 	if err := json.Unmarshal(out, &pub); err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func freeAddr(t *testing.T) string {
 // startServingProcess runs `herald <role>` (a role with the api: api or all) against
 // h's database and namespace on a port of its own, waits for its /healthz and
 // returns its base URL. It is killed when the test ends.
-func startServingProcess(t *testing.T, h *testinfra.Herald, role string, env ...string) string {
+func startServingProcess(t *testing.T, h *heraldtest.Herald, role string, env ...string) string {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(heraldBin, role)
@@ -269,8 +269,8 @@ type liveHit struct {
 }
 
 // wrap makes r record every POST in the log and answer with respond (nil: 204).
-func (l *postLog) wrap(r *testinfra.Receiver, respond func(d testinfra.Delivery) int) {
-	r.Respond = func(d testinfra.Delivery) int {
+func (l *postLog) wrap(r *heraldtest.Receiver, respond func(d heraldtest.Delivery) int) {
+	r.Respond = func(d heraldtest.Delivery) int {
 		status := 204
 		if respond != nil {
 			status = respond(d)
@@ -291,7 +291,7 @@ func (l *postLog) all() []liveHit {
 // requireExactlyOnceBatchOne requires, for a batch-size-1 group, that every message
 // of want was accepted exactly once, verified, byte for byte with its content type,
 // tag, key and x- headers, and that nothing else was accepted.
-func requireExactlyOnceBatchOne(t *testing.T, name string, r *testinfra.Receiver, want map[string]liveSent) {
+func requireExactlyOnceBatchOne(t *testing.T, name string, r *heraldtest.Receiver, want map[string]liveSent) {
 	t.Helper()
 	for id, s := range want {
 		got := r.Get(id)
@@ -323,7 +323,7 @@ type liveEnvelopeEntry struct {
 
 // envelopeEntries returns every envelope member a batching receiver accepted, with
 // how many times each message id appeared.
-func envelopeEntries(t *testing.T, r *testinfra.Receiver) (map[string]liveEnvelopeEntry, map[string]int) {
+func envelopeEntries(t *testing.T, r *heraldtest.Receiver) (map[string]liveEnvelopeEntry, map[string]int) {
 	t.Helper()
 	entries, times := map[string]liveEnvelopeEntry{}, map[string]int{}
 	for id := range r.All() {
@@ -345,7 +345,7 @@ func envelopeEntries(t *testing.T, r *testinfra.Receiver) (map[string]liveEnvelo
 // requireEnvelopesExact requires every message of want to appear exactly once among
 // a batching receiver's accepted envelopes, with its body (raw JSON or base64),
 // content type, tag, key and headers, and nothing else to appear.
-func requireEnvelopesExact(t *testing.T, name string, r *testinfra.Receiver, want map[string]liveSent) {
+func requireEnvelopesExact(t *testing.T, name string, r *heraldtest.Receiver, want map[string]liveSent) {
 	t.Helper()
 	entries, times := envelopeEntries(t, r)
 	for id, s := range want {
@@ -371,7 +371,7 @@ func requireEnvelopesExact(t *testing.T, name string, r *testinfra.Receiver, wan
 }
 
 // waitLagZero waits until every named group's stats show no lag.
-func waitLagZero(t *testing.T, h *testinfra.Herald, groups ...string) {
+func waitLagZero(t *testing.T, h *heraldtest.Herald, groups ...string) {
 	t.Helper()
 	for _, g := range groups {
 		var n int64
@@ -381,7 +381,7 @@ func waitLagZero(t *testing.T, h *testinfra.Herald, groups ...string) {
 }
 
 // countUnder returns how many messages of want the receiver accepted.
-func countUnder(r *testinfra.Receiver, want map[string]liveSent) int {
+func countUnder(r *heraldtest.Receiver, want map[string]liveSent) int {
 	n := 0
 	for id := range want {
 		if len(r.Get(id)) > 0 {
@@ -391,7 +391,7 @@ func countUnder(r *testinfra.Receiver, want map[string]liveSent) int {
 	return n
 }
 
-func waitAllOf(t *testing.T, name string, r *testinfra.Receiver, want map[string]liveSent, within time.Duration) {
+func waitAllOf(t *testing.T, name string, r *heraldtest.Receiver, want map[string]liveSent, within time.Duration) {
 	t.Helper()
 	var got atomic.Int64
 	if !assert.Eventually(t, func() bool { n := countUnder(r, want); got.Store(int64(n)); return n == len(want) }, within, 10*time.Millisecond) {
@@ -486,10 +486,10 @@ var liveTags = []string{"", "even", "ev", "ünï-☃", `q"uo\te`}
 // and every group's lag returns to 0 (no row is left behind a notified run).
 func TestLiveTwoAPIsExactlyOnce(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("live", 4)
 	other := startServingProcess(t, h, "api")
-	all, filtered, batched := testinfra.NewReceiver(t), testinfra.NewReceiver(t), testinfra.NewReceiver(t)
+	all, filtered, batched := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
 	all.SetSecret(h.CreateGroup(map[string]any{"name": "all", "endpoint_url": all.URL, "batch_size": 1, "max_in_flight": 16,
 		"subscriptions": []map[string]any{{"topic": "live"}}}))
 	filtered.SetSecret(h.CreateGroup(map[string]any{"name": "filtered", "endpoint_url": filtered.URL, "batch_size": 1, "max_in_flight": 16,
@@ -544,7 +544,7 @@ func TestLiveTwoAPIsExactlyOnce(t *testing.T) {
 // group gets every message exactly once, byte for byte, and its lag returns to 0.
 func TestLiveTwoHeraldAllExactlyOnce(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("both", 3)
 	other := startServingProcess(t, h, "all")
 	require.Eventually(t, func() bool {
@@ -552,10 +552,10 @@ func TestLiveTwoHeraldAllExactlyOnce(t *testing.T) {
 	}, 15*time.Second, 20*time.Millisecond, "the second herald all never heartbeat")
 
 	const groups = 12
-	recv := make([]*testinfra.Receiver, groups)
+	recv := make([]*heraldtest.Receiver, groups)
 	names := make([]string, groups)
 	for i := range recv {
-		recv[i] = testinfra.NewReceiver(t)
+		recv[i] = heraldtest.NewReceiver(t)
 		names[i] = fmt.Sprintf("g%02d", i)
 		recv[i].SetSecret(h.CreateGroup(map[string]any{"name": names[i], "endpoint_url": recv[i].URL, "batch_size": 1, "max_in_flight": 8,
 			"subscriptions": []map[string]any{{"topic": "both"}}}))
@@ -614,12 +614,12 @@ func randomBytes(n int) []byte {
 // came with the notification or was loaded from the queue table.
 func TestLiveGroupsAtDifferentSpeeds(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("speeds", 2)
-	fast, paused, throttled, slow := testinfra.NewReceiver(t), testinfra.NewReceiver(t), testinfra.NewReceiver(t), testinfra.NewReceiver(t)
+	fast, paused, throttled, slow := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t), heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
 	var throttleMu sync.Mutex
 	throttles := 0
-	throttled.Respond = func(testinfra.Delivery) int {
+	throttled.Respond = func(heraldtest.Delivery) int {
 		throttleMu.Lock()
 		defer throttleMu.Unlock()
 		if throttles < 3 {
@@ -629,10 +629,10 @@ func TestLiveGroupsAtDifferentSpeeds(t *testing.T) {
 		return 204
 	}
 	withHeader(throttled, "Retry-After", "1")
-	slow.Respond = func(testinfra.Delivery) int { time.Sleep(15 * time.Millisecond); return 204 }
+	slow.Respond = func(heraldtest.Delivery) int { time.Sleep(15 * time.Millisecond); return 204 }
 	for _, g := range []struct {
 		name string
-		r    *testinfra.Receiver
+		r    *heraldtest.Receiver
 		mif  int
 	}{{"fast", fast, 16}, {"paused", paused, 16}, {"throttled", throttled, 8}, {"slow", slow, 1}} {
 		g.r.SetSecret(h.CreateGroup(map[string]any{"name": g.name, "endpoint_url": g.r.URL, "batch_size": 1, "max_in_flight": g.mif,
@@ -662,12 +662,12 @@ func TestLiveGroupsAtDifferentSpeeds(t *testing.T) {
 	require.Less(t, countUnder(slow, want), len(want), "the slow group kept up; it does not test a backlog")
 
 	h.Admin("POST", "/groups/paused/resume", nil, 200)
-	for name, r := range map[string]*testinfra.Receiver{"paused": paused, "throttled": throttled, "slow": slow} {
+	for name, r := range map[string]*heraldtest.Receiver{"paused": paused, "throttled": throttled, "slow": slow} {
 		waitAllOf(t, name, r, want, 60*time.Second)
 	}
 	waitLagZero(t, h, "fast", "paused", "throttled", "slow")
 	time.Sleep(300 * time.Millisecond) // proves no duplicate follows
-	for name, r := range map[string]*testinfra.Receiver{"fast": fast, "paused": paused, "throttled": throttled, "slow": slow} {
+	for name, r := range map[string]*heraldtest.Receiver{"fast": fast, "paused": paused, "throttled": throttled, "slow": slow} {
 		requireExactlyOnceBatchOne(t, name, r, want)
 	}
 	throttleMu.Lock()
@@ -684,11 +684,11 @@ func TestLiveGroupsAtDifferentSpeeds(t *testing.T) {
 // is delivered exactly once.
 func TestLiveResetUnderTraffic(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("reset", 2)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var log postLog
-	log.wrap(r, func(testinfra.Delivery) int { time.Sleep(10 * time.Millisecond); return 204 })
+	log.wrap(r, func(heraldtest.Delivery) int { time.Sleep(10 * time.Millisecond); return 204 })
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": 1, "max_in_flight": 2,
 		"subscriptions": []map[string]any{{"topic": "reset"}}}))
 	key := h.CreateAPIKey("reset")
@@ -780,14 +780,14 @@ func TestLiveBodiesExact(t *testing.T) {
 	}{{"in_process", true, 0}, {"in_process_one_slot", true, 1}, {"redis", false, 0}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			h := testinfra.StartHerald(t, func(cfg *config.Config) {
+			h := heraldtest.StartHerald(t, func(cfg *config.Config) {
 				cfg.InProcess = &c.inProcess
 				if c.concurrency > 0 {
 					cfg.Worker.Concurrency = c.concurrency
 				}
 			})
 			h.CreateTopic("bodies", 2)
-			one, many := testinfra.NewReceiver(t), testinfra.NewReceiver(t)
+			one, many := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
 			one.SetSecret(h.CreateGroup(map[string]any{"name": "one", "endpoint_url": one.URL, "batch_size": 1, "max_in_flight": 4,
 				"subscriptions": []map[string]any{{"topic": "bodies"}}}))
 			many.SetSecret(h.CreateGroup(map[string]any{"name": "many", "endpoint_url": many.URL, "batch_size": 5, "max_in_flight": 2,
@@ -819,14 +819,14 @@ func TestLiveBodiesExact(t *testing.T) {
 // every message exactly once, byte for byte, and jobs did go through asynq.
 func TestLiveSpillOverToAsynq(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, func(c *config.Config) { c.Worker.Concurrency = 1 })
+	h := heraldtest.StartHerald(t, func(c *config.Config) { c.Worker.Concurrency = 1 })
 	h.CreateTopic("spill", 2)
 	const groups = 4
-	recv := make([]*testinfra.Receiver, groups)
+	recv := make([]*heraldtest.Receiver, groups)
 	names := make([]string, groups)
 	for i := range recv {
-		recv[i] = testinfra.NewReceiver(t)
-		recv[i].Respond = func(testinfra.Delivery) int { time.Sleep(5 * time.Millisecond); return 204 }
+		recv[i] = heraldtest.NewReceiver(t)
+		recv[i].Respond = func(heraldtest.Delivery) int { time.Sleep(5 * time.Millisecond); return 204 }
 		names[i] = fmt.Sprintf("s%d", i)
 		recv[i].SetSecret(h.CreateGroup(map[string]any{"name": names[i], "endpoint_url": recv[i].URL, "batch_size": 1, "max_in_flight": 4,
 			"subscriptions": []map[string]any{{"topic": "spill"}}}))
@@ -856,7 +856,7 @@ func TestLiveSpillOverToAsynq(t *testing.T) {
 	for i, r := range recv {
 		requireExactlyOnceBatchOne(t, names[i], r, want)
 	}
-	ins := asynq.NewInspector(asynq.RedisClientOpt{Addr: testinfra.RedisAddr()})
+	ins := asynq.NewInspector(asynq.RedisClientOpt{Addr: heraldtest.RedisAddr()})
 	defer ins.Close()
 	qi, err := ins.GetQueueInfo(delivery.Keys{Namespace: h.Cfg.Namespace}.AsynqQueue())
 	require.NoError(t, err)
@@ -882,9 +882,9 @@ func TestLiveOrderedKeysInProcess(t *testing.T) {
 }
 
 func orderedKeysInProcess(t *testing.T, lanes int) {
-	h := testinfra.StartHerald(t, func(c *config.Config) { c.PublishLanes = lanes })
+	h := heraldtest.StartHerald(t, func(c *config.Config) { c.PublishLanes = lanes })
 	h.CreateTopic("ordlive", 4)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	o := newOrderLog()
 	o.respond(r, 4*time.Millisecond, func(orderedMsg, int) int {
 		if mrand.IntN(12) == 0 {
@@ -919,7 +919,7 @@ func orderedKeysInProcess(t *testing.T, lanes int) {
 
 // logLiveState logs, for a failed test, the cursors and which published messages
 // the receiver never got, by queue.
-func logLiveState(t *testing.T, h *testinfra.Herald, r *testinfra.Receiver, want map[string]liveSent) {
+func logLiveState(t *testing.T, h *heraldtest.Herald, r *heraldtest.Receiver, want map[string]liveSent) {
 	rows, err := h.Store.DB().Query("SELECT id, queue_id, committed_offset, CAST(holes AS CHAR), version, owner FROM cursors")
 	if err != nil {
 		t.Logf("read cursors: %v", err)
@@ -954,12 +954,12 @@ const liveFlushDB = 11
 // Guarantee: nothing is lost (duplicates allowed), and the group's lag returns to 0.
 func TestLiveRedisFlushedInProcess(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, func(c *config.Config) { c.RedisDB = liveFlushDB; c.Worker.Concurrency = 1 })
+	h := heraldtest.StartHerald(t, func(c *config.Config) { c.RedisDB = liveFlushDB; c.Worker.Concurrency = 1 })
 	rdb := redis.NewClient(&redis.Options{Addr: h.Cfg.RedisAddr, DB: liveFlushDB})
 	defer rdb.Close()
 	h.CreateTopic("flushlive", 2)
-	r := testinfra.NewReceiver(t)
-	r.Respond = func(testinfra.Delivery) int { time.Sleep(3 * time.Millisecond); return 204 }
+	r := heraldtest.NewReceiver(t)
+	r.Respond = func(heraldtest.Delivery) int { time.Sleep(3 * time.Millisecond); return 204 }
 	// timeout_ms 1000 keeps the deadline of a job lost with Redis near 2 s + its POST
 	// rounds × 1 s, so its re-dispatch comes within the test's wait.
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": 1, "max_in_flight": 4, "timeout_ms": 1000,
@@ -1013,11 +1013,11 @@ func TestLiveRedisFlushedInProcess(t *testing.T) {
 // the other group still gets every message exactly once.
 func TestLiveDeleteGroupUnderTraffic(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("del", 2)
-	doomed, kept := testinfra.NewReceiver(t), testinfra.NewReceiver(t)
+	doomed, kept := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
 	var seen arrivals
-	doomed.Respond = func(d testinfra.Delivery) int { seen.add(d.At); time.Sleep(5 * time.Millisecond); return 204 }
+	doomed.Respond = func(d heraldtest.Delivery) int { seen.add(d.At); time.Sleep(5 * time.Millisecond); return 204 }
 	doomed.SetSecret(h.CreateGroup(map[string]any{"name": "doomed", "endpoint_url": doomed.URL, "batch_size": 1, "max_in_flight": 2,
 		"subscriptions": []map[string]any{{"topic": "del"}}}))
 	kept.SetSecret(h.CreateGroup(map[string]any{"name": "kept", "endpoint_url": kept.URL, "batch_size": 1, "max_in_flight": 8,
@@ -1056,16 +1056,16 @@ func TestLiveOrderedAcrossTwoAPIs(t *testing.T) {
 }
 
 func orderedAcrossTwoAPIs(t *testing.T, inProcess bool) {
-	h := testinfra.StartHerald(t, func(c *config.Config) { c.InProcess = &inProcess })
+	h := heraldtest.StartHerald(t, func(c *config.Config) { c.InProcess = &inProcess })
 	h.CreateTopic("ord2", 3)
 	other := startServingProcess(t, h, "api")
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	o := newOrderLog()
 	o.respond(r, 3*time.Millisecond, func(orderedMsg, int) int { return 204 })
 	var acksMu sync.Mutex
 	acks := map[string][]string{} // key → "n=id" in the order the endpoint got them
 	inner := r.Respond
-	r.Respond = func(d testinfra.Delivery) int {
+	r.Respond = func(d heraldtest.Delivery) int {
 		var m orderedMsg
 		_ = json.Unmarshal(d.Body, &m)
 		acksMu.Lock()
@@ -1115,9 +1115,9 @@ func orderedAcrossTwoAPIs(t *testing.T, inProcess bool) {
 // returns to 0.
 func TestLiveTopicGrowsUnderTraffic(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("grow", 1)
-	a, b := testinfra.NewReceiver(t), testinfra.NewReceiver(t)
+	a, b := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
 	a.SetSecret(h.CreateGroup(map[string]any{"name": "a", "endpoint_url": a.URL, "batch_size": 1, "max_in_flight": 8,
 		"subscriptions": []map[string]any{{"topic": "grow"}}}))
 	b.SetSecret(h.CreateGroup(map[string]any{"name": "b", "endpoint_url": b.URL, "batch_size": 3, "max_in_flight": 2,
@@ -1151,7 +1151,7 @@ func TestLiveTopicGrowsUnderTraffic(t *testing.T) {
 
 // publishIdem publishes msgs with an Idempotency-Key and returns the answer's ids
 // and whether it was a replay.
-func (p livePublisher) publishIdem(topic, idemKey string, msgs ...liveMsg) ([]testinfra.Published, bool, error) {
+func (p livePublisher) publishIdem(topic, idemKey string, msgs ...liveMsg) ([]heraldtest.Published, bool, error) {
 	b, err := publishBody(msgs)
 	if err != nil {
 		return nil, false, err
@@ -1175,7 +1175,7 @@ func (p livePublisher) publishIdem(topic, idemKey string, msgs ...liveMsg) ([]te
 	if resp.StatusCode != 201 {
 		return nil, false, fmt.Errorf("publish %s: %d %s", idemKey, resp.StatusCode, out)
 	}
-	var pub struct{ Messages []testinfra.Published }
+	var pub struct{ Messages []heraldtest.Published }
 	if err := json.Unmarshal(out, &pub); err != nil {
 		return nil, false, err
 	}
@@ -1191,10 +1191,10 @@ func (p livePublisher) publishIdem(topic, idemKey string, msgs ...liveMsg) ([]te
 // endpoint; and lag returns to 0 once the holes close.
 func TestLiveIdempotencyRaces(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("idem", 2)
 	other := startServingProcess(t, h, "api")
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": 1, "max_in_flight": 8,
 		"subscriptions": []map[string]any{{"topic": "idem"}}}))
 	key := h.CreateAPIKey("idem")
@@ -1216,7 +1216,7 @@ func TestLiveIdempotencyRaces(t *testing.T) {
 		idemKey := fmt.Sprintf("req-%d-%d", p, n)
 		m := jsonMsg(fmt.Sprintf(`{"idem":%q}`, idemKey), "", "")
 		var wg sync.WaitGroup
-		var got [2][]testinfra.Published
+		var got [2][]heraldtest.Published
 		var replayed [2]bool
 		var errs [2]error
 		for c := range 2 {
@@ -1262,14 +1262,14 @@ func TestLiveIdempotencyRaces(t *testing.T) {
 // gets every message published after the reset answered exactly once.
 func TestLiveResetOneOfManyGroups(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("many", 2)
 	const groups = 5
-	recv := make([]*testinfra.Receiver, groups)
+	recv := make([]*heraldtest.Receiver, groups)
 	names := make([]string, groups)
 	for i := range recv {
-		recv[i] = testinfra.NewReceiver(t)
-		recv[i].Respond = func(testinfra.Delivery) int { time.Sleep(2 * time.Millisecond); return 204 }
+		recv[i] = heraldtest.NewReceiver(t)
+		recv[i].Respond = func(heraldtest.Delivery) int { time.Sleep(2 * time.Millisecond); return 204 }
 		names[i] = fmt.Sprintf("m%d", i)
 		recv[i].SetSecret(h.CreateGroup(map[string]any{"name": names[i], "endpoint_url": recv[i].URL, "batch_size": 1, "max_in_flight": 4,
 			"subscriptions": []map[string]any{{"topic": "many"}}}))
@@ -1313,9 +1313,9 @@ func TestLiveResetOneOfManyGroups(t *testing.T) {
 // started after its 201, and none answered before its create request was sent.
 func TestLiveGroupCreatedUnderTraffic(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("newg", 2)
-	first, late := testinfra.NewReceiver(t), testinfra.NewReceiver(t)
+	first, late := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
 	first.SetSecret(h.CreateGroup(map[string]any{"name": "first", "endpoint_url": first.URL, "batch_size": 1, "max_in_flight": 8,
 		"subscriptions": []map[string]any{{"topic": "newg"}}}))
 	ledger := newLiveLedger()
@@ -1356,9 +1356,9 @@ func TestLiveGroupCreatedUnderTraffic(t *testing.T) {
 // once its transaction commits.
 func TestOrderedWaitsForOpenHole(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("ordhole", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var log postLog
 	log.wrap(r, nil)
 	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ordhole", nil)))

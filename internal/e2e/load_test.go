@@ -12,9 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/internal/config"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models/store"
 )
 
@@ -22,10 +22,10 @@ import (
 // topic keeps its latency.
 func TestIsolation(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 2)
-	slow, fast := testinfra.NewReceiver(t), testinfra.NewReceiver(t)
-	slow.Respond = func(testinfra.Delivery) int { time.Sleep(3 * time.Second); return 204 }
+	slow, fast := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
+	slow.Respond = func(heraldtest.Delivery) int { time.Sleep(3 * time.Second); return 204 }
 	slow.SetSecret(h.CreateGroup(map[string]any{"name": "x", "endpoint_url": slow.URL, "timeout_ms": 2000, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	fast.SetSecret(h.CreateGroup(map[string]any{"name": "y", "endpoint_url": fast.URL, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	key := h.CreateAPIKey("t")
@@ -44,11 +44,11 @@ func TestIsolation(t *testing.T) {
 // measured rate within ±10 % of 200 over 10 s.
 func TestRateLimitAcrossWorkers(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	startWorkerProcess(t, h)
 	startWorkerProcess(t, h)
 	h.CreateTopic("t", 4)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "rate_limit": 200, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	key := h.CreateAPIKey("t")
 	for range 8 {
@@ -72,14 +72,14 @@ func TestRateLimitAcrossWorkers(t *testing.T) {
 // It runs alone (not t.Parallel): with -race it needs the CPU for its ~14,000 POSTs.
 func TestChaos(t *testing.T) {
 	const chaosDB = 10 // a Redis database of its own: flushing it disturbs no other test
-	h := testinfra.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, func(c *config.Config) { c.RedisDB = chaosDB })
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, func(c *config.Config) { c.RedisDB = chaosDB })
 	rdb := redis.NewClient(&redis.Options{Addr: h.Cfg.RedisAddr, DB: chaosDB})
 	defer rdb.Close()
 	h.CreateTopic("chaos", 4)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(1, 2))
-	r.Respond = func(testinfra.Delivery) int {
+	r.Respond = func(heraldtest.Delivery) int {
 		mu.Lock()
 		fail, sleep := rng.Float64() < 0.3, time.Duration(rng.IntN(5))*time.Millisecond
 		mu.Unlock()

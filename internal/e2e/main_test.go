@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // heraldBin is the herald binary built once for tests that run roles as real
@@ -83,9 +83,9 @@ func rawPublish(bodies [][]byte, tags []string) []byte {
 	return b.Bytes()
 }
 
-func published(t *testing.T, body []byte) []testinfra.Published {
+func published(t *testing.T, body []byte) []heraldtest.Published {
 	t.Helper()
-	var out struct{ Messages []testinfra.Published }
+	var out struct{ Messages []heraldtest.Published }
 	require.NoError(t, json.Unmarshal(body, &out), string(body))
 	return out.Messages
 }

@@ -10,9 +10,9 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/internal/metrics"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // groupSeries returns, for each per-group metric family this process exports, the
@@ -43,11 +43,11 @@ func groupSeries(t *testing.T, names map[string]bool) map[string]map[string]bool
 // groups it gave away and keeps those of the groups it still owns.
 func TestMetricsFollowOwnership(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, nil)
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, nil)
 	h.CreateTopic("m", 1)
 	names := map[string]bool{}
 	for range 10 {
-		n := testinfra.RandomName("mg")
+		n := heraldtest.RandomName("mg")
 		names[n] = true
 		h.CreateGroup(map[string]any{"name": n, "endpoint_url": "http://127.0.0.1:1/hook", "subscriptions": []map[string]any{{"topic": "m"}}})
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // requireClean accepts a 2xx, or a 4xx with a problem+json body; never a 5xx.
@@ -34,7 +34,7 @@ func requireClean(t *testing.T, what, s string, code int, body []byte, hdr http.
 // byte for byte; never a 500.
 func TestNaughtyStringsEverywhere(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	tok := h.Token()
 	h.CreateTopic("naughty", 1) // published to; no group subscribes
 	h.CreateTopic("subs", 1)    // subscribed to; nothing is published
@@ -160,7 +160,7 @@ func TestNaughtyStringsEverywhere(t *testing.T) {
 	}
 }
 
-func getGroup(t *testing.T, h *testinfra.Herald, tok string) []byte {
+func getGroup(t *testing.T, h *heraldtest.Herald, tok string) []byte {
 	code, body, _ := h.Do("GET", "/api/v1/groups/base", tok, nil)
 	require.Equal(t, 200, code, string(body))
 	return body

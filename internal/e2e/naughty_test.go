@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 func naughtyStrings(t *testing.T) []string {
@@ -24,10 +24,10 @@ func naughtyStrings(t *testing.T) []string {
 // values: each gets a clean 4xx or is stored and delivered back byte-exact.
 func TestNaughtyStrings(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	all := naughtyStrings(t)
 	h.CreateTopic("naughty", 2)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "n", "endpoint_url": r.URL, "batch_size": 50,
 		"subscriptions": []map[string]any{{"topic": "naughty"}}}))
 	key := h.CreateAPIKey("naughty")

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // BenchmarkOrderedCeiling measures an ordered group's throughput against an endpoint
@@ -26,12 +26,12 @@ func BenchmarkOrderedCeiling(b *testing.B) {
 
 func orderedCeiling(b *testing.B, batch int) {
 	const queues, perKey = 8, 1000
-	h := testinfra.StartHerald(b, nil)
+	h := heraldtest.StartHerald(b, nil)
 	h.CreateTopic("ord", queues)
-	r := testinfra.NewReceiver(b)
+	r := heraldtest.NewReceiver(b)
 	var acked atomic.Int64
 	var first, last atomic.Int64
-	r.Respond = func(d testinfra.Delivery) int {
+	r.Respond = func(d heraldtest.Delivery) int {
 		time.Sleep(time.Millisecond)
 		now := time.Now().UnixNano()
 		first.CompareAndSwap(0, now)

@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/app"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // orderedMsg is the body the ordered tests publish: key and sequence number.
@@ -50,8 +50,8 @@ func batchOneQueue(id string) string {
 
 // respond wires the log into r: decide returns the status for a POST (after a
 // pause of up to slow), given its message and how many times it was tried before.
-func (o *orderLog) respond(r *testinfra.Receiver, slow time.Duration, decide func(m orderedMsg, tried int) int) {
-	r.Respond = func(d testinfra.Delivery) int {
+func (o *orderLog) respond(r *heraldtest.Receiver, slow time.Duration, decide func(m orderedMsg, tried int) int) {
+	r.Respond = func(d heraldtest.Delivery) int {
 		var m orderedMsg
 		_ = json.Unmarshal(d.Body, &m)
 		q := batchOneQueue(d.ID)
@@ -123,7 +123,7 @@ func requireInOrder(t *testing.T, o *orderLog, keys []string, n int, dupsAllowed
 
 // publishSeq publishes messages from..to-1 of every key, one request each, and
 // returns each key's queue, requiring it never to change.
-func publishSeq(t *testing.T, h *testinfra.Herald, apiKey, topic string, keys []string, from, to int) map[string]int64 {
+func publishSeq(t *testing.T, h *heraldtest.Herald, apiKey, topic string, keys []string, from, to int) map[string]int64 {
 	t.Helper()
 	queues := map[string]int64{}
 	for i := from; i < to; i++ {
@@ -161,9 +161,9 @@ func keyNames(n int) []string {
 // queues still flow in parallel.
 func TestOrderedSerialPerQueueFlaky(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("ord", 4)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	o := newOrderLog()
 	o.respond(r, 15*time.Millisecond, func(orderedMsg, int) int {
 		if rand.IntN(10) == 0 {
@@ -193,9 +193,9 @@ func TestOrderedSerialPerQueueFlaky(t *testing.T) {
 // later of its queue goes first, while another queue's messages all go through.
 func TestOrderedRetryInPlaceBlocksOnlyItsQueue(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("ord", 2)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	o := newOrderLog()
 	const stuck = "stuck"
 	o.respond(r, 0, func(m orderedMsg, tried int) int {
@@ -216,7 +216,7 @@ func TestOrderedRetryInPlaceBlocksOnlyItsQueue(t *testing.T) {
 		}
 	}
 	n := 5
-	published := map[string][]testinfra.Published{}
+	published := map[string][]heraldtest.Published{}
 	for i := range n {
 		for _, k := range keys {
 			published[k] = append(published[k], h.Publish(apiKey, "ord", map[string]any{"key": k, "body": orderedMsg{K: k, N: i}})[0])
@@ -242,13 +242,13 @@ func TestOrderedRetryInPlaceBlocksOnlyItsQueue(t *testing.T) {
 // messages, attempt 2), and only then the next batch.
 func TestOrderedPartialBatch(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("ord", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var mu sync.Mutex
 	var posts [][]string
 	var attempts [][]int
-	r.Body = func(d testinfra.Delivery) string {
+	r.Body = func(d heraldtest.Delivery) string {
 		var env struct {
 			Messages []struct {
 				ID      string `json:"id"`
@@ -271,7 +271,7 @@ func TestOrderedPartialBatch(t *testing.T) {
 		}
 		return ""
 	}
-	r.Respond = func(testinfra.Delivery) int { return 200 }
+	r.Respond = func(heraldtest.Delivery) int { return 200 }
 	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", map[string]any{"batch_size": 5})))
 	apiKey := h.CreateAPIKey("ord")
 	msgs := make([]map[string]any, 10)
@@ -293,7 +293,7 @@ func TestOrderedPartialBatch(t *testing.T) {
 }
 
 // blockedQueues reads the stats endpoint's blocked queues.
-func blockedQueues(t *testing.T, h *testinfra.Herald, group string) []map[string]any {
+func blockedQueues(t *testing.T, h *heraldtest.Herald, group string) []map[string]any {
 	var st struct {
 		BlockedQueues []map[string]any `json:"blocked_queues"`
 	}
@@ -305,9 +305,9 @@ func blockedQueues(t *testing.T, h *testinfra.Herald, group string) []map[string
 // it becomes a dead letter and the messages behind it follow, in order.
 func TestOrderedExhaustedDeadLetter(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("ord", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	o := newOrderLog()
 	o.respond(r, 0, func(m orderedMsg, _ int) int {
 		if m.N == 0 {
@@ -317,7 +317,7 @@ func TestOrderedExhaustedDeadLetter(t *testing.T) {
 	})
 	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", map[string]any{"max_attempts": 2})))
 	apiKey := h.CreateAPIKey("ord")
-	var pub []testinfra.Published
+	var pub []heraldtest.Published
 	for i := range 4 {
 		pub = append(pub, h.Publish(apiKey, "ord", map[string]any{"key": "k", "body": orderedMsg{K: "k", N: i}})[0])
 	}
@@ -338,9 +338,9 @@ func TestOrderedExhaustedDeadLetter(t *testing.T) {
 // queue moves on in order.
 func TestOrderedExhaustedPause(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("ord", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	o := newOrderLog()
 	o.respond(r, 0, func(m orderedMsg, _ int) int {
 		if m.N == 0 {
@@ -350,7 +350,7 @@ func TestOrderedExhaustedPause(t *testing.T) {
 	})
 	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", map[string]any{"max_attempts": 2, "ordered_on_exhausted": "pause"})))
 	apiKey := h.CreateAPIKey("ord")
-	var pub []testinfra.Published
+	var pub []heraldtest.Published
 	for i := range 3 {
 		pub = append(pub, h.Publish(apiKey, "ord", map[string]any{"key": "k", "body": orderedMsg{K: "k", N: i}})[0])
 	}
@@ -393,9 +393,9 @@ func TestOrderedExhaustedPause(t *testing.T) {
 // sent again after the pause as the same attempt, and order holds.
 func TestOrderedThrottle(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("ord", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	o := newOrderLog()
 	var mu sync.Mutex
 	throttled := false
@@ -408,10 +408,10 @@ func TestOrderedThrottle(t *testing.T) {
 		}
 		return 204
 	})
-	r.Header = func(testinfra.Delivery) http.Header { return http.Header{"Retry-After": []string{"1"}} }
+	r.Header = func(heraldtest.Delivery) http.Header { return http.Header{"Retry-After": []string{"1"}} }
 	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", nil)))
 	apiKey := h.CreateAPIKey("ord")
-	var pub []testinfra.Published
+	var pub []heraldtest.Published
 	for i := range 5 {
 		pub = append(pub, h.Publish(apiKey, "ord", map[string]any{"key": "k", "body": orderedMsg{K: "k", N: i}})[0])
 	}
@@ -424,9 +424,9 @@ func TestOrderedThrottle(t *testing.T) {
 // queue and every key's messages are acknowledged in order.
 func TestOrderedTopicGrowth(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("ord", 2)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	o := newOrderLog()
 	o.respond(r, 3*time.Millisecond, func(orderedMsg, int) int { return 204 })
 	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", nil)))
@@ -469,10 +469,10 @@ func TestOrderedGracefulReleaseWaits(t *testing.T) {
 // a POST of key-0 is held open 7 s, starts another, and checks order and one POST
 // per queue.
 func orderedHandOver(t *testing.T, sig syscall.Signal) {
-	h := testinfra.StartHeraldRoles(t, app.Roles{API: true, Worker: true}, nil)
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true, Worker: true}, nil)
 	h.CreateTopic("ord", 2)
 	victim, _ := startDispatcherProcess(t, h)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	o := newOrderLog()
 	keys, n := keyNames(4), 30
 	held := make(chan struct{})

@@ -6,15 +6,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/app"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestIdempotencyKey replays a stored outcome for the same key and body, refuses the
 // same key with another body, and scopes keys per topic.
 func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("a", 2)
 	h.CreateTopic("b", 1)
 	key := h.CreateAPIKey("a", "b")
@@ -40,10 +40,10 @@ func TestIdempotencyKey(t *testing.T) {
 // with one key land in one queue in publish order.
 func TestConsumeFromAndKeys(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("orders", 4)
 	key := h.CreateAPIKey("orders")
-	var before []testinfra.Published
+	var before []heraldtest.Published
 	for i := range 10 {
 		before = append(before, h.Publish(key, "orders", map[string]any{"body": i, "key": "customer-7"})...)
 	}
@@ -53,7 +53,7 @@ func TestConsumeFromAndKeys(t *testing.T) {
 	for i := 1; i < len(before); i++ {
 		require.Greater(t, before[i].Offset, before[i-1].Offset)
 	}
-	early, late := testinfra.NewReceiver(t), testinfra.NewReceiver(t)
+	early, late := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
 	early.SetSecret(h.CreateGroup(map[string]any{"name": "early", "endpoint_url": early.URL, "consume_from": "earliest", "subscriptions": []map[string]any{{"topic": "orders"}}}))
 	late.SetSecret(h.CreateGroup(map[string]any{"name": "late", "endpoint_url": late.URL, "subscriptions": []map[string]any{{"topic": "orders"}}}))
 	after := h.Publish(key, "orders", map[string]any{"body": "new"}) // right after the 201: must reach "late"
@@ -69,9 +69,9 @@ func TestConsumeFromAndKeys(t *testing.T) {
 // the new one claims the released cursors and delivers the rest.
 func TestDispatcherTakeover(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHeraldRoles(t, app.Roles{API: true, Worker: true}, nil)
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true, Worker: true}, nil)
 	h.CreateTopic("t", 2)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	key := h.CreateAPIKey("t")
 	h.Start(app.Roles{Dispatcher: true})

@@ -12,12 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/config"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // verifyPushToken checks a push token the way a receiver would, with go-jose (a JWT
 // library Herald does not sign with) and the JWKS Herald serves.
-func verifyPushToken(t *testing.T, h *testinfra.Herald, authz string, want josejwt.Expected) (josejwt.Claims, string) {
+func verifyPushToken(t *testing.T, h *heraldtest.Herald, authz string, want josejwt.Expected) (josejwt.Claims, string) {
 	t.Helper()
 	tok, ok := strings.CutPrefix(authz, "Bearer ")
 	require.True(t, ok, "Authorization %q", authz)
@@ -43,12 +43,12 @@ func verifyPushToken(t *testing.T, h *testinfra.Herald, authz string, want josej
 // published, so a token signed before it still verifies.
 func TestPushAuthTokenVerifiesWithJWKS(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, func(c *config.Config) { c.PublicURL = "https://herald.test" })
+	h := heraldtest.StartHerald(t, func(c *config.Config) { c.PublicURL = "https://herald.test" })
 	h.CreateTopic("orders", 1)
-	recv := testinfra.NewReceiver(t)
+	recv := heraldtest.NewReceiver(t)
 	recv.SetSecret(h.CreateGroup(map[string]any{"name": "billing", "endpoint_url": recv.URL,
 		"subscriptions": []map[string]any{{"topic": "orders"}}, "push_auth": map[string]any{"audience": "https://rx.example"}}))
-	plain := testinfra.NewReceiver(t)
+	plain := heraldtest.NewReceiver(t)
 	plain.SetSecret(h.CreateGroup(map[string]any{"name": "plain", "endpoint_url": plain.URL,
 		"subscriptions": []map[string]any{{"topic": "orders"}}}))
 	key := h.CreateAPIKey("orders")
@@ -93,9 +93,9 @@ func TestPushAuthTokenVerifiesWithJWKS(t *testing.T) {
 // and Herald's own header names are refused with 422.
 func TestEndpointHeadersMaskedAndSent(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("orders", 1)
-	recv := testinfra.NewReceiver(t)
+	recv := heraldtest.NewReceiver(t)
 	recv.SetSecret(h.CreateGroup(map[string]any{"name": "billing", "endpoint_url": recv.URL,
 		"subscriptions":    []map[string]any{{"topic": "orders"}},
 		"endpoint_headers": map[string]any{"x-api-key": "s3cret-key"}, "basic_auth": map[string]any{"username": "herald", "password": "pa55word"}}))

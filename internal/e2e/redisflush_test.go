@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/config"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // flushDB is the Redis database only TestRedisFlushed uses, so flushing it cannot
@@ -21,12 +21,12 @@ const flushDB = 9
 // flight: every message must still be delivered (duplicates allowed, loss never).
 func TestRedisFlushed(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, func(c *config.Config) { c.RedisDB = flushDB })
+	h := heraldtest.StartHerald(t, func(c *config.Config) { c.RedisDB = flushDB })
 	rdb := redis.NewClient(&redis.Options{Addr: h.Cfg.RedisAddr, DB: flushDB})
 	defer rdb.Close()
 	h.CreateTopic("flush", 2)
-	r := testinfra.NewReceiver(t)
-	r.Respond = func(testinfra.Delivery) int { time.Sleep(3 * time.Millisecond); return 204 }
+	r := heraldtest.NewReceiver(t)
+	r.Respond = func(heraldtest.Delivery) int { time.Sleep(3 * time.Millisecond); return 204 }
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "max_in_flight": 4,
 		"subscriptions": []map[string]any{{"topic": "flush"}}}))
 	key := h.CreateAPIKey("flush")

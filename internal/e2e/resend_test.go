@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestResendKeepsIDAndContinuesAttempts: resending a delivered message (alone, by
@@ -17,9 +17,9 @@ import (
 // not yet delivered and a malformed range are refused with 422; resends are audited.
 func TestResendKeepsIDAndContinuesAttempts(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("orders", 1)
-	recv := testinfra.NewReceiver(t)
+	recv := heraldtest.NewReceiver(t)
 	recv.SetSecret(h.CreateGroup(map[string]any{"name": "billing", "endpoint_url": recv.URL,
 		"subscriptions": []map[string]any{{"topic": "orders"}}}))
 	key := h.CreateAPIKey("orders")
@@ -76,7 +76,7 @@ func TestResendKeepsIDAndContinuesAttempts(t *testing.T) {
 	require.Contains(t, string(audit), "group.resend")
 }
 
-func offsetOf(t *testing.T, ms []testinfra.Published, id string) int64 {
+func offsetOf(t *testing.T, ms []heraldtest.Published, id string) int64 {
 	for _, m := range ms {
 		if m.ID == id {
 			return m.Offset

@@ -10,15 +10,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 )
 
 // scripted returns a Respond function that answers from statuses in order, then 204.
-func scripted(statuses ...int) func(testinfra.Delivery) int {
+func scripted(statuses ...int) func(heraldtest.Delivery) int {
 	var mu sync.Mutex
 	i := 0
-	return func(testinfra.Delivery) int {
+	return func(heraldtest.Delivery) int {
 		mu.Lock()
 		defer mu.Unlock()
 		if i < len(statuses) {
@@ -29,7 +29,7 @@ func scripted(statuses ...int) func(testinfra.Delivery) int {
 	}
 }
 
-func attemptsOf(t *testing.T, h *testinfra.Herald, queue, offset int64, want int) []models.DeliveryAttempt {
+func attemptsOf(t *testing.T, h *heraldtest.Herald, queue, offset int64, want int) []models.DeliveryAttempt {
 	t.Helper()
 	var as []models.DeliveryAttempt
 	require.Eventually(t, func() bool {
@@ -45,13 +45,13 @@ func attemptsOf(t *testing.T, h *testinfra.Herald, queue, offset int64, want int
 // delivered on attempt 3, each attempt recorded with its class, one webhook-id.
 func TestRetryThenSuccess(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("r", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var seen []string
 	var mu sync.Mutex
 	inner := scripted(500, 503)
-	r.Respond = func(d testinfra.Delivery) int {
+	r.Respond = func(d heraldtest.Delivery) int {
 		mu.Lock()
 		seen = append(seen, d.ID+"#"+d.Header.Get("herald-attempt"))
 		mu.Unlock()
@@ -83,11 +83,11 @@ func TestRetryThenSuccess(t *testing.T) {
 // endpoint recovers, with the same webhook-id; a second redrive does nothing.
 func TestDeadLetterAndRedrive(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("d", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var healthy atomic.Bool
-	r.Respond = func(testinfra.Delivery) int {
+	r.Respond = func(heraldtest.Delivery) int {
 		if healthy.Load() {
 			return 204
 		}
@@ -135,14 +135,14 @@ func TestDeadLetterAndRedrive(t *testing.T) {
 // partial body fails the whole batch.
 func TestPartialFailure(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("p", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var calls atomic.Int32
 	var failID atomic.Value
 	got := map[string]int{}
 	var mu sync.Mutex
-	r.Respond = func(d testinfra.Delivery) int {
+	r.Respond = func(d heraldtest.Delivery) int {
 		var env struct {
 			Messages []struct{ ID string } `json:"messages"`
 		}
@@ -156,7 +156,7 @@ func TestPartialFailure(t *testing.T) {
 		return 200
 	}
 	// The receiver writes the partial-failure body through a wrapping handler.
-	r.Body = func(d testinfra.Delivery) string {
+	r.Body = func(d heraldtest.Delivery) string {
 		if calls.Load() == 1 {
 			return fmt.Sprintf(`{"failed":[%q]}`, failID.Load().(string))
 		}
@@ -177,13 +177,13 @@ func TestPartialFailure(t *testing.T) {
 // whole batch: every message is sent again.
 func TestPartialFailureMalformed(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("p", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var calls atomic.Int32
 	got := map[string]int{}
 	var mu sync.Mutex
-	r.Respond = func(d testinfra.Delivery) int {
+	r.Respond = func(d heraldtest.Delivery) int {
 		var env struct {
 			Messages []struct{ ID string } `json:"messages"`
 		}
@@ -196,7 +196,7 @@ func TestPartialFailureMalformed(t *testing.T) {
 		calls.Add(1)
 		return 200
 	}
-	r.Body = func(testinfra.Delivery) string {
+	r.Body = func(heraldtest.Delivery) string {
 		if calls.Load() == 1 {
 			return `{"failed":"all of them?"}`
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -50,10 +50,10 @@ type hit struct {
 
 // recordHits makes r answer with respond (by request number, from 0) and records
 // every request.
-func recordHits(r *testinfra.Receiver, respond func(n int, d testinfra.Delivery) int) func() []hit {
+func recordHits(r *heraldtest.Receiver, respond func(n int, d heraldtest.Delivery) int) func() []hit {
 	var mu sync.Mutex
 	var hits []hit
-	r.Respond = func(d testinfra.Delivery) int {
+	r.Respond = func(d heraldtest.Delivery) int {
 		mu.Lock()
 		n := len(hits)
 		hits = append(hits, hit{id: d.ID, at: d.At})
@@ -71,7 +71,7 @@ func recordHits(r *testinfra.Receiver, respond func(n int, d testinfra.Delivery)
 	}
 }
 
-func publishN(t *testing.T, h *testinfra.Herald, key, topic, msgKey string, n int) {
+func publishN(t *testing.T, h *heraldtest.Herald, key, topic, msgKey string, n int) {
 	t.Helper()
 	for start := 0; start < n; start += 250 {
 		msgs := make([]map[string]any, 0, 250)
@@ -91,9 +91,9 @@ func publishN(t *testing.T, h *testinfra.Herald, key, topic, msgKey string, n in
 // other to drain.
 func TestRateLimitSharedAcrossQueues(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 2)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "rate_limit": 10, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	key := h.CreateAPIKey("t")
 	keys := keysForQueues(2)
@@ -115,11 +115,11 @@ func TestRateLimitSharedAcrossQueues(t *testing.T) {
 // the first one sent when the pause ends, not queued behind the backlog.
 func TestThrottledMessageFirstAfterPause(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	withHeader(r, "Retry-After", "1")
-	hits := recordHits(r, func(n int, _ testinfra.Delivery) int {
+	hits := recordHits(r, func(n int, _ heraldtest.Delivery) int {
 		if n == 20 {
 			return 429
 		}
@@ -157,10 +157,10 @@ func TestThrottledMessageFirstAfterPause(t *testing.T) {
 // messages, the first one included.
 func TestRateLimitNoBurst(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
-	hits := recordHits(r, func(int, testinfra.Delivery) int { return 204 })
+	r := heraldtest.NewReceiver(t)
+	hits := recordHits(r, func(int, heraldtest.Delivery) int { return 204 })
 	key := h.CreateAPIKey("t")
 	publishN(t, h, key, "t", "", 200)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "rate_limit": 50, "consume_from": "earliest",
@@ -184,11 +184,11 @@ func TestRateLimitNoBurst(t *testing.T) {
 // back to full speed within seconds, not crawling at a few messages a second.
 func TestSlowStartAfterThrottle(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	withHeader(r, "Retry-After", "1")
-	hits := recordHits(r, func(n int, _ testinfra.Delivery) int {
+	hits := recordHits(r, func(n int, _ heraldtest.Delivery) int {
 		if n == 100 {
 			return 503
 		}
@@ -208,10 +208,10 @@ func TestSlowStartAfterThrottle(t *testing.T) {
 // group opens max_in_flight POSTs, not half.
 func TestLoneJobUsesWholeBudget(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
-	r.Respond = func(testinfra.Delivery) int { time.Sleep(100 * time.Millisecond); return 204 }
+	r := heraldtest.NewReceiver(t)
+	r.Respond = func(heraldtest.Delivery) int { time.Sleep(100 * time.Millisecond); return 204 }
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "max_in_flight": 8, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	publishN(t, h, h.CreateAPIKey("t"), "t", "", 80)
 	r.WaitCount(80, 15*time.Second)
@@ -223,13 +223,13 @@ func TestLoneJobUsesWholeBudget(t *testing.T) {
 // configured rate, not the probe's trickle.
 func TestBreakerRecoversToConfiguredRate(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var mu sync.Mutex
 	failing := true
 	var closedAt time.Time
-	hits := recordHits(r, func(_ int, _ testinfra.Delivery) int {
+	hits := recordHits(r, func(_ int, _ heraldtest.Delivery) int {
 		mu.Lock()
 		defer mu.Unlock()
 		if failing {
@@ -275,10 +275,10 @@ func TestBreakerRecoversToConfiguredRate(t *testing.T) {
 // open more POSTs than max_in_flight.
 func TestRetryJobsWithinMaxInFlight(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 8)
-	r := testinfra.NewReceiver(t)
-	r.Respond = func(d testinfra.Delivery) int {
+	r := heraldtest.NewReceiver(t)
+	r.Respond = func(d heraldtest.Delivery) int {
 		if d.Header.Get("herald-attempt") == "1" {
 			var i int
 			_, _ = fmt.Sscan(string(d.Body), &i)
@@ -322,10 +322,10 @@ func TestRetryJobsWithinMaxInFlight(t *testing.T) {
 // its backlog, not after it.
 func TestRetriesShareTheRate(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
-	r.Respond = func(d testinfra.Delivery) int {
+	r := heraldtest.NewReceiver(t)
+	r.Respond = func(d heraldtest.Delivery) int {
 		var q, off int
 		_, _ = fmt.Sscanf(d.ID, "msg_%d_%d", &q, &off)
 		if d.Header.Get("herald-attempt") == "1" && off <= 20 && off%2 == 0 {
@@ -354,7 +354,7 @@ func TestRetriesShareTheRate(t *testing.T) {
 }
 
 // lagOf returns a group's lag in messages and seconds from its stats.
-func lagOf(t *testing.T, h *testinfra.Herald, group string) (msgs int64, secs float64) {
+func lagOf(t *testing.T, h *heraldtest.Herald, group string) (msgs int64, secs float64) {
 	var s struct {
 		LagMessages int64   `json:"lag_messages"`
 		LagSeconds  float64 `json:"lag_seconds"`
@@ -368,14 +368,14 @@ func lagOf(t *testing.T, h *testinfra.Herald, group string) (msgs int64, secs fl
 // really left instead of freezing at the slow message.
 func TestCommitMovesAroundSlowMessage(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	release := make(chan struct{})
 	var once sync.Once
 	unblock := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(unblock) // before the servers stop
-	r.Respond = func(d testinfra.Delivery) int {
+	r.Respond = func(d heraldtest.Delivery) int {
 		if strings.HasSuffix(d.ID, "_3") {
 			select {
 			case <-release:

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/app"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestWorkerGracefulStop sends SIGTERM to a `herald worker` process mid-job with a
@@ -20,14 +20,14 @@ import (
 func TestWorkerGracefulStop(t *testing.T) {
 	t.Parallel()
 	const n, slow, timeoutMS = 40, 700 * time.Millisecond, 2000
-	h := testinfra.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, nil)
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, nil)
 	h.CreateTopic("stop", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var mu sync.Mutex
 	posts := map[string]int{}
 	var arrivals []time.Time
 	started := make(chan struct{}, n)
-	r.Respond = func(d testinfra.Delivery) int {
+	r.Respond = func(d heraldtest.Delivery) int {
 		mu.Lock()
 		posts[d.ID]++
 		arrivals = append(arrivals, d.At)
@@ -96,12 +96,12 @@ func TestWorkerGracefulStop(t *testing.T) {
 func TestWorkerRollingRestart(t *testing.T) {
 	t.Parallel()
 	const n, timeoutMS = 200, 2000
-	h := testinfra.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, nil)
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, nil)
 	h.CreateTopic("roll", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var mu sync.Mutex
 	posts := map[string]int{}
-	r.Respond = func(d testinfra.Delivery) int {
+	r.Respond = func(d heraldtest.Delivery) int {
 		mu.Lock()
 		posts[d.ID]++
 		mu.Unlock()
@@ -112,7 +112,7 @@ func TestWorkerRollingRestart(t *testing.T) {
 		"subscriptions": []map[string]any{{"topic": "roll"}}}))
 	key := h.CreateAPIKey("roll")
 	workers := []*exec.Cmd{startWorkerProcess(t, h), startWorkerProcess(t, h)}
-	var pub []testinfra.Published
+	var pub []heraldtest.Published
 	for range n / 100 {
 		msgs := make([]map[string]any, 100)
 		for i := range msgs {

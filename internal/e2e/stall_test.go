@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/config"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestPublishStalledDatabase stalls the connection to MySQL (a proxy that stops
@@ -20,10 +20,10 @@ import (
 // and publishing works again once it answers.
 func TestPublishStalledDatabase(t *testing.T) {
 	t.Parallel()
-	base, err := mysql.ParseDSN(testinfra.MySQLBase())
+	base, err := mysql.ParseDSN(heraldtest.MySQLBase())
 	require.NoError(t, err)
-	proxy := testinfra.NewStallProxy(t, base.Addr)
-	h := testinfra.StartHerald(t, func(c *config.Config) {
+	proxy := heraldtest.NewStallProxy(t, base.Addr)
+	h := heraldtest.StartHerald(t, func(c *config.Config) {
 		c.MySQLDSN = proxy.ProxiedDSN(t, c.MySQLDSN)
 		c.PublishTimeout = 2 * time.Second
 	})
@@ -75,10 +75,10 @@ func TestPublishStalledDatabase(t *testing.T) {
 // in the group commit.
 func TestPublishDatabaseDown(t *testing.T) {
 	t.Parallel()
-	base, err := mysql.ParseDSN(testinfra.MySQLBase())
+	base, err := mysql.ParseDSN(heraldtest.MySQLBase())
 	require.NoError(t, err)
-	proxy := testinfra.NewStallProxy(t, base.Addr)
-	h := testinfra.StartHerald(t, func(c *config.Config) {
+	proxy := heraldtest.NewStallProxy(t, base.Addr)
+	h := heraldtest.StartHerald(t, func(c *config.Config) {
 		c.MySQLDSN = proxy.ProxiedDSN(t, c.MySQLDSN)
 		c.PublishTimeout = 2 * time.Second
 	})

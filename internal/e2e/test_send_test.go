@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -20,10 +20,10 @@ import (
 type sendCase struct {
 	name    string
 	status  int                               // the receiver's answer; 0 for an endpoint without a receiver
-	body    func(d testinfra.Delivery) string // response body; nil for none
+	body    func(d heraldtest.Delivery) string // response body; nil for none
 	header  http.Header                       // response headers
 	hang    bool                              // the receiver never answers (the POST times out)
-	url     func(rx *testinfra.Receiver) string
+	url     func(rx *heraldtest.Receiver) string
 	outcome string // what the test send must report
 	class   string // its error class, which the delivery attempt must record too
 }
@@ -35,7 +35,7 @@ type sendCase struct {
 // records it.
 func TestSendMatchesDelivery(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("ts", 1)
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -44,10 +44,10 @@ func TestSendMatchesDelivery(t *testing.T) {
 	cases := []sendCase{
 		{name: "204", status: 204, outcome: "delivered"},
 		{name: "200 naming the message", status: 200, outcome: "partial", class: "partial_failure",
-			body: func(d testinfra.Delivery) string { return fmt.Sprintf(`{"failed":[%q]}`, d.ID) }},
-		{name: "200 naming another", status: 200, outcome: "delivered", body: func(testinfra.Delivery) string { return `{"failed":["msg_999_1"]}` }},
+			body: func(d heraldtest.Delivery) string { return fmt.Sprintf(`{"failed":[%q]}`, d.ID) }},
+		{name: "200 naming another", status: 200, outcome: "delivered", body: func(heraldtest.Delivery) string { return `{"failed":["msg_999_1"]}` }},
 		{name: "200 malformed failed", status: 200, outcome: "failed", class: "partial_malformed",
-			body: func(testinfra.Delivery) string { return `{"failed":"all"}` }},
+			body: func(heraldtest.Delivery) string { return `{"failed":"all"}` }},
 		{name: "302", status: 302, header: http.Header{"Location": {"http://127.0.0.1:1/elsewhere"}}, outcome: "failed", class: "redirect"},
 		{name: "400", status: 400, outcome: "failed", class: "http_status"},
 		{name: "410", status: 410, outcome: "gone"},
@@ -57,23 +57,23 @@ func TestSendMatchesDelivery(t *testing.T) {
 		{name: "503", status: 503, outcome: "failed", class: "http_status"},
 		{name: "500", status: 500, outcome: "failed", class: "http_status"},
 		{name: "timeout", status: 204, hang: true, outcome: "failed", class: "timeout"},
-		{name: "connection refused", url: func(*testinfra.Receiver) string { return refusedURL }, outcome: "failed", class: "connect"},
+		{name: "connection refused", url: func(*heraldtest.Receiver) string { return refusedURL }, outcome: "failed", class: "connect"},
 		{name: "https to plain http", outcome: "failed", class: "tls",
-			url: func(rx *testinfra.Receiver) string { return strings.Replace(rx.URL, "http://", "https://", 1) }},
-		{name: "host does not resolve", url: func(*testinfra.Receiver) string { return "http://herald-test.invalid/hook" }, outcome: "failed", class: "dns"},
+			url: func(rx *heraldtest.Receiver) string { return strings.Replace(rx.URL, "http://", "https://", 1) }},
+		{name: "host does not resolve", url: func(*heraldtest.Receiver) string { return "http://herald-test.invalid/hook" }, outcome: "failed", class: "dns"},
 	}
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) }) // registered after the receivers: runs before they close
 	type capture struct {
 		mu   sync.Mutex
-		reqs map[string]testinfra.Delivery // first request of each webhook-id
+		reqs map[string]heraldtest.Delivery // first request of each webhook-id
 	}
 	caps := make([]*capture, len(cases))
 	for i, tc := range cases {
-		rx := testinfra.NewReceiver(t)
-		c := &capture{reqs: map[string]testinfra.Delivery{}}
+		rx := heraldtest.NewReceiver(t)
+		c := &capture{reqs: map[string]heraldtest.Delivery{}}
 		caps[i] = c
-		rx.Respond = func(d testinfra.Delivery) int {
+		rx.Respond = func(d heraldtest.Delivery) int {
 			c.mu.Lock()
 			if _, ok := c.reqs[d.ID]; !ok {
 				c.reqs[d.ID] = d
@@ -84,7 +84,7 @@ func TestSendMatchesDelivery(t *testing.T) {
 			}
 			return tc.status
 		}
-		rx.Body, rx.Header = tc.body, func(testinfra.Delivery) http.Header { return tc.header }
+		rx.Body, rx.Header = tc.body, func(heraldtest.Delivery) http.Header { return tc.header }
 		url := rx.URL
 		if tc.url != nil {
 			url = tc.url(rx)
@@ -152,7 +152,7 @@ func TestSendMatchesDelivery(t *testing.T) {
 		require.True(t, gotDelivery && gotTest, "%s: both requests reached the receiver", tc.name)
 		require.True(t, delivered.Verified && test.Verified, "%s: both signatures verify", tc.name)
 		require.Equal(t, "true", test.Header.Get("Herald-Test"), tc.name)
-		for _, d := range []testinfra.Delivery{delivered, test} {
+		for _, d := range []heraldtest.Delivery{delivered, test} {
 			require.Regexp(t, `^00-[0-9a-f]{32}-[0-9a-f]{16}-01$`, d.Header.Get("Traceparent"), tc.name)
 		}
 		strip := func(hd http.Header) http.Header {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 type statsBody struct {
@@ -25,29 +25,29 @@ type statsBody struct {
 	DeadLetters         int64   `json:"dead_letters_pending"`
 }
 
-func stats(t *testing.T, h *testinfra.Herald, group string) statsBody {
+func stats(t *testing.T, h *heraldtest.Herald, group string) statsBody {
 	var s statsBody
 	require.NoError(t, json.Unmarshal(h.Admin("GET", "/groups/"+group+"/stats", nil, 200), &s))
 	return s
 }
 
 // headerReceiver wraps a Receiver to set response headers for scripted answers.
-func withHeader(r *testinfra.Receiver, key, value string) {
-	r.Header = func(testinfra.Delivery) http.Header { return http.Header{key: []string{value}} }
+func withHeader(r *heraldtest.Receiver, key, value string) {
+	r.Header = func(heraldtest.Delivery) http.Header { return http.Header{key: []string{value}} }
 }
 
 // TestThrottle429: 429 with Retry-After 2 returns the message without counting an
 // attempt, pauses the group about 2 s and halves its effective rate.
 func TestThrottle429(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var mu sync.Mutex
 	var times []time.Time
 	var attempts []string
 	inner := scripted(429)
-	r.Respond = func(d testinfra.Delivery) int {
+	r.Respond = func(d heraldtest.Delivery) int {
 		mu.Lock()
 		times = append(times, time.Now())
 		attempts = append(attempts, d.Header.Get("herald-attempt"))
@@ -71,7 +71,7 @@ func TestThrottle429(t *testing.T) {
 	require.NotEmpty(t, r.Get(msg.ID))
 }
 
-func mustRetryCount(t *testing.T, h *testinfra.Herald) []int {
+func mustRetryCount(t *testing.T, h *heraldtest.Herald) []int {
 	n, err := h.Store.RetryCount(t.Context(), 1)
 	require.NoError(t, err)
 	if n == 0 {
@@ -84,9 +84,9 @@ func mustRetryCount(t *testing.T, h *testinfra.Herald) []int {
 // lost, and resume delivers it.
 func TestGone410(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	r.Respond = scripted(410)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	msg := h.Publish(h.CreateAPIKey("t"), "t", map[string]any{"body": 1})[0]
@@ -103,12 +103,12 @@ func TestGone410(t *testing.T) {
 // probe succeeds, the breaker closes and the rate restarts slowly.
 func TestBreaker(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
 	var mu sync.Mutex
 	failing := true
-	r.Respond = func(testinfra.Delivery) int {
+	r.Respond = func(heraldtest.Delivery) int {
 		mu.Lock()
 		defer mu.Unlock()
 		if failing {
@@ -142,10 +142,10 @@ func TestBreaker(t *testing.T) {
 // at the endpoint.
 func TestMaxInFlight(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 8)
-	r := testinfra.NewReceiver(t)
-	r.Respond = func(testinfra.Delivery) int { time.Sleep(10 * time.Millisecond); return 204 }
+	r := heraldtest.NewReceiver(t)
+	r.Respond = func(heraldtest.Delivery) int { time.Sleep(10 * time.Millisecond); return 204 }
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "max_in_flight": 4, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	key := h.CreateAPIKey("t")
 	for i := range 16 {
@@ -163,11 +163,11 @@ func TestMaxInFlight(t *testing.T) {
 // TestRedirectNotFollowed: a 302 is a failure of class redirect, never followed.
 func TestRedirectNotFollowed(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 1)
-	target := testinfra.NewReceiver(t)
-	r := testinfra.NewReceiver(t)
-	r.Respond = func(testinfra.Delivery) int { return 302 }
+	target := heraldtest.NewReceiver(t)
+	r := heraldtest.NewReceiver(t)
+	r.Respond = func(heraldtest.Delivery) int { return 302 }
 	withHeader(r, "Location", target.URL)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "max_attempts": 1, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	msg := h.Publish(h.CreateAPIKey("t"), "t", map[string]any{"body": 1})[0]
@@ -181,10 +181,10 @@ func TestRedirectNotFollowed(t *testing.T) {
 // with a reason after disable_after (throttle-only time counts), never silently stuck.
 func TestThrottledForeverAutoPauses(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, func(c *config.Config) { c.Dispatcher.DisableAfter = 3 * time.Second })
+	h := heraldtest.StartHerald(t, func(c *config.Config) { c.Dispatcher.DisableAfter = 3 * time.Second })
 	h.CreateTopic("t", 1)
-	r := testinfra.NewReceiver(t)
-	r.Respond = func(testinfra.Delivery) int { return 429 }
+	r := heraldtest.NewReceiver(t)
+	r.Respond = func(heraldtest.Delivery) int { return 429 }
 	withHeader(r, "Retry-After", "1")
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	h.Publish(h.CreateAPIKey("t"), "t", map[string]any{"body": 1})
@@ -214,13 +214,13 @@ func TestThrottledMessageFailsAlone(t *testing.T) {
 		batch := tc.batch
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			h := testinfra.StartHerald(t, nil)
+			h := heraldtest.StartHerald(t, nil)
 			h.CreateTopic("t", 4)
-			r := testinfra.NewReceiver(t)
+			r := heraldtest.NewReceiver(t)
 			poison := []byte(`"tenant":"over-quota"`)
 			var mu sync.Mutex
 			throttled := 0
-			r.Respond = func(d testinfra.Delivery) int {
+			r.Respond = func(d heraldtest.Delivery) int {
 				if bytes.Contains(d.Body, poison) {
 					mu.Lock()
 					throttled++

@@ -6,12 +6,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // waitRetriesDue waits until the test's database holds n retry rows and every one is
 // due by the database clock, the clock a retry claim compares due_at with.
-func waitRetriesDue(t *testing.T, h *testinfra.Herald, n int) {
+func waitRetriesDue(t *testing.T, h *heraldtest.Herald, n int) {
 	t.Helper()
 	var rows, notDue int
 	require.Eventually(t, func() bool {

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/config"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // slowPoll is an asynq idle poll far longer than any wait below: a job these tests
@@ -20,9 +20,9 @@ const slowPoll = time.Minute
 // Keys.JobsChannel ends the worker's idle sleep.
 func TestWorkerWakeLoneMessages(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, func(c *config.Config) { c.Worker.TaskCheckInterval = slowPoll; c.InProcess = new(bool) })
+	h := heraldtest.StartHerald(t, func(c *config.Config) { c.Worker.TaskCheckInterval = slowPoll; c.InProcess = new(bool) })
 	h.CreateTopic("wake", 2)
-	recv := testinfra.NewReceiver(t)
+	recv := heraldtest.NewReceiver(t)
 	recv.SetSecret(h.CreateGroup(map[string]any{"name": "wake", "endpoint_url": recv.URL,
 		"subscriptions": []map[string]any{{"topic": "wake"}}, "batch_size": 1, "max_in_flight": 4}))
 	key := h.CreateAPIKey("wake")
@@ -40,7 +40,7 @@ func TestWorkerWakeLoneMessages(t *testing.T) {
 // sleep ends with the server, so Stop returns in seconds, not after the poll.
 func TestWorkerWakeShutdown(t *testing.T) {
 	t.Parallel()
-	h := testinfra.StartHerald(t, func(c *config.Config) { c.Worker.TaskCheckInterval = slowPoll })
+	h := heraldtest.StartHerald(t, func(c *config.Config) { c.Worker.TaskCheckInterval = slowPoll })
 	time.Sleep(300 * time.Millisecond) // the processor found the asynq queue empty and sleeps
 	start := time.Now()
 	h.Stop()

@@ -11,7 +11,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/fence"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestRaiseAndWatch: a raised fence never goes down in Redis, a running Watcher
@@ -19,7 +19,7 @@ import (
 // Watcher that missed it.
 func TestRaiseAndWatch(t *testing.T) {
 	t.Parallel()
-	rdb, ns := testinfra.Redis(t)
+	rdb, ns := heraldtest.Redis(t)
 	keys := delivery.Keys{Namespace: ns}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -60,7 +60,7 @@ func TestRaiseAndWatch(t *testing.T) {
 // Watcher (the residual window of a reset or takeover): Raise's round trip plus
 // the pub/sub delivery.
 func BenchmarkRaiseToNotice(b *testing.B) {
-	rdb, ns := testinfra.Redis(b)
+	rdb, ns := heraldtest.Redis(b)
 	keys := delivery.Keys{Namespace: ns}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := fence.NewWatcher(rdb, keys)
@@ -80,7 +80,7 @@ func BenchmarkRaiseToNotice(b *testing.B) {
 
 // BenchmarkStale is the per-POST check: a map read under a mutex.
 func BenchmarkStale(b *testing.B) {
-	rdb, ns := testinfra.Redis(b)
+	rdb, ns := heraldtest.Redis(b)
 	keys := delivery.Keys{Namespace: ns}
 	w := fence.NewWatcher(rdb, keys)
 	for range b.N {
@@ -90,7 +90,7 @@ func BenchmarkStale(b *testing.B) {
 
 // BenchmarkLoad is the per-job check: one HGET.
 func BenchmarkLoad(b *testing.B) {
-	rdb, ns := testinfra.Redis(b)
+	rdb, ns := heraldtest.Redis(b)
 	keys := delivery.Keys{Namespace: ns}
 	ctx := context.Background()
 	require.NoError(b, fence.Raise(ctx, rdb, keys, 1, map[int64]int64{2: 5}))
@@ -108,7 +108,7 @@ func BenchmarkLoad(b *testing.B) {
 // between two rounds is seen by the next.
 func TestConcurrentLoads(t *testing.T) {
 	t.Parallel()
-	rdb, ns := testinfra.Redis(t)
+	rdb, ns := heraldtest.Redis(t)
 	keys := delivery.Keys{Namespace: ns}
 	ctx := context.Background()
 	const groups = 40
@@ -158,7 +158,7 @@ func TestConcurrentLoads(t *testing.T) {
 // raised late (a racing api) never overrides a newer one.
 func TestStatusFence(t *testing.T) {
 	t.Parallel()
-	rdb, ns := testinfra.Redis(t)
+	rdb, ns := heraldtest.Redis(t)
 	keys := delivery.Keys{Namespace: ns}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -199,7 +199,7 @@ func TestStatusFence(t *testing.T) {
 // after LoadReuse reads Redis again.
 func TestLoadReuse(t *testing.T) {
 	t.Parallel()
-	rdb, ns := testinfra.Redis(t)
+	rdb, ns := heraldtest.Redis(t)
 	keys := delivery.Keys{Namespace: ns}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -12,7 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/groupcommit"
 	"github.com/heraldhq/herald/internal/notify"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -35,7 +35,7 @@ func (f *flushes) Published(_ context.Context, evs []notify.Event) error {
 // queue (round-robin per flush), while keyed messages keep their key's queue. The
 // notification lists exactly the committed rows, in id order, with their bodies.
 func TestFlushPutsKeylessMessagesInOneQueue(t *testing.T) {
-	_, st := testinfra.Database(t)
+	_, st := heraldtest.Database(t)
 	ctx := context.Background()
 	topic, err := st.TopicCreate(ctx, "spread", 4)
 	require.NoError(t, err)
@@ -108,7 +108,7 @@ func TestFlushPutsKeylessMessagesInOneQueue(t *testing.T) {
 // announced with Expect (being read) and commits both together; without an
 // announced request it does not wait.
 func TestLingerWaitsForExpectedRequests(t *testing.T) {
-	_, st := testinfra.Database(t)
+	_, st := heraldtest.Database(t)
 	ctx := context.Background()
 	topic, err := st.TopicCreate(ctx, "linger", 1)
 	require.NoError(t, err)

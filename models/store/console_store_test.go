@@ -10,7 +10,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/secrets"
 	"github.com/heraldhq/herald/internal/signing"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -42,7 +42,7 @@ func newGroup(t *testing.T, st *store.Store, name string) *models.Group {
 func TestSigningSecretsAtRest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, st := testinfra.Database(t)
+	_, st := heraldtest.Database(t)
 	_, err := st.TopicCreate(ctx, "orders", 1)
 	require.NoError(t, err)
 
@@ -101,7 +101,7 @@ func TestSigningSecretsAtRest(t *testing.T) {
 func TestStatsRollup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, st := testinfra.Database(t)
+	_, st := heraldtest.Database(t)
 	m := time.Now().UTC().Truncate(time.Minute)
 	require.NoError(t, st.StatsAdd(ctx, m, 0, 7, 5, 0, 0))
 	require.NoError(t, st.StatsAdd(ctx, m.Add(20*time.Second), 0, 7, 3, 0, 0))

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -17,7 +17,7 @@ import (
 // version (an offset reset) or another owner (a takeover) — without writing them.
 func TestCursorsCommitFenced(t *testing.T) {
 	t.Parallel()
-	_, st := testinfra.Database(t)
+	_, st := heraldtest.Database(t)
 	ctx := context.Background()
 	_, err := st.TopicCreate(ctx, "orders", 4)
 	require.NoError(t, err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -19,7 +19,7 @@ import (
 func TestEndpointAuthLimitsStoredAndIsolated(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn, st := testinfra.Database(t)
+	dsn, st := heraldtest.Database(t)
 	_, err := st.TopicCreate(ctx, "orders", 1)
 	require.NoError(t, err)
 	big := newGroup(t, st, "big")

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models/store"
 )
 
@@ -16,7 +16,7 @@ import (
 func TestDispatcherLeases(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, st := testinfra.Database(t)
+	_, st := heraldtest.Database(t)
 	require.NoError(t, st.DispatcherHeartbeat(ctx, "b", "h", 3*time.Second))
 	require.NoError(t, st.DispatcherHeartbeat(ctx, "a", "h", 300*time.Millisecond))
 	ls, err := st.DispatcherLeases(ctx)
@@ -38,7 +38,7 @@ func TestDispatcherLeases(t *testing.T) {
 func TestRetryNextDueByGroups(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, st := testinfra.Database(t)
+	_, st := heraldtest.Database(t)
 	_, err := st.DB().ExecContext(ctx, `INSERT INTO retry_messages (group_id, queue_id, msg_offset, attempt, due_at) VALUES
 		(1, 1, 1, 1, '2030-01-01 00:00:05'), (1, 2, 7, 2, '2030-01-01 00:00:01'), (2, 1, 1, 1, '2030-01-02 00:00:00')`)
 	require.NoError(t, err)
@@ -55,7 +55,7 @@ func TestRetryNextDueByGroups(t *testing.T) {
 func TestGroupWritesBatched(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, st := testinfra.Database(t)
+	_, st := heraldtest.Database(t)
 	var hs []store.GroupHealth
 	for g := int64(1); g <= 250; g++ { // more than one statement's rows
 		hs = append(hs, store.GroupHealth{GroupID: g, BreakerState: "open", ConsecutiveFailures: int(g), LastError: "timeout"})

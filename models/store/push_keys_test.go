@@ -10,7 +10,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/pushauth"
 	"github.com/heraldhq/herald/internal/secrets"
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -20,7 +20,7 @@ import (
 func TestPushKeysAndEndpointAuthAtRest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, st := testinfra.Database(t)
+	_, st := heraldtest.Database(t)
 	_, err := st.TopicCreate(ctx, "orders", 1)
 	require.NoError(t, err)
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -32,7 +32,7 @@ func BenchmarkPublishDuringPrune(b *testing.B) {
 	rows := envInt("HERALD_BENCH_PRUNE_ROWS", 300_000)
 	chunk := envInt("HERALD_BENCH_PRUNE_CHUNK", 1000)
 	pause := time.Duration(envInt("HERALD_BENCH_PRUNE_PAUSE_MS", 50)) * time.Millisecond
-	dsn, st := testinfra.Database(b)
+	dsn, st := heraldtest.Database(b)
 	ctx := context.Background()
 	topic, err := st.TopicCreate(ctx, "bench", 2)
 	require.NoError(b, err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models/store"
 )
 
@@ -19,7 +19,7 @@ import (
 // compare with, not after Herald's clock.
 func TestRetryDueOnDatabaseClock(t *testing.T) {
 	t.Parallel()
-	dsn, _ := testinfra.Database(t)
+	dsn, _ := heraldtest.Database(t)
 	sep := "?"
 	if strings.Contains(dsn, "?") {
 		sep = "&"
@@ -47,15 +47,15 @@ func TestRetryDueOnDatabaseClock(t *testing.T) {
 }
 
 // TestClockRebaseAfterBackwardStep steps the database clock of a Store's sessions an
-// hour back (testinfra.ClockProxy): the next heartbeat reports the step and re-bases
+// hour back (heraldtest.ClockProxy): the next heartbeat reports the step and re-bases
 // what was written on the old clock, so a retry due in 5 s and a peer's 3 s lease
 // are again at most that far ahead of NOW(3), not an hour; the heartbeat after that
 // sees a clock that behaves.
 func TestClockRebaseAfterBackwardStep(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn, _ := testinfra.Database(t)
-	cp := testinfra.NewClockProxy(t, dsn)
+	dsn, _ := heraldtest.Database(t)
+	cp := heraldtest.NewClockProxy(t, dsn)
 	st, err := store.Open(ctx, cp.ProxiedDSN(t, dsn))
 	require.NoError(t, err)
 	defer st.Close()

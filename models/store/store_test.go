@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/testinfra"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models/store"
 )
 
@@ -17,7 +17,7 @@ import (
 // WithTx transaction: they see each other's writes, and a rollback leaves nothing.
 func TestWithTxBindsRawSQL(t *testing.T) {
 	t.Parallel()
-	_, st := testinfra.Database(t)
+	_, st := heraldtest.Database(t)
 	ctx := context.Background()
 	topic, err := st.TopicCreate(ctx, "orders", 1)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package testinfra
+package heraldtest
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/heraldhq/herald/dispatcher"
-	"github.com/heraldhq/herald/internal/app"
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/maintenance"

@@ -1,4 +1,4 @@
-package testinfra
+package heraldtest
 
 import (
 	"net"

@@ -1,11 +1,11 @@
-// Package testinfra gives each test real infrastructure of its own: a fresh MariaDB
+// Package heraldtest gives each test real infrastructure of its own: a fresh MariaDB
 // database with migrations applied, a unique Redis namespace (asynq queue, report
 // lists, notify channel), and an in-process Herald with every role on a random
 // loopback port. A missing service fails the test with a clear message; it never skips.
 //
 // HERALD_TEST_MYSQL_DSN (default "root@tcp(127.0.0.1:3306)/") and
 // HERALD_TEST_REDIS_ADDR (default 127.0.0.1:6379) point at the servers.
-package testinfra
+package heraldtest
 
 import (
 	"context"
