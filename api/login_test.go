@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/api"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/config"
-	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 )
 

@@ -12,10 +12,10 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/heraldhq/herald/control"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/ssrf"
-	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )

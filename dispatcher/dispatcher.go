@@ -45,7 +45,7 @@ type groupState struct {
 	// retryThrottles counts, per (queue, offset) of a retry row, its POSTs throttled
 	// in a row (delivery.MaxThrottles); kept in memory, so a new owner counts afresh.
 	retryThrottles map[[2]int64]int
-	health    health // failure counters, breaker, throttle and retry due time
+	health         health // failure counters, breaker, throttle and retry due time
 }
 
 // Dispatcher is one dispatcher process. Create it with New and start it with Run.

@@ -16,11 +16,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/heraldhq/herald/dispatcher"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/signing"
-	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/maintenance"

@@ -14,11 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/signing"
-	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/maintenance"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"

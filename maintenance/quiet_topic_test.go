@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/signing"
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/signing"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )

@@ -9,11 +9,11 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/signing"
-	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/maintenance"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"

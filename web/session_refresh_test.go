@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/config"
-	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestSessionRefreshedPastHalfLife: a console request with a session token past

@@ -11,8 +11,8 @@ import (
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/metrics"
-	"github.com/heraldhq/herald/internal/webhook"
 	"github.com/heraldhq/herald/internal/stagetrace"
+	"github.com/heraldhq/herald/internal/webhook"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )

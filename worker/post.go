@@ -6,8 +6,8 @@ import (
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/signing"
-	"github.com/heraldhq/herald/internal/webhook"
 	"github.com/heraldhq/herald/internal/stagetrace"
+	"github.com/heraldhq/herald/internal/webhook"
 	"github.com/heraldhq/herald/models"
 )
 

@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models"
 )
 

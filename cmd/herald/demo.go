@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/internal/demo"
 	"github.com/heraldhq/herald/models"

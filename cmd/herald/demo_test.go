@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
-	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/models/store"
 )
 

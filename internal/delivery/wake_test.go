@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/delivery"
 )
 
 // TestJobsWaker checks the wake-up path against a real Redis: a listener turns a

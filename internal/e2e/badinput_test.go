@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/api"
-	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/config"
 )
 
 type problemBody struct {

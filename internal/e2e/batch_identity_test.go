@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/api"
-	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/metrics"
 )
 
 // batchPost is one POST a batch receiver saw.

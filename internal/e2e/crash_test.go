@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
-	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/delivery"
 )
 
 // startWorkerProcess runs `herald worker` against h's database and namespace and

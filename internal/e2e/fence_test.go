@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
-	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/delivery"
 )
 
 // TestResetWhilePausedSkipsBacklog pauses a group, lets a backlog build, resets it

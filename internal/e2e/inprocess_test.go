@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
-	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestDeliveryPaths runs one live flow — concurrent single-message publishes while

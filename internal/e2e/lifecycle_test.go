@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
-	"github.com/heraldhq/herald/heraldtest"
 )
 
 // arrivals records when each POST reached a receiver, whatever it answered.

@@ -25,9 +25,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/dispatcher"
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
-	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 )
 

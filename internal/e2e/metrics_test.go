@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
-	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/metrics"
 )
 
 // groupSeries returns, for each per-group metric family this process exports, the

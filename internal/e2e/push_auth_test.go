@@ -11,8 +11,8 @@ import (
 	josejwt "github.com/go-jose/go-jose/v4/jwt"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/config"
 )
 
 // verifyPushToken checks a push token the way a receiver would, with go-jose (a JWT

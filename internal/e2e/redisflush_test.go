@@ -9,8 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/config"
 )
 
 // flushDB is the Redis database only TestRedisFlushed uses, so flushing it cannot

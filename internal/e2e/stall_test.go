@@ -10,8 +10,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/config"
 )
 
 // TestPublishStalledDatabase stalls the connection to MySQL (a proxy that stops

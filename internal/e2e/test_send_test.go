@@ -19,10 +19,10 @@ import (
 // sendCase is one way an endpoint answers (or fails), for TestSendMatchesDelivery.
 type sendCase struct {
 	name    string
-	status  int                               // the receiver's answer; 0 for an endpoint without a receiver
+	status  int                                // the receiver's answer; 0 for an endpoint without a receiver
 	body    func(d heraldtest.Delivery) string // response body; nil for none
-	header  http.Header                       // response headers
-	hang    bool                              // the receiver never answers (the POST times out)
+	header  http.Header                        // response headers
+	hang    bool                               // the receiver never answers (the POST times out)
 	url     func(rx *heraldtest.Receiver) string
 	outcome string // what the test send must report
 	class   string // its error class, which the delivery attempt must record too

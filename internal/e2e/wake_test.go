@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/config"
 )
 
 // slowPoll is an asynq idle poll far longer than any wait below: a job these tests

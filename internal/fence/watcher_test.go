@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/fence"
-	"github.com/heraldhq/herald/heraldtest"
 )
 
 // TestRaiseAndWatch: a raised fence never goes down in Redis, a running Watcher
@@ -193,6 +193,7 @@ func TestStatusFence(t *testing.T) {
 	require.EqualValues(t, 8, v)
 	require.Eventually(t, func() bool { v, p, _ := w.Status(1); return v == 8 && !p }, 5*time.Second, 5*time.Millisecond)
 }
+
 // TestLoadReuse: while subscribed, a Load within LoadReuse of the last read of the
 // same fence answers from the in-memory view (a value written to Redis behind the
 // channel's back goes unseen), announced raises still count at once, and a Load

@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/internal/groupcommit"
 	"github.com/heraldhq/herald/internal/notify"
-	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
