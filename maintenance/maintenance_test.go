@@ -94,7 +94,7 @@ func TestLeaseOneHolder(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, ms[l].ID(), holder)
 	for range 5 { // renewals keep the same holder
-		time.Sleep(b.cfg.RenewInterval)
+		time.Sleep(b.cfg.RenewInterval) // absence: renewals across a renew interval leave the holder unchanged
 		require.True(t, ms[l].Leader())
 		require.False(t, ms[1-l].Leader())
 	}
@@ -225,7 +225,7 @@ func TestIdleLeaderStatements(t *testing.T) {
 	require.Less(t, len(taken), 30, "statements of the first run: %q", text)
 
 	from := time.Now()
-	time.Sleep(10 * b.cfg.RenewInterval)
+	time.Sleep(10 * b.cfg.RenewInterval) // absence: a held lease issues no duty statement in ten renew intervals
 	held := counter.Since(from)
 	for _, s := range held {
 		require.True(t, strings.HasPrefix(s.SQL, "UPDATE maintenance_leases"), "only renewals while idle: %s", s.SQL)

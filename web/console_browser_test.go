@@ -243,9 +243,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	// Pause holds deliveries; resume releases them.
 	b.submit("#pause")
 	require.Equal(t, "paused", b.text("#group-status"))
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // latency: POSTs already on the wire when the pause answered finish
 	held := h.Publish(key, "orders", map[string]any{"body": 2, "tag": "paced"})
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond) // absence: nothing is delivered while paused
 	require.Empty(t, recv.Get(held[0].ID), "nothing is delivered while paused")
 	b.submit("#resume")
 	require.Equal(t, "running", b.text("#group-status"))

@@ -103,7 +103,7 @@ func TestPostTrickledHeadersTimeOut(t *testing.T) {
 			if _, err := c.Write([]byte{b}); err != nil {
 				return
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // latency: an endpoint that trickles its headers
 		}
 	}()
 	start := time.Now()

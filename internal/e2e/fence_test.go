@@ -54,7 +54,7 @@ func TestResetFencesRunningJobs(t *testing.T) {
 	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 1)
 	r := heraldtest.NewReceiver(t)
-	r.Respond = func(heraldtest.Delivery) int { time.Sleep(20 * time.Millisecond); return 204 }
+	r.Respond = func(heraldtest.Delivery) int { time.Sleep(20 * time.Millisecond); return 204 } // latency: a slow receiver
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "max_in_flight": 4,
 		"subscriptions": []map[string]any{{"topic": "t"}}}))
 	key := h.CreateAPIKey("t")
@@ -208,7 +208,7 @@ func TestDispatcherKilledTakeover(t *testing.T) {
 	ids := make([]int64, groups)
 	for i := range recv {
 		r := heraldtest.NewReceiver(t)
-		r.Respond = func(heraldtest.Delivery) int { time.Sleep(100 * time.Millisecond); return 204 }
+		r.Respond = func(heraldtest.Delivery) int { time.Sleep(100 * time.Millisecond); return 204 } // latency: a slow receiver
 		name := fmt.Sprintf("g%d", i)
 		r.SetSecret(h.CreateGroup(map[string]any{"name": name, "endpoint_url": r.URL, "max_in_flight": inFlight,
 			"subscriptions": []map[string]any{{"topic": "t"}}}))

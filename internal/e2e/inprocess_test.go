@@ -125,7 +125,7 @@ func heraldAllRestarts(t *testing.T, sig syscall.Signal, maxDup int) {
 		mu.Lock()
 		posts[d.ID]++
 		mu.Unlock()
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(150 * time.Millisecond) // latency: a slow receiver
 		return 204
 	}
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "timeout_ms": 2000, "max_in_flight": 8, "batch_size": 1,
@@ -143,7 +143,7 @@ func heraldAllRestarts(t *testing.T, sig syscall.Signal, maxDup int) {
 			mu.Lock()
 			pub = append(pub, m...)
 			mu.Unlock()
-			time.Sleep(15 * time.Millisecond)
+			time.Sleep(15 * time.Millisecond) // latency: the publisher's pace
 		}
 	}()
 	sent := func() int { mu.Lock(); defer mu.Unlock(); return len(posts) }

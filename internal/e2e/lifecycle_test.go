@@ -50,7 +50,7 @@ func TestDeleteGroupMidDelivery(t *testing.T) {
 	var seen arrivals
 	r.Respond = func(d heraldtest.Delivery) int {
 		seen.add(d.At)
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // latency: a slow receiver
 		if strings.HasSuffix(d.ID, "7") {
 			return 500 // some go to the retry topic (first retry after 1 s)
 		}

@@ -428,7 +428,7 @@ func (lp livePublisher) inBackground(topic string, n int, pause time.Duration, t
 				tag = tags[p]
 			}
 			_, err := lp.publish(topic, jsonMsg(fmt.Sprintf(`{"p":%d,"t":%d}`, p, time.Now().UnixNano()), tag, ""))
-			time.Sleep(pause)
+			time.Sleep(pause) // latency: the publisher's pace
 			return true, err
 		})
 	}()
@@ -629,7 +629,7 @@ func TestLiveGroupsAtDifferentSpeeds(t *testing.T) {
 		return 204
 	}
 	withHeader(throttled, "Retry-After", "1")
-	slow.Respond = func(heraldtest.Delivery) int { time.Sleep(15 * time.Millisecond); return 204 }
+	slow.Respond = func(heraldtest.Delivery) int { time.Sleep(15 * time.Millisecond); return 204 } // latency: a slow receiver
 	for _, g := range []struct {
 		name string
 		r    *heraldtest.Receiver
@@ -688,7 +688,7 @@ func TestLiveResetUnderTraffic(t *testing.T) {
 	h.CreateTopic("reset", 2)
 	r := heraldtest.NewReceiver(t)
 	var log postLog
-	log.wrap(r, func(heraldtest.Delivery) int { time.Sleep(10 * time.Millisecond); return 204 })
+	log.wrap(r, func(heraldtest.Delivery) int { time.Sleep(10 * time.Millisecond); return 204 }) // latency: a slow receiver
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": 1, "max_in_flight": 2,
 		"subscriptions": []map[string]any{{"topic": "reset"}}}))
 	key := h.CreateAPIKey("reset")
@@ -700,7 +700,7 @@ func TestLiveResetUnderTraffic(t *testing.T) {
 	before := ledger.all() // every one answered: its row is at or below the reset's offsets
 	h.Admin("POST", "/groups/g/offsets/reset", map[string]any{"to": "latest"}, 200)
 	answered := time.Now()
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond) // absence: publishing goes on after the reset; nothing below its offsets may arrive
 	require.NoError(t, stopPublishing())
 	after := map[string]liveSent{}
 	for id, s := range ledger.all() {
@@ -826,7 +826,7 @@ func TestLiveSpillOverToAsynq(t *testing.T) {
 	names := make([]string, groups)
 	for i := range recv {
 		recv[i] = heraldtest.NewReceiver(t)
-		recv[i].Respond = func(heraldtest.Delivery) int { time.Sleep(5 * time.Millisecond); return 204 }
+		recv[i].Respond = func(heraldtest.Delivery) int { time.Sleep(5 * time.Millisecond); return 204 } // latency: a slow receiver
 		names[i] = fmt.Sprintf("s%d", i)
 		recv[i].SetSecret(h.CreateGroup(map[string]any{"name": names[i], "endpoint_url": recv[i].URL, "batch_size": 1, "max_in_flight": 4,
 			"subscriptions": []map[string]any{{"topic": "spill"}}}))
@@ -959,7 +959,7 @@ func TestLiveRedisFlushedInProcess(t *testing.T) {
 	defer rdb.Close()
 	h.CreateTopic("flushlive", 2)
 	r := heraldtest.NewReceiver(t)
-	r.Respond = func(heraldtest.Delivery) int { time.Sleep(3 * time.Millisecond); return 204 }
+	r.Respond = func(heraldtest.Delivery) int { time.Sleep(3 * time.Millisecond); return 204 } // latency: a slow receiver
 	// timeout_ms 1000 keeps the deadline of a job lost with Redis near 2 s + its POST
 	// rounds × 1 s, so its re-dispatch comes within the test's wait.
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": 1, "max_in_flight": 4, "timeout_ms": 1000,
@@ -969,7 +969,7 @@ func TestLiveRedisFlushedInProcess(t *testing.T) {
 	flushed := make(chan struct{})
 	go func() {
 		defer close(flushed)
-		for deadline := time.Now().Add(20 * time.Second); r.Count() < 40; time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(20 * time.Second); r.Count() < 40; time.Sleep(5 * time.Millisecond) { // latency: polls the receiver until the flush is due
 			if time.Now().After(deadline) {
 				t.Errorf("only %d deliveries before the flush was due", r.Count())
 				return
@@ -986,7 +986,7 @@ func TestLiveRedisFlushedInProcess(t *testing.T) {
 		n := sent[p]
 		sent[p]++
 		_, err := pub.publish("flushlive", jsonMsg(fmt.Sprintf(`{"p":%d,"n":%d}`, p, n), "", ""))
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // latency: the publisher's pace
 		return sent[p] < each, err
 	}))
 	<-flushed
@@ -1017,7 +1017,7 @@ func TestLiveDeleteGroupUnderTraffic(t *testing.T) {
 	h.CreateTopic("del", 2)
 	doomed, kept := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
 	var seen arrivals
-	doomed.Respond = func(d heraldtest.Delivery) int { seen.add(d.At); time.Sleep(5 * time.Millisecond); return 204 }
+	doomed.Respond = func(d heraldtest.Delivery) int { seen.add(d.At); time.Sleep(5 * time.Millisecond); return 204 } // latency: a slow receiver
 	doomed.SetSecret(h.CreateGroup(map[string]any{"name": "doomed", "endpoint_url": doomed.URL, "batch_size": 1, "max_in_flight": 2,
 		"subscriptions": []map[string]any{{"topic": "del"}}}))
 	kept.SetSecret(h.CreateGroup(map[string]any{"name": "kept", "endpoint_url": kept.URL, "batch_size": 1, "max_in_flight": 8,
@@ -1136,7 +1136,7 @@ func TestLiveTopicGrowsUnderTraffic(t *testing.T) {
 		}
 		return len(queues) == 3
 	}, 15*time.Second, 50*time.Millisecond, "keyless messages never reached the new queues")
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // latency: more traffic on the grown topic before the ledger is checked
 	require.NoError(t, stopPublishing())
 	t.Logf("new queues took messages %v after the patch", time.Since(grown).Round(time.Millisecond))
 	want := ledger.all()
@@ -1269,7 +1269,7 @@ func TestLiveResetOneOfManyGroups(t *testing.T) {
 	names := make([]string, groups)
 	for i := range recv {
 		recv[i] = heraldtest.NewReceiver(t)
-		recv[i].Respond = func(heraldtest.Delivery) int { time.Sleep(2 * time.Millisecond); return 204 }
+		recv[i].Respond = func(heraldtest.Delivery) int { time.Sleep(2 * time.Millisecond); return 204 } // latency: a slow receiver
 		names[i] = fmt.Sprintf("m%d", i)
 		recv[i].SetSecret(h.CreateGroup(map[string]any{"name": names[i], "endpoint_url": recv[i].URL, "batch_size": 1, "max_in_flight": 4,
 			"subscriptions": []map[string]any{{"topic": "many"}}}))
@@ -1280,10 +1280,10 @@ func TestLiveResetOneOfManyGroups(t *testing.T) {
 	recv[0].WaitCount(40, 15*time.Second)
 	for range 3 {
 		h.Admin("POST", "/groups/m0/offsets/reset", map[string]any{"to": "latest"}, 200)
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // latency: live traffic between resets
 	}
 	answered := time.Now().Add(-300 * time.Millisecond)
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // absence: no message below the last reset arrives while publishing goes on
 	require.NoError(t, stopPublishing())
 	want := ledger.all()
 	after := map[string]liveSent{}
@@ -1326,7 +1326,7 @@ func TestLiveGroupCreatedUnderTraffic(t *testing.T) {
 	late.SetSecret(h.CreateGroup(map[string]any{"name": "late", "endpoint_url": late.URL, "batch_size": 1, "max_in_flight": 8,
 		"subscriptions": []map[string]any{{"topic": "newg"}}}))
 	created := time.Now()
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond) // latency: live traffic after the group is created, before the ledger is checked
 	require.NoError(t, stopPublishing())
 	after := map[string]liveSent{}
 	for id, s := range ledger.all() {

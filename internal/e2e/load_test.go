@@ -25,7 +25,7 @@ func TestIsolation(t *testing.T) {
 	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 2)
 	slow, fast := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
-	slow.Respond = func(heraldtest.Delivery) int { time.Sleep(3 * time.Second); return 204 }
+	slow.Respond = func(heraldtest.Delivery) int { time.Sleep(3 * time.Second); return 204 } // latency: a slow receiver
 	slow.SetSecret(h.CreateGroup(map[string]any{"name": "x", "endpoint_url": slow.URL, "timeout_ms": 2000, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	fast.SetSecret(h.CreateGroup(map[string]any{"name": "y", "endpoint_url": fast.URL, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	key := h.CreateAPIKey("t")
@@ -83,7 +83,7 @@ func TestChaos(t *testing.T) {
 		mu.Lock()
 		fail, sleep := rng.Float64() < 0.3, time.Duration(rng.IntN(5))*time.Millisecond
 		mu.Unlock()
-		time.Sleep(sleep)
+		time.Sleep(sleep) // latency: a receiver of 0–4 ms
 		if fail {
 			return 500
 		}

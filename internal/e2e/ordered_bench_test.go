@@ -32,7 +32,7 @@ func orderedCeiling(b *testing.B, batch int) {
 	var acked atomic.Int64
 	var first, last atomic.Int64
 	r.Respond = func(d heraldtest.Delivery) int {
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // latency: a 1 ms endpoint
 		now := time.Now().UnixNano()
 		first.CompareAndSwap(0, now)
 		last.Store(now)
@@ -51,7 +51,7 @@ func orderedCeiling(b *testing.B, batch int) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for acked.Load() < int64(len(keys)) && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // latency: a benchmark polls its counter (no testing.T to fail)
 	}
 	acked.Store(0)
 	first.Store(0)
@@ -69,7 +69,7 @@ func orderedCeiling(b *testing.B, batch int) {
 	want := int64(queues * perKey / batch)
 	deadline = time.Now().Add(60 * time.Second)
 	for acked.Load() < want && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // latency: a benchmark polls its counter (no testing.T to fail)
 	}
 	b.StopTimer()
 	if acked.Load() < want {

@@ -62,7 +62,7 @@ func (o *orderLog) respond(r *heraldtest.Receiver, slow time.Duration, decide fu
 		o.tries[d.ID] = append(o.tries[d.ID], d.Header.Get("herald-attempt"))
 		o.mu.Unlock()
 		if slow > 0 {
-			time.Sleep(time.Duration(rand.Int64N(int64(slow))))
+			time.Sleep(time.Duration(rand.Int64N(int64(slow)))) // latency: a receiver of random speed
 		}
 		status := decide(m, tried)
 		o.mu.Lock()
@@ -284,7 +284,7 @@ func TestOrderedPartialBatch(t *testing.T) {
 		ids[i] = p.ID
 	}
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(posts) >= 3 }, 15*time.Second, 5*time.Millisecond)
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // absence: no second POST of the queue opens while the first is held
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, [][]string{ids[0:5], ids[2:5], ids[5:10]}, posts)
@@ -365,7 +365,7 @@ func TestOrderedExhaustedPause(t *testing.T) {
 	}, 15*time.Second, 20*time.Millisecond, "the queue never paused")
 	require.Equal(t, pub[0].ID, b["message_id"])
 	require.EqualValues(t, 2, b["attempts"])
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // absence: nothing behind the paused head is sent
 	require.Empty(t, o.ackedOf("k"), "messages behind a paused head were sent")
 	require.Len(t, o.triesOf(pub[0].ID), 2)
 

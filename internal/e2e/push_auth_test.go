@@ -74,7 +74,7 @@ func TestPushAuthTokenVerifiesWithJWKS(t *testing.T) {
 		if len(cn.Audience) == 1 && cn.Audience[0] == recv.URL {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // latency: polls for a delivery signed after the audience change
 	}
 
 	var rot struct {

@@ -26,7 +26,7 @@ func TestRedisFlushed(t *testing.T) {
 	defer rdb.Close()
 	h.CreateTopic("flush", 2)
 	r := heraldtest.NewReceiver(t)
-	r.Respond = func(heraldtest.Delivery) int { time.Sleep(3 * time.Millisecond); return 204 }
+	r.Respond = func(heraldtest.Delivery) int { time.Sleep(3 * time.Millisecond); return 204 } // latency: a slow receiver
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "max_in_flight": 4,
 		"subscriptions": []map[string]any{{"topic": "flush"}}}))
 	key := h.CreateAPIKey("flush")

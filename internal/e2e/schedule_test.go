@@ -211,7 +211,7 @@ func TestLoneJobUsesWholeBudget(t *testing.T) {
 	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 1)
 	r := heraldtest.NewReceiver(t)
-	r.Respond = func(heraldtest.Delivery) int { time.Sleep(100 * time.Millisecond); return 204 }
+	r.Respond = func(heraldtest.Delivery) int { time.Sleep(100 * time.Millisecond); return 204 } // latency: a slow receiver
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "max_in_flight": 8, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	publishN(t, h, h.CreateAPIKey("t"), "t", "", 80)
 	r.WaitCount(80, 15*time.Second)
@@ -287,7 +287,7 @@ func TestRetryJobsWithinMaxInFlight(t *testing.T) {
 			}
 			return 204
 		}
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // latency: a slow receiver
 		return 204
 	}
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "max_in_flight": 4, "max_attempts": 3,

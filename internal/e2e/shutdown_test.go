@@ -36,7 +36,7 @@ func TestWorkerGracefulStop(t *testing.T) {
 		case started <- struct{}{}:
 		default:
 		}
-		time.Sleep(slow)
+		time.Sleep(slow) // latency: a slow receiver
 		return 204
 	}
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "timeout_ms": timeoutMS, "max_in_flight": 8,
@@ -105,7 +105,7 @@ func TestWorkerRollingRestart(t *testing.T) {
 		mu.Lock()
 		posts[d.ID]++
 		mu.Unlock()
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // latency: a slow receiver
 		return 204
 	}
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "timeout_ms": timeoutMS, "max_in_flight": 8,

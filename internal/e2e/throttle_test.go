@@ -145,7 +145,7 @@ func TestMaxInFlight(t *testing.T) {
 	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("t", 8)
 	r := heraldtest.NewReceiver(t)
-	r.Respond = func(heraldtest.Delivery) int { time.Sleep(10 * time.Millisecond); return 204 }
+	r.Respond = func(heraldtest.Delivery) int { time.Sleep(10 * time.Millisecond); return 204 } // latency: a slow receiver
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "max_in_flight": 4, "subscriptions": []map[string]any{{"topic": "t"}}}))
 	key := h.CreateAPIKey("t")
 	for i := range 16 {

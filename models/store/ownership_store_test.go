@@ -27,7 +27,7 @@ func TestDispatcherLeases(t *testing.T) {
 	require.Equal(t, "b", ls[1].ID)
 	require.Greater(t, ls[1].Left, 2*time.Second)
 	require.LessOrEqual(t, ls[1].Left, 3*time.Second)
-	time.Sleep(ls[0].Left + 50*time.Millisecond)
+	time.Sleep(ls[0].Left + 50*time.Millisecond) // latency: lets the short lease run out on the database clock
 	ls, err = st.DispatcherLeases(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []store.DispatcherLease{{ID: "b", Left: ls[0].Left}}, ls, "a's lease ran out")
