@@ -134,7 +134,7 @@ func TestIdleDispatcherStatements(t *testing.T) {
 	time.Sleep(time.Second) // the claims' follow-ups (retry due times, first backlog sample)
 	const window = 4 * time.Second
 	from := time.Now()
-	time.Sleep(window) // absence: the window in which an idle owner must issue no per-group statement
+	time.Sleep(window) // absence: the measured window of an idle owner's statements
 	stmts := b.counter.Since(from)
 	var text []string
 	for _, s := range stmts {

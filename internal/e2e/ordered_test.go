@@ -284,7 +284,7 @@ func TestOrderedPartialBatch(t *testing.T) {
 		ids[i] = p.ID
 	}
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(posts) >= 3 }, 15*time.Second, 5*time.Millisecond)
-	time.Sleep(300 * time.Millisecond) // absence: no second POST of the queue opens while the first is held
+	time.Sleep(300 * time.Millisecond) // absence: no POST beyond the three expected follows
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, [][]string{ids[0:5], ids[2:5], ids[5:10]}, posts)
