@@ -39,7 +39,7 @@ func TestEndpointAuthLimitsStoredAndIsolated(t *testing.T) {
 	db := st.DB()
 	conn, err := db.Conn(ctx)
 	require.NoError(t, err)
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	_, err = conn.ExecContext(ctx, "SET SESSION sql_mode = ''")
 	require.NoError(t, err)
 	_, err = conn.ExecContext(ctx, "UPDATE consumer_groups SET endpoint_auth = LEFT(endpoint_auth, 100) WHERE id = ?", big.ID)
