@@ -212,10 +212,10 @@ func TestCLIExitCodes(t *testing.T) {
 	e.exit(exitUnavailable, "topic", "list", "--url", down)
 	_, _, errOut := e.run(heraldtest.AdminPassword+"\n", nil, "login", "--username", heraldtest.AdminUser)
 	require.Empty(t, errOut)
-	e.ok("topic", "create", "orders")                                 // 0
-	e.exit(exitUsage, "topic", "create")                              // 2
-	e.exit(exitNotFound, "topic", "get", "nope")                      // 3
-	e.exit(exitConflict, "topic", "create", "orders")                 // 4
+	e.ok("topic", "create", "orders")                                  // 0
+	e.exit(exitUsage, "topic", "create")                               // 2
+	e.exit(exitNotFound, "topic", "get", "nope")                       // 3
+	e.exit(exitConflict, "topic", "create", "orders")                  // 4
 	e.exit(exitInvalid, "topic", "patch", "orders", "--queues", "999") // 6
 	// With a stored token: an api that cannot be reached is 7, under its own URL or another.
 	path := filepath.Join(e.config, "herald", "token")
