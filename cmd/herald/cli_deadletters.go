@@ -76,8 +76,8 @@ func verbHead(v string) string {
 
 var deadLetterCommands = []cliCommand{
 	{name: "dead-letters list", args: "<group>", nargs: 1,
-		summary: "List a group's dead letters (every page), by id: the pending ones, or those in --state. Redriven and\n" +
-			"purged ones are kept until the group's dead_letter_retention_hours pass.",
+		summary: "List a group's dead letters (every page), by id: the pending ones, or those in --state. Dead letters in\n" +
+			"every state are kept for the group's dead_letter_retention_hours, then deleted by maintenance.",
 		example: "  herald dead-letters list billing\n  herald dead-letters list billing --state all --output json | jq -r '.[] | [.id, .state] | @tsv'",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
 			state := fs.String("state", "pending", "all, pending, redriven or purged")

@@ -268,7 +268,9 @@ var groupCommands = []cliCommand{
 		}},
 	groupCommand("group get", "Show a consumer group's settings and status.", "  herald group get billing --output json", (*client.Client).GetGroup),
 	{name: "group patch", args: "<group>", nargs: 1, summary: "Change the settings given as flags; the others stay (a JSON merge patch).",
-		example: "  herald group patch billing --rate-limit 50 --max-in-flight 4\n  herald group patch billing --subscribe orders --subscribe refunds:created",
+		example: "  herald group patch billing --rate-limit 50 --max-in-flight 4\n  herald group patch billing --subscribe orders --subscribe refunds:created\n" +
+			"  herald group patch billing --header x-api-key=$NEW_KEY --remove-header x-old\n" +
+			"  herald group patch billing --basic-auth '' --push-audience https://billing.example.com",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
 			var g groupSettingFlags
 			g.register(fs)
@@ -324,7 +326,7 @@ var groupCommands = []cliCommand{
 		}},
 	{name: "group delete", args: "<group>", nargs: 1,
 		summary: "Delete a consumer group: its cursors, subscriptions, retries and <group>.dlq topic go at once, and no\n" +
-			"POST starts after the answer. Its dead letters and attempt log are kept for inspection until purge_after\n" +
+			"POST starts after the answer. Its dead letters and attempt log stay in the database until purge_after\n" +
 			"(7 days by default), unless --purge deletes them too. Refused (exit 4) while another group subscribes to\n" +
 			"its dead-letter topic.",
 		example: "  herald group delete billing\n  herald group delete billing --purge --output json",
