@@ -7,8 +7,8 @@ import (
 
 // DeadLetter is a message that used up its attempts in a group. State is pending,
 // redriven or purged; in every state it is kept for the group's
-// dead_letter_retention_hours, then deleted by maintenance. DLQOffset is the offset of its copy on the
-// group's dead-letter topic (nil until appended).
+// dead_letter_retention_hours, then deleted by maintenance. DLQOffset is the
+// offset of its copy on the group's dead-letter topic (nil until appended).
 type DeadLetter struct {
 	ID         int64  `json:"id"`
 	MessageID  string `json:"message_id"`
