@@ -115,14 +115,29 @@ type Error struct {
 	RetryAfter time.Duration
 }
 
-// Error spells the problem as "404 not-found: no topic named x".
+// Error spells the problem as "404 not-found: no topic named x", and a problem
+// with field errors as "422 validation: /name: … ; /batch_size: …", each field
+// error once: a detail that only sums them up (Herald's "/name: … (and 1 more)")
+// gives way to the list, one that says more is kept before it.
 func (e *Error) Error() string {
 	msg := e.Detail
 	if msg == "" {
 		msg = e.Title
 	}
-	for _, f := range e.Errors {
-		msg += "; " + f.Pointer + ": " + f.Detail
+	if len(e.Errors) > 0 {
+		var fields []string
+		for _, f := range e.Errors {
+			fields = append(fields, f.Pointer+": "+f.Detail)
+		}
+		if msg == "" || strings.HasPrefix(msg, fields[0]) {
+			msg = strings.Join(fields, "; ")
+		} else {
+			for _, f := range fields {
+				if !strings.Contains(msg, f) {
+					msg += "; " + f
+				}
+			}
+		}
 	}
 	return fmt.Sprintf("%d %s: %s", e.Status, e.Kind, msg)
 }

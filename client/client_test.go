@@ -54,7 +54,7 @@ func TestPublishRetriesAreIdempotent(t *testing.T) {
 	t.Parallel()
 	h, c := admin(t)
 	ctx := context.Background()
-	_, err := c.CreateTopic(ctx, "orders", 2)
+	_, err := c.CreateTopic(ctx, client.TopicSpec{Name: "orders", Queues: 2})
 	require.NoError(t, err)
 	key, err := c.CreateAPIKey(ctx, "pub", []string{"orders"})
 	require.NoError(t, err)
@@ -147,9 +147,9 @@ func TestAdminCalls(t *testing.T) {
 	_, err := client.New(h.BaseURL).ListTopics(ctx, client.ListOptions{})
 	require.ErrorIs(t, err, client.ErrUnauthorized)
 
-	_, err = c.CreateTopic(ctx, "orders", 2)
+	_, err = c.CreateTopic(ctx, client.TopicSpec{Name: "orders", Queues: 2})
 	require.NoError(t, err)
-	_, err = c.CreateTopic(ctx, "orders", 2)
+	_, err = c.CreateTopic(ctx, client.TopicSpec{Name: "orders", Queues: 2})
 	require.ErrorIs(t, err, client.ErrConflict)
 	_, err = c.GetTopic(ctx, "nope")
 	require.ErrorIs(t, err, client.ErrNotFound)
@@ -208,7 +208,8 @@ func TestAdminCalls(t *testing.T) {
 	_, err = c.RevokeAPIKey(ctx, 999999)
 	require.ErrorIs(t, err, client.ErrNotFound)
 
-	require.ErrorIs(t, c.DeleteTopic(ctx, "orders"), client.ErrConflict, "billing subscribes to it")
+	_, err = c.DeleteTopic(ctx, "orders", false)
+	require.ErrorIs(t, err, client.ErrConflict, "billing subscribes to it")
 	tok, err := c.Refresh(ctx)
 	require.NoError(t, err)
 	require.WithinDuration(t, time.Now().Add(time.Hour), tok.ExpiresAt, time.Minute)
@@ -223,7 +224,7 @@ func TestHandlerReceivesRealDeliveries(t *testing.T) {
 	t.Parallel()
 	h, c := admin(t)
 	ctx := context.Background()
-	_, err := c.CreateTopic(ctx, "orders", 1)
+	_, err := c.CreateTopic(ctx, client.TopicSpec{Name: "orders", Queues: 1})
 	require.NoError(t, err)
 
 	var verifier atomic.Pointer[client.Verifier]

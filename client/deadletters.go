@@ -6,7 +6,9 @@ import (
 )
 
 // DeadLetter is a message that used up its attempts in a group. State is pending,
-// redriven or purged.
+// redriven or purged; in every state it is kept for the group's
+// dead_letter_retention_hours, then deleted by maintenance. DLQOffset is the
+// offset of its copy on the group's dead-letter topic (nil until appended).
 type DeadLetter struct {
 	ID         int64  `json:"id"`
 	MessageID  string `json:"message_id"`
@@ -17,8 +19,18 @@ type DeadLetter struct {
 	LastError  string `json:"last_error"`
 	State      string `json:"state"`
 	DLQTopic   string `json:"dlq_topic"`
+	DLQOffset  *int64 `json:"dlq_offset"`
 	CreatedAt  string `json:"created_at"`
+	UpdatedAt  string `json:"updated_at"`
 }
+
+// The states ListDeadLetters filters on; "" (DeadLettersAll) lists every state.
+const (
+	DeadLettersAll      = ""
+	DeadLettersPending  = "pending"
+	DeadLettersRedriven = "redriven"
+	DeadLettersPurged   = "purged"
+)
 
 // DeadLetterSelection picks dead letters by ids and/or a created-at range
 // [From, To); the zero value selects every pending one.
@@ -42,8 +54,9 @@ func (s DeadLetterSelection) body() map[string]any {
 	return b
 }
 
-// ListDeadLetters returns one page of a group's dead letters in state ("" for
-// every state). Errors: ErrNotFound.
+// ListDeadLetters returns one page of a group's dead letters, by id, in state
+// (DeadLettersPending, DeadLettersRedriven, DeadLettersPurged, or DeadLettersAll
+// for every state). Errors: ErrNotFound; ErrInvalid for another state.
 func (c *Client) ListDeadLetters(ctx context.Context, group, state string, o ListOptions) (*Page[DeadLetter], error) {
 	q := o.query()
 	if state != "" {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 )
 
@@ -11,61 +12,145 @@ type Subscription struct {
 	Tags  []string `json:"tags"`
 }
 
-// GroupSettings are a group's writable settings (units in the names: ms, bytes,
-// messages per second). In a GroupSpec a zero number takes the server's default.
-type GroupSettings struct {
-	EndpointURL   string         `json:"endpoint_url"`
-	Subscriptions []Subscription `json:"subscriptions"`
-	BatchSize     int            `json:"batch_size,omitempty"`
-	BatchMaxBytes int            `json:"batch_max_bytes,omitempty"`
-	BatchWindowMS int            `json:"batch_window_ms,omitempty"`
-	MaxInFlight   int            `json:"max_in_flight,omitempty"`
-	RateLimit     int            `json:"rate_limit,omitempty"`
-	TimeoutMS     int            `json:"timeout_ms,omitempty"`
-	MaxAttempts   int            `json:"max_attempts,omitempty"`
-	RetrySchedule []int          `json:"retry_schedule,omitempty"`
-	Ordered       bool           `json:"ordered,omitempty"`
-	ConsumeFrom   string         `json:"consume_from,omitempty"`
+// MaskedValue is what reads show in place of a write-only value (an endpoint
+// header's value, a basic-auth password). Sending it back in a create or patch
+// keeps the stored value, so a Group read may be sent back as it is.
+const MaskedValue = "********"
+
+// PushAuth turns push tokens on: each POST carries `Authorization: Bearer <JWT>`
+// (EdDSA, verifiable against the api's /.well-known/jwks.json) whose `aud` claim
+// is Audience, or the endpoint URL when Audience is empty. Cannot be combined with
+// BasicAuth.
+type PushAuth struct {
+	Audience string `json:"audience"`
 }
 
-// GroupSpec is a new consumer group: a name and its settings.
+// BasicAuth is an endpoint's HTTP basic credentials (RFC 7617), sent on every
+// POST. Password is write-only: reads show MaskedValue.
+type BasicAuth struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+// GroupSettings are every writable setting of a group, as GET shows them (units
+// in the names: ms, bytes, hours; RateLimit in messages per second, 0 =
+// unlimited; RetrySchedule in seconds). OrderedOnExhausted is dead_letter or
+// pause; ConsumeFrom earliest, latest or an RFC 3339 time. PushAuth and BasicAuth
+// are nil when off; EndpointHeaders' values and BasicAuth's password read
+// MaskedValue. In a GroupSpec a zero value takes the server's default.
+type GroupSettings struct {
+	EndpointURL              string            `json:"endpoint_url"`
+	Subscriptions            []Subscription    `json:"subscriptions"`
+	BatchSize                int               `json:"batch_size"`
+	BatchMaxBytes            int               `json:"batch_max_bytes"`
+	BatchWindowMS            int               `json:"batch_window_ms"`
+	MaxInFlight              int               `json:"max_in_flight"`
+	RateLimit                int               `json:"rate_limit"`
+	TimeoutMS                int               `json:"timeout_ms"`
+	MaxAttempts              int               `json:"max_attempts"`
+	RetrySchedule            []int             `json:"retry_schedule"`
+	Ordered                  bool              `json:"ordered"`
+	OrderedOnExhausted       string            `json:"ordered_on_exhausted"`
+	ConsumeFrom              string            `json:"consume_from"`
+	DeadLetterRetentionHours int               `json:"dead_letter_retention_hours"`
+	PushAuth                 *PushAuth         `json:"push_auth"`
+	EndpointHeaders          map[string]string `json:"endpoint_headers"`
+	BasicAuth                *BasicAuth        `json:"basic_auth"`
+}
+
+// GroupSpec is a new consumer group: a name and its settings. Settings left at
+// their zero value (0, "", false, nil, empty) are not sent, so the server gives
+// them its defaults.
 type GroupSpec struct {
 	Name string `json:"name"`
 	GroupSettings
 }
 
+// requiredGroupFields are sent by a GroupSpec even when empty.
+var requiredGroupFields = map[string]bool{"name": true, "endpoint_url": true, "subscriptions": true}
+
+// MarshalJSON encodes s without its zero-valued settings.
+func (s GroupSpec) MarshalJSON() ([]byte, error) {
+	type plain GroupSpec
+	b, err := json.Marshal(plain(s))
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range m {
+		if requiredGroupFields[k] {
+			continue
+		}
+		switch string(v) {
+		case "0", `""`, "false", "null", "[]", "{}":
+			delete(m, k)
+		}
+	}
+	return json.Marshal(m)
+}
+
 // Group is a consumer group as the admin API shows it. SigningSecret (whsec_…)
-// is only filled by CreateGroup and secret rotation.
+// is only filled by CreateGroup, GetGroup for operators and admins, and secret
+// rotation. Unreadable, set only for a group whose stored secrets or endpoint
+// auth cannot be read back, says why (nothing is delivered for it);
+// PreviousSecretExpiresAt ends the overlap of the last secret rotation (nil when
+// none is open).
 type Group struct {
 	ID   int64  `json:"id"`
 	Name string `json:"name"`
 	GroupSettings
-	SigningSecret string `json:"signing_secret"`
-	Status        string `json:"status"`
-	PausedReason  string `json:"paused_reason"`
-	ConfigVersion int64  `json:"config_version"`
-	CreatedAt     string `json:"created_at"`
-	UpdatedAt     string `json:"updated_at"`
+	SigningSecret           string  `json:"signing_secret"`
+	Status                  string  `json:"status"`
+	PausedReason            string  `json:"paused_reason"`
+	Unreadable              string  `json:"unreadable,omitempty"`
+	PreviousSecretExpiresAt *string `json:"previous_secret_expires_at"`
+	ConfigVersion           int64   `json:"config_version"`
+	CreatedAt               string  `json:"created_at"`
+	UpdatedAt               string  `json:"updated_at"`
 }
 
 // GroupStats is a group's live state: lag, effective rate, breaker, retries and
-// pending dead letters.
+// pending dead letters. Times are RFC 3339 (nil when unset); BlockedQueues lists,
+// for an ordered group, each queue stopped on a failed head.
 type GroupStats struct {
-	Group               string  `json:"group"`
-	Status              string  `json:"status"`
-	PausedReason        string  `json:"paused_reason"`
-	LagMessages         int64   `json:"lag_messages"`
-	LagSeconds          float64 `json:"lag_seconds"`
-	RateLimit           int     `json:"rate_limit"`
-	EffectiveRate       float64 `json:"effective_rate"`
-	ConsecutiveFailures int     `json:"consecutive_failures"`
-	SuccessesMinute     int     `json:"successes_last_minute"`
-	FailuresMinute      int     `json:"failures_last_minute"`
-	LastStatus          int     `json:"last_status"`
-	LastError           string  `json:"last_error"`
-	Breaker             string  `json:"breaker"`
-	RetryMessages       int64   `json:"retry_messages"`
-	DeadLetters         int64   `json:"dead_letters_pending"`
+	Group               string         `json:"group"`
+	Status              string         `json:"status"`
+	PausedReason        string         `json:"paused_reason"`
+	LagMessages         int64          `json:"lag_messages"`
+	LagSeconds          float64        `json:"lag_seconds"`
+	RateLimit           int            `json:"rate_limit"`
+	EffectiveRate       float64        `json:"effective_rate"`
+	ConsecutiveFailures int            `json:"consecutive_failures"`
+	SuccessesMinute     int            `json:"successes_last_minute"`
+	FailuresMinute      int            `json:"failures_last_minute"`
+	LastStatus          int            `json:"last_status"`
+	LastError           string         `json:"last_error"`
+	LastSuccessAt       *string        `json:"last_success_at"`
+	FailingSince        *string        `json:"failing_since"`
+	ThrottledUntil      *string        `json:"throttled_until"`
+	Breaker             string         `json:"breaker"`
+	BreakerOpenUntil    *string        `json:"breaker_open_until"`
+	RetryMessages       int64          `json:"retry_messages"`
+	DeadLetters         int64          `json:"dead_letters_pending"`
+	BlockedQueues       []BlockedQueue `json:"blocked_queues"`
+}
+
+// BlockedQueue is one queue of an ordered group stopped on a failed head message:
+// Count messages from Offset, tried Attempts times, retried at NextAttemptAt (nil
+// when Paused), and the operator action pending on it, if any.
+type BlockedQueue struct {
+	Queue         int64   `json:"queue"`
+	MessageID     string  `json:"message_id"`
+	Offset        int64   `json:"offset"`
+	Count         int     `json:"count"`
+	Attempts      int     `json:"attempts"`
+	NextAttemptAt *string `json:"next_attempt_at"`
+	Paused        bool    `json:"paused"`
+	LastError     string  `json:"last_error"`
+	Action        string  `json:"pending_action,omitempty"`
 }
 
 // Cursor is a group's position in one queue.
@@ -158,10 +243,29 @@ func (c *Client) GroupStats(ctx context.Context, name string) (*GroupStats, erro
 	return &s, c.do(ctx, request{method: "GET", path: groupPath(name, "stats")}, &s)
 }
 
-// DeleteGroup deletes a group, its cursors, retries and dead letters
-// (DELETE /api/v1/groups/{g}). Errors: ErrNotFound.
-func (c *Client) DeleteGroup(ctx context.Context, name string) error {
-	return c.do(ctx, request{method: "DELETE", path: groupPath(name)}, nil)
+// GroupDeletion is what DeleteGroup removed: the group, whether its dead letters
+// and attempt log went at once (Purged) or stay until PurgeAfter (RFC 3339) for
+// inspection, and the dead-letter topic deleted with it ("" when none).
+type GroupDeletion struct {
+	Group      string `json:"group"`
+	Purged     bool   `json:"purged"`
+	PurgeAfter string `json:"purge_after,omitempty"`
+	DLQTopic   string `json:"dead_letter_topic,omitempty"`
+}
+
+// DeleteGroup deletes a group (DELETE /api/v1/groups/{g}): its cursors,
+// subscriptions, retries and `<group>.dlq` topic go at once and no POST starts
+// after the answer. Its dead letters and attempt log are kept for the server's
+// grace period (7 days by default; GroupDeletion.PurgeAfter) unless purge is
+// set (`?purge=true`), which deletes them too. Errors: ErrNotFound; ErrConflict
+// when another group subscribes to its dead-letter topic (nothing changes).
+func (c *Client) DeleteGroup(ctx context.Context, name string, purge bool) (*GroupDeletion, error) {
+	var q url.Values
+	if purge {
+		q = url.Values{"purge": {"true"}}
+	}
+	var d GroupDeletion
+	return &d, c.do(ctx, request{method: "DELETE", path: groupPath(name), query: q}, &d)
 }
 
 // CreateGroupRaw creates a group from a JSON object of settings (the names of

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -36,10 +37,13 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 // errHelpShown means --help was asked and answered: exit 0.
 var errHelpShown = errors.New("help shown")
 
-// exitCode maps an error of run to the process's exit status.
+// exitCode maps an error of run to the process's exit status. Herald is
+// unreachable when the connection fails (a *net.OpError: refused, no route, no
+// such host) or a request times out.
 func exitCode(err error) int {
 	var ue *usageError
-	var ne net.Error
+	var oe *net.OpError
+	var urlErr *url.Error
 	switch {
 	case err == nil, errors.Is(err, errHelpShown):
 		return exitOK
@@ -53,7 +57,8 @@ func exitCode(err error) int {
 		return exitUnauthorized
 	case errors.Is(err, client.ErrInvalid):
 		return exitInvalid
-	case errors.Is(err, client.ErrUnavailable), errors.Is(err, client.ErrRateLimited), errors.As(err, &ne):
+	case errors.Is(err, client.ErrUnavailable), errors.Is(err, client.ErrRateLimited), errors.As(err, &oe),
+		errors.As(err, &urlErr) && urlErr.Timeout():
 		return exitUnavailable
 	}
 	return exitError
@@ -185,7 +190,7 @@ func runCLICommand(ctx context.Context, stdout io.Writer, c cliCommand, args []s
 	if err != nil {
 		return err
 	}
-	return run(ctx, s, pos)
+	return s.explain(run(ctx, s, pos))
 }
 
 // parseInterspersed parses flags placed before, between or after positional

@@ -75,16 +75,26 @@ func verbHead(v string) string {
 }
 
 var deadLetterCommands = []cliCommand{
-	{name: "dead-letters list", args: "<group>", nargs: 1, summary: "List a group's dead letters (every page).",
-		example: "  herald dead-letters list billing\n  herald dead-letters list billing --state redriven --output json",
+	{name: "dead-letters list", args: "<group>", nargs: 1,
+		summary: "List a group's dead letters (every page), by id: the pending ones, or those in --state. Dead letters in\n" +
+			"every state are kept for the group's dead_letter_retention_hours, then deleted by maintenance.",
+		example: "  herald dead-letters list billing\n  herald dead-letters list billing --state all --output json | jq -r '.[] | [.id, .state] | @tsv'",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
-			state := fs.String("state", "pending", "pending, redriven, purged or '' for all")
+			state := fs.String("state", "pending", "all, pending, redriven or purged")
 			return func(ctx context.Context, s *session, a []string) error {
+				filter := *state
+				switch filter {
+				case "all":
+					filter = client.DeadLettersAll
+				case client.DeadLettersPending, client.DeadLettersRedriven, client.DeadLettersPurged:
+				default:
+					return usagef("--state must be all, pending, redriven or purged, not %q", filter)
+				}
 				if err := s.auth(ctx); err != nil {
 					return err
 				}
 				ds, err := listAll(ctx, func(ctx context.Context, o client.ListOptions) (*client.Page[client.DeadLetter], error) {
-					return s.c.ListDeadLetters(ctx, a[0], *state, o)
+					return s.c.ListDeadLetters(ctx, a[0], filter, o)
 				})
 				if err != nil {
 					return err

@@ -24,29 +24,74 @@ func (f *subscriptionsFlag) Set(v string) error {
 	return nil
 }
 
-// groupSettingFlags are the writable settings as flags, shared by create and patch.
+// headersFlag collects --header name=value (repeatable).
+type headersFlag map[string]string
+
+func (f headersFlag) String() string { return "" }
+
+func (f headersFlag) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want name=value")
+	}
+	f[name] = value
+	return nil
+}
+
+// namesFlag collects a repeatable name.
+type namesFlag []string
+
+func (f *namesFlag) String() string { return "" }
+
+func (f *namesFlag) Set(v string) error {
+	if v == "" {
+		return fmt.Errorf("want a header name")
+	}
+	*f = append(*f, v)
+	return nil
+}
+
+// groupSettingFlags are the writable settings as flags, shared by create and
+// patch: one flag for each setting of the API's group (api/openapi.yaml, Group).
 type groupSettingFlags struct {
 	endpoint                                   string
 	subs                                       subscriptionsFlag
 	batchSize, batchMaxBytes, batchWindowMS    int
 	maxInFlight, rateLimit, timeoutMS, retries int
-	retrySchedule, consumeFrom                 string
+	retrySchedule, consumeFrom, onExhausted    string
 	ordered                                    bool
+	dlRetentionHours                           int
+	headers                                    headersFlag
+	removeHeaders                              namesFlag
+	basicAuth                                  string
+	pushAuth                                   bool
+	pushAudience                               string
 }
 
 func (g *groupSettingFlags) register(fs *flag.FlagSet) {
+	g.headers = headersFlag{}
 	fs.StringVar(&g.endpoint, "endpoint", "", "endpoint URL Herald POSTs to")
 	fs.Var(&g.subs, "subscribe", "topic or topic:tag1,tag2 (repeat for several; replaces them all on patch)")
-	fs.IntVar(&g.batchSize, "batch-size", 0, "messages per POST (1 = classic webhook)")
-	fs.IntVar(&g.batchMaxBytes, "batch-max-bytes", 0, "body bytes per POST")
-	fs.IntVar(&g.batchWindowMS, "batch-window-ms", 0, "ms a partial batch may wait for more")
-	fs.IntVar(&g.maxInFlight, "max-in-flight", 0, "POSTs in flight at once")
-	fs.IntVar(&g.rateLimit, "rate-limit", 0, "messages per second (0 = unlimited)")
-	fs.IntVar(&g.timeoutMS, "timeout-ms", 0, "POST timeout in ms (at most 30000)")
-	fs.IntVar(&g.retries, "max-attempts", 0, "attempts before a message becomes a dead letter")
-	fs.StringVar(&g.retrySchedule, "retry-schedule", "", "comma-separated seconds between attempts, e.g. 5,300,1800")
-	fs.BoolVar(&g.ordered, "ordered", false, "deliver each key's messages in order, one at a time")
-	fs.StringVar(&g.consumeFrom, "consume-from", "", "where a new group starts: earliest or latest")
+	fs.IntVar(&g.batchSize, "batch-size", 0, "messages per POST, 1 to 1000 (1 = classic webhook; default 1)")
+	fs.IntVar(&g.batchMaxBytes, "batch-max-bytes", 0, "body bytes per POST, 1024 to 16 MiB (default 1 MiB)")
+	fs.IntVar(&g.batchWindowMS, "batch-window-ms", 0, "ms a partial batch may wait for more, 0 to 60000 (default 0)")
+	fs.IntVar(&g.maxInFlight, "max-in-flight", 0, "POSTs in flight at once, 1 to 1024 (default 16)")
+	fs.IntVar(&g.rateLimit, "rate-limit", 0, "messages per second (0 = unlimited, the default)")
+	fs.IntVar(&g.timeoutMS, "timeout-ms", 0, "POST timeout in ms, 100 to 30000 (default 15000)")
+	fs.IntVar(&g.retries, "max-attempts", 0, "attempts before a message becomes a dead letter, 1 to 100 (default 10)")
+	fs.StringVar(&g.retrySchedule, "retry-schedule", "", "comma-separated seconds between attempts, e.g. 5,300,1800 ('' for the default)")
+	fs.BoolVar(&g.ordered, "ordered", false, "deliver each queue's messages in order, one POST at a time (--ordered=false to stop)")
+	fs.StringVar(&g.onExhausted, "ordered-on-exhausted", "", "ordered groups, after max attempts: dead_letter (default) or pause")
+	fs.StringVar(&g.consumeFrom, "consume-from", "", "where new cursors start: earliest, latest (default) or an RFC 3339 time")
+	fs.IntVar(&g.dlRetentionHours, "dead-letter-retention-hours", 0, "hours dead letters are kept, 1 to 8760 (default 336)")
+	fs.Var(g.headers, "header", "name=value: a static header added to every POST (repeat for several; on patch the\n"+
+		"others stay). Values are write-only: reads show "+client.MaskedValue+", and sending that keeps the value")
+	fs.Var(&g.removeHeaders, "remove-header", "name of a static header to remove (patch; repeatable)")
+	fs.StringVar(&g.basicAuth, "basic-auth", "", "user:password sent as HTTP basic auth on every POST ('' removes it;\n"+
+		"password "+client.MaskedValue+" keeps the stored one). Cannot be combined with push auth")
+	fs.BoolVar(&g.pushAuth, "push-auth", false, "send a push JWT (Authorization: Bearer, EdDSA; JWKS at /.well-known/jwks.json)\n"+
+		"with every POST; --push-auth=false turns it off")
+	fs.StringVar(&g.pushAudience, "push-audience", "", "the push JWT's aud claim (implies --push-auth; default: the endpoint URL)")
 }
 
 // patch is the merge patch of the flags given on the command line.
@@ -82,13 +127,55 @@ func (g *groupSettingFlags) patch(fs *flag.FlagSet) (map[string]any, error) {
 				}
 				secs = append(secs, n)
 			}
-			p["retry_schedule"] = nonNil(secs)
+			if secs == nil {
+				p["retry_schedule"] = nil // null: the default schedule
+				return
+			}
+			p["retry_schedule"] = secs
 		case "ordered":
 			p["ordered"] = g.ordered
+		case "ordered-on-exhausted":
+			p["ordered_on_exhausted"] = g.onExhausted
 		case "consume-from":
 			p["consume_from"] = g.consumeFrom
+		case "dead-letter-retention-hours":
+			p["dead_letter_retention_hours"] = g.dlRetentionHours
+		case "basic-auth":
+			if g.basicAuth == "" {
+				p["basic_auth"] = nil
+				return
+			}
+			user, pw, ok := strings.Cut(g.basicAuth, ":")
+			if !ok {
+				err = usagef("--basic-auth: want user:password ('' to remove)")
+			}
+			p["basic_auth"] = client.BasicAuth{Username: user, Password: pw}
+		case "push-auth":
+			if !g.pushAuth {
+				p["push_auth"] = nil
+			} else if _, ok := p["push_auth"]; !ok {
+				p["push_auth"] = client.PushAuth{Audience: g.pushAudience}
+			}
+		case "push-audience":
+			p["push_auth"] = client.PushAuth{Audience: g.pushAudience}
 		}
 	})
+	if pa, ok := p["push_auth"]; ok && pa == nil && g.pushAudience != "" {
+		err = usagef("--push-audience needs push auth on, not --push-auth=false")
+	}
+	if len(g.headers) > 0 || len(g.removeHeaders) > 0 {
+		hs := map[string]any{}
+		for k, v := range g.headers {
+			hs[k] = v
+		}
+		for _, k := range g.removeHeaders {
+			if _, ok := g.headers[k]; ok {
+				err = usagef("--header %s and --remove-header %s contradict each other", k, k)
+			}
+			hs[k] = nil // a merge patch's null removes the member
+		}
+		p["endpoint_headers"] = hs
+	}
 	return p, err
 }
 
@@ -146,6 +233,9 @@ var groupCommands = []cliCommand{
 				if g.endpoint == "" {
 					return usagef("herald group create needs --endpoint")
 				}
+				if len(g.removeHeaders) > 0 {
+					return usagef("--remove-header is for herald group patch; a new group has no headers")
+				}
 				p["name"] = a[0]
 				if _, ok := p["subscriptions"]; !ok {
 					p["subscriptions"] = []client.Subscription{}
@@ -178,7 +268,9 @@ var groupCommands = []cliCommand{
 		}},
 	groupCommand("group get", "Show a consumer group's settings and status.", "  herald group get billing --output json", (*client.Client).GetGroup),
 	{name: "group patch", args: "<group>", nargs: 1, summary: "Change the settings given as flags; the others stay (a JSON merge patch).",
-		example: "  herald group patch billing --rate-limit 50 --max-in-flight 4\n  herald group patch billing --subscribe orders --subscribe refunds:created",
+		example: "  herald group patch billing --rate-limit 50 --max-in-flight 4\n  herald group patch billing --subscribe orders --subscribe refunds:created\n" +
+			"  herald group patch billing --header x-api-key=$NEW_KEY --remove-header x-old\n" +
+			"  herald group patch billing --basic-auth '' --push-audience https://billing.example.com",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
 			var g groupSettingFlags
 			g.register(fs)
@@ -232,17 +324,32 @@ var groupCommands = []cliCommand{
 				return s.print(nonNil(cs), []string{"TOPIC", "QUEUE", "OFFSET", "MAX-OFFSET", "LAG"}, rows)
 			}
 		}},
-	{name: "group delete", args: "<group>", nargs: 1, summary: "Delete a consumer group with its cursors, retries and dead letters.",
-		example: "  herald group delete billing",
+	{name: "group delete", args: "<group>", nargs: 1,
+		summary: "Delete a consumer group: its cursors, subscriptions, retries and <group>.dlq topic go at once, and no\n" +
+			"POST starts after the answer. Its dead letters and attempt log stay in the database until purge_after\n" +
+			"(7 days by default), unless --purge deletes them too. Refused (exit 4) while another group subscribes to\n" +
+			"its dead-letter topic.",
+		example: "  herald group delete billing\n  herald group delete billing --purge --output json",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
+			purge := fs.Bool("purge", false, "delete its dead letters and attempt log now, not after the grace period")
 			return func(ctx context.Context, s *session, a []string) error {
 				if err := s.auth(ctx); err != nil {
 					return err
 				}
-				if err := s.c.DeleteGroup(ctx, a[0]); err != nil {
+				d, err := s.c.DeleteGroup(ctx, a[0], *purge)
+				if err != nil {
 					return err
 				}
-				return s.done("group " + a[0] + " deleted")
+				line := "group " + d.Group + " deleted; its dead letters and attempt log "
+				if d.Purged {
+					line += "with it"
+				} else {
+					line += "are kept until " + d.PurgeAfter + " (--purge deletes them now)"
+				}
+				if d.DLQTopic != "" {
+					line += "; topic " + d.DLQTopic + " deleted"
+				}
+				return s.report(d, line)
 			}
 		}},
 	{name: "group stats", args: "<group>", nargs: 1, summary: "Show a group's lag, effective rate, breaker, retries and dead letters.",

@@ -23,12 +23,12 @@ func (s *session) print(v any, head []string, rows [][]string) error {
 	return tw.Flush()
 }
 
-// done reports a change without a body (a delete): a line in table mode, {"ok":…} in JSON.
-func (s *session) done(what string) error {
+// report writes the answer v of a change as JSON with --output json, else line.
+func (s *session) report(v any, line string) error {
 	if s.json {
-		return s.print(map[string]string{"ok": what}, nil, nil)
+		return s.print(v, nil, nil)
 	}
-	_, err := fmt.Fprintln(s.out, what)
+	_, err := fmt.Fprintln(s.out, line)
 	return err
 }
 

@@ -33,12 +33,15 @@ func sessionFlags(fs *flag.FlagSet) *sessionOpts {
 }
 
 // session is one CLI command's connection to the api and its output format.
+// noLogin, when set by auth, says why the requests go without a token; an answer
+// of 401 is then reported with it.
 type session struct {
-	url    string
-	c      *client.Client
-	out    io.Writer
-	json   bool
-	authed bool
+	url     string
+	c       *client.Client
+	out     io.Writer
+	json    bool
+	authed  bool
+	noLogin error
 }
 
 func (o *sessionOpts) open(stdout io.Writer) (*session, error) {
@@ -113,25 +116,33 @@ func loadToken() (storedToken, error) {
 const refreshAfter = 30 * time.Minute
 
 // auth gives the client a token: HERALD_TOKEN if set (used as is), else the
-// stored one, refreshed first when less than half its life is left.
+// stored one, refreshed first when less than half its life is left. Without a
+// usable token (none stored, one for another api URL, one expired) the requests
+// go without one and s.noLogin says why: Herald then answers 401 (exit 5, with
+// that reason), while an api that cannot be reached stays exit 7. A token file
+// that cannot be read is an error.
 func (s *session) auth(ctx context.Context) error {
 	if s.authed {
 		return nil
 	}
+	s.authed = true
 	if tok := os.Getenv("HERALD_TOKEN"); tok != "" {
 		s.c.SetToken(tok)
-		s.authed = true
 		return nil
 	}
 	t, err := loadToken()
-	if err != nil {
+	switch {
+	case errors.Is(err, errNotLoggedIn):
+		s.noLogin = err
+		return nil
+	case err != nil:
 		return err
-	}
-	if t.URL != "" && t.URL != s.url {
-		return fmt.Errorf("%w: the stored token is for %s, not %s", errNotLoggedIn, t.URL, s.url)
-	}
-	if time.Now().After(t.ExpiresAt) {
-		return fmt.Errorf("%w: the stored token expired at %s", errNotLoggedIn, t.ExpiresAt.Local().Format(time.DateTime))
+	case t.URL != "" && t.URL != s.url:
+		s.noLogin = fmt.Errorf("%w: the stored token is for %s, not %s", errNotLoggedIn, t.URL, s.url)
+		return nil
+	case time.Now().After(t.ExpiresAt):
+		s.noLogin = fmt.Errorf("%w: the stored token expired at %s", errNotLoggedIn, t.ExpiresAt.Local().Format(time.DateTime))
+		return nil
 	}
 	s.c.SetToken(t.Token)
 	if time.Until(t.ExpiresAt) < refreshAfter {
@@ -144,8 +155,15 @@ func (s *session) auth(ctx context.Context) error {
 			return err
 		}
 	}
-	s.authed = true
 	return nil
+}
+
+// explain adds to a 401 the reason the request went without a token.
+func (s *session) explain(err error) error {
+	if s.noLogin != nil && errors.Is(err, client.ErrUnauthorized) {
+		return fmt.Errorf("%w (%w)", s.noLogin, err)
+	}
+	return err
 }
 
 var loginCommand = cliCommand{

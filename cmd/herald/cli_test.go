@@ -192,8 +192,60 @@ func TestCLIControlPlane(t *testing.T) {
 	require.Equal(t, exitUnauthorized, code)
 	code, _, _ = e.run("", []string{"HERALD_TOKEN=" + h.Token()}, "topic", "list")
 	require.Equal(t, 0, code)
-	// Another api than the token's refuses to guess.
-	e.exit(exitUnauthorized, "topic", "list", "--url", "http://127.0.0.1:1")
+	// The stored token is not sent to another api than its own: one that cannot be
+	// reached is exit 7, one that answers 401 exit 5 with the reason.
+	e.exit(exitUnavailable, "topic", "list", "--url", "http://127.0.0.1:1")
+	require.Contains(t, e.exit(exitUnauthorized, "topic", "list", "--url", strings.Replace(h.BaseURL, "127.0.0.1", "localhost", 1)),
+		"the stored token is for "+h.BaseURL)
+}
+
+// TestCLIExitCodes: every exit code of the README's table that a running Herald
+// and a client can produce, each from the situation the table names.
+func TestCLIExitCodes(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.StartHerald(t, nil)
+	e := newCLIEnv(t, h.BaseURL)
+	down := "http://127.0.0.1:1" // nothing listens on port 1
+
+	// Not logged in: 5 where Herald answers (401, with the reason), 7 where it cannot be reached.
+	require.Contains(t, e.exit(exitUnauthorized, "topic", "list"), "not logged in")
+	e.exit(exitUnavailable, "topic", "list", "--url", down)
+	_, _, errOut := e.run(heraldtest.AdminPassword+"\n", nil, "login", "--username", heraldtest.AdminUser)
+	require.Empty(t, errOut)
+	e.ok("topic", "create", "orders")                                  // 0
+	e.exit(exitUsage, "topic", "create")                               // 2
+	e.exit(exitNotFound, "topic", "get", "nope")                       // 3
+	e.exit(exitConflict, "topic", "create", "orders")                  // 4
+	e.exit(exitInvalid, "topic", "patch", "orders", "--queues", "999") // 6
+	// With a stored token: an api that cannot be reached is 7, under its own URL or another.
+	path := filepath.Join(e.config, "herald", "token")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	st := jsonOf[storedToken](t, string(b))
+	st.URL = down
+	b, _ = json.Marshal(st)
+	require.NoError(t, os.WriteFile(path, b, 0o600))
+	e.exit(exitUnavailable, "topic", "list", "--url", down)
+	e.exit(exitUnavailable, "group", "list", "--url", "http://127.0.0.1:2")
+	// A token that cannot be read is another error: 1.
+	require.NoError(t, os.Remove(path))
+	require.NoError(t, os.Mkdir(path, 0o700))
+	require.Contains(t, e.exit(exitError, "topic", "list"), "read token")
+	// 429: the login throttle answers a sixth wrong password for one name in a row.
+	code := 0
+	for range 6 {
+		code, _, _ = e.run("wrong password\n", nil, "login", "--username", "mallory")
+	}
+	require.Equal(t, exitUnavailable, code, "rate limited")
+	// 5 for a token Herald refuses (401) and for a role too low (403).
+	code, _, _ = e.run("", []string{"HERALD_TOKEN=not-a-jwt"}, "topic", "list")
+	require.Equal(t, exitUnauthorized, code)
+	h.Admin("POST", "/users", map[string]string{"username": "vera", "password": "long-enough-pw", "role": "viewer"}, 201)
+	viewer := newCLIEnv(t, h.BaseURL)
+	code, _, errOut = viewer.run("long-enough-pw\n", nil, "login", "--username", "vera")
+	require.Equal(t, 0, code, errOut)
+	viewer.ok("topic", "list")
+	require.Contains(t, viewer.exit(exitUnauthorized, "topic", "create", "more"), "403")
 }
 
 // TestCLITokenRefresh: a stored token with less than half its life left is traded
@@ -289,24 +341,41 @@ func TestCLIDeadLetters(t *testing.T) {
 		SigningSecret string `json:"signing_secret"`
 	}](t, run("group", "create", "billing", "--endpoint", recv.URL, "--subscribe", "orders", "--max-attempts", "1", "--output", "json")).SigningSecret
 	recv.SetSecret(secret)
-	ids := h.Publish(h.CreateAPIKey("orders"), "orders", map[string]any{"body": map[string]int{"n": 1}})
+	ids := h.Publish(h.CreateAPIKey("orders"), "orders", map[string]any{"body": map[string]int{"n": 1}}, map[string]any{"body": map[string]int{"n": 2}})
 
 	type deadLetter struct {
 		ID        int64  `json:"id"`
 		MessageID string `json:"message_id"`
+		State     string `json:"state"`
 		LastError string `json:"last_error"`
 	}
 	var dls []deadLetter
 	require.Eventually(t, func() bool {
 		dls = jsonOf[[]deadLetter](t, run("dead-letters", "list", "billing", "--output", "json"))
-		return len(dls) == 1
+		return len(dls) == 2
 	}, 15*time.Second, 50*time.Millisecond)
-	require.Equal(t, ids[0].ID, dls[0].MessageID)
-	require.Contains(t, run("dead-letters", "list", "billing"), ids[0].ID)
+	require.ElementsMatch(t, []string{ids[0].ID, ids[1].ID}, []string{dls[0].MessageID, dls[1].MessageID})
+	require.Contains(t, run("dead-letters", "list", "billing"), dls[0].MessageID)
 
 	failing.Store(false)
 	out := run("dead-letters", "redrive", "billing", "--ids", fmt.Sprint(dls[0].ID), "--output", "json")
 	require.Equal(t, int64(1), jsonOf[map[string]int64](t, out)["redriven"])
 	recv.WaitCount(1, 15*time.Second)
+	out = run("dead-letters", "purge", "billing", "--ids", fmt.Sprint(dls[1].ID), "--output", "json")
+	require.Equal(t, int64(1), jsonOf[map[string]int64](t, out)["purged"])
 	require.Equal(t, "[]\n", run("dead-letters", "list", "billing", "--output", "json"), "no pending dead letter left")
+	require.Equal(t, "[]\n", run("dead-letters", "list", "billing", "--state", "pending", "--output", "json"))
+
+	// Every state, and each one alone.
+	all := jsonOf[[]deadLetter](t, run("dead-letters", "list", "billing", "--state", "all", "--output", "json"))
+	require.Len(t, all, 2)
+	require.Equal(t, []string{"redriven", "purged"}, []string{all[0].State, all[1].State})
+	for _, st := range []string{"redriven", "purged"} {
+		one := jsonOf[[]deadLetter](t, run("dead-letters", "list", "billing", "--state", st, "--output", "json"))
+		require.Len(t, one, 1, st)
+		require.Equal(t, st, one[0].State)
+	}
+	require.Regexp(t, `(?m)^\d+\s+`+dls[1].MessageID+`\s+purged`, run("dead-letters", "list", "billing", "--state", "all"))
+	e.exit(exitUsage, "dead-letters", "list", "billing", "--state", "")
+	e.exit(exitUsage, "dead-letters", "list", "billing", "--state", "gone")
 }

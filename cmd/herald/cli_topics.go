@@ -18,12 +18,13 @@ func topicRows(ts ...client.Topic) [][]string {
 				ro = append(ro, itoa(q.ID))
 			}
 		}
-		rows = append(rows, []string{t.Name, itoa(len(t.Queues)), orDash(strings.Join(ro, ",")), itoa(t.PublishedLastHour), t.CreatedAt})
+		rows = append(rows, []string{t.Name, itoa(len(t.Queues)), orDash(strings.Join(ro, ",")), itoa(t.PublishedLastHour),
+			itoa(t.RetentionHours), t.RetentionPolicy, t.CreatedAt})
 	}
 	return rows
 }
 
-var topicHead = []string{"NAME", "QUEUES", "READ-ONLY", "PUBLISHED/1H", "CREATED"}
+var topicHead = []string{"NAME", "QUEUES", "READ-ONLY", "PUBLISHED/1H", "RETENTION-H", "POLICY", "CREATED"}
 
 // parseIDs reads a comma-separated list of integers ("" is none).
 func parseIDs(flagName, s string) ([]int64, error) {
@@ -56,15 +57,27 @@ func listAll[T any](ctx context.Context, fetch func(context.Context, client.List
 }
 
 var topicCommands = []cliCommand{
-	{name: "topic create", args: "<name>", nargs: 1, summary: "Create a topic with --queues partitions.",
-		example: "  herald topic create orders --queues 4",
+	{name: "topic create", args: "<name>", nargs: 1, summary: "Create a topic with --queues partitions and its retention.",
+		example: "  herald topic create orders --queues 4\n  herald topic create audit --retention-hours 720 --retention-policy strict",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
-			queues := fs.Int("queues", 0, "number of queues (0: the server's default)")
+			queues := fs.Int("queues", 0, "number of queues, 1 to 64 (default 4)")
+			hours := fs.Int("retention-hours", 0, "hours a message is kept, 1 to 8760 (default 168)")
+			policy := fs.String("retention-policy", "", "consumed (default: an old message goes once every group consumed it)\n"+
+				"or strict (it goes after --retention-hours whatever the groups' lag)")
 			return func(ctx context.Context, s *session, a []string) error {
+				set := setFlags(fs)
+				for name, v := range map[string]int{"queues": *queues, "retention-hours": *hours} {
+					if set[name] && v <= 0 {
+						return usagef("--%s must be a positive number", name)
+					}
+				}
+				if set["retention-policy"] && *policy == "" {
+					return usagef("--retention-policy must be consumed or strict")
+				}
 				if err := s.auth(ctx); err != nil {
 					return err
 				}
-				t, err := s.c.CreateTopic(ctx, a[0], *queues)
+				t, err := s.c.CreateTopic(ctx, client.TopicSpec{Name: a[0], Queues: *queues, RetentionHours: *hours, RetentionPolicy: *policy})
 				if err != nil {
 					return err
 				}
@@ -103,16 +116,27 @@ var topicCommands = []cliCommand{
 				return s.print(t, []string{"TOPIC", "QUEUE", "POSITION", "STATE", "MIN-OFFSET", "MAX-OFFSET"}, rows)
 			}
 		}},
-	{name: "topic patch", args: "<name>", nargs: 1, summary: "Grow a topic (--queues) or set which queues take no publishes (--read-only).",
-		example: "  herald topic patch orders --queues 8\n  herald topic patch orders --read-only 12,13\n  herald topic patch orders --read-only ''   # every queue writable again",
+	{name: "topic patch", args: "<name>", nargs: 1,
+		summary: "Grow a topic (--queues), set which queues take no publishes (--read-only) or change its retention.",
+		example: "  herald topic patch orders --queues 8\n  herald topic patch orders --read-only 12,13\n" +
+			"  herald topic patch orders --read-only ''   # every queue writable again\n" +
+			"  herald topic patch orders --retention-hours 48 --retention-policy strict",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
 			queues := fs.Int("queues", 0, "new number of queues (only grows)")
 			ro := fs.String("read-only", "", "comma-separated queue ids that take no publishes (replaces the set; '' for none)")
+			hours := fs.Int("retention-hours", 0, "hours a message is kept, 1 to 8760")
+			policy := fs.String("retention-policy", "", "consumed or strict")
 			return func(ctx context.Context, s *session, a []string) error {
 				var p client.TopicPatch
 				set := setFlags(fs)
 				if set["queues"] {
 					p.Queues = queues
+				}
+				if set["retention-hours"] {
+					p.RetentionHours = hours
+				}
+				if set["retention-policy"] {
+					p.RetentionPolicy = policy
 				}
 				if set["read-only"] {
 					ids, err := parseIDs("read-only", *ro)
@@ -124,8 +148,8 @@ var topicCommands = []cliCommand{
 					}
 					p.ReadOnlyQueues = &ids
 				}
-				if p.Queues == nil && p.ReadOnlyQueues == nil {
-					return usagef("herald topic patch needs --queues or --read-only")
+				if p == (client.TopicPatch{}) {
+					return usagef("herald topic patch needs --queues, --read-only, --retention-hours or --retention-policy")
 				}
 				if err := s.auth(ctx); err != nil {
 					return err
@@ -137,17 +161,25 @@ var topicCommands = []cliCommand{
 				return s.print(t, topicHead, topicRows(*t))
 			}
 		}},
-	{name: "topic delete", args: "<name>", nargs: 1, summary: "Delete a topic and its messages (refused while a group subscribes: exit 4).",
-		example: "  herald topic delete orders",
+	{name: "topic delete", args: "<name>", nargs: 1,
+		summary: "Delete a topic and its messages. Refused while a group subscribes (exit 4), unless --force removes\n" +
+			"those subscriptions (with their cursors and retries on the topic) first and names the groups.",
+		example: "  herald topic delete orders\n  herald topic delete orders --force --output json | jq -r '.unsubscribed_groups[]'",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
+			force := fs.Bool("force", false, "unsubscribe the groups that subscribe to it first")
 			return func(ctx context.Context, s *session, a []string) error {
 				if err := s.auth(ctx); err != nil {
 					return err
 				}
-				if err := s.c.DeleteTopic(ctx, a[0]); err != nil {
+				groups, err := s.c.DeleteTopic(ctx, a[0], *force)
+				if err != nil {
 					return err
 				}
-				return s.done("topic " + a[0] + " deleted")
+				line := "topic " + a[0] + " deleted"
+				if len(groups) > 0 {
+					line += "; unsubscribed groups: " + strings.Join(groups, ", ")
+				}
+				return s.report(map[string]any{"name": a[0], "unsubscribed_groups": nonNil(groups)}, line)
 			}
 		}},
 }
