@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -112,7 +114,7 @@ func TestGroupGetDoesNotRevealSecret(t *testing.T) {
 }
 
 // TestHeaderNamesAnyCase: endpoint headers and message headers are accepted in any
-// case and stored lower case.
+// case, stored lower case, sent, and removed by a merge patch in any case.
 func TestHeaderNamesAnyCase(t *testing.T) {
 	t.Parallel()
 	h := heraldtest.StartHerald(t, nil)
@@ -135,7 +137,14 @@ func TestHeaderNamesAnyCase(t *testing.T) {
 	recv.WaitCount(1, 10*time.Second)
 	for _, d := range recv.All() {
 		require.Equal(t, "eu", d.Header.Get("x-region"))
+		require.Equal(t, "k2", d.Header.Get("X-Api-Key"))
 	}
+	out = h.Admin("PATCH", "/groups/billing", map[string]any{"endpoint_headers": map[string]any{"X-OTHER-NAME": nil}}, 200)
+	var after struct {
+		EndpointHeaders map[string]string `json:"endpoint_headers"`
+	}
+	require.NoError(t, json.Unmarshal(out, &after))
+	require.Equal(t, []string{"x-api-key"}, slices.Collect(maps.Keys(after.EndpointHeaders)))
 }
 
 // TestTopicCreateResponseEqualsGet: the create response is the topic as a GET shows it.
