@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/models"
 )
 
 // TestAttributeFilter: a subscription's attribute filter is validated on create
@@ -69,4 +71,52 @@ func TestAttributeFilter(t *testing.T) {
 		Subscriptions []struct{ Filter string } `json:"subscriptions"`
 	}](t, sc.do("GET", "/api/v1/groups/billing", tok, nil, 200))
 	require.Equal(t, `attributes:x-test`, got.Subscriptions[0].Filter)
+}
+
+// TestAttributeFilterReadsHeadersOnlyWhenFiltered: the dispatcher reads the headers
+// column for the cursors of a filtered subscription only; a group without a filter
+// costs no more than before (`id, tag, created_at`).
+func TestAttributeFilterReadsHeadersOnlyWhenFiltered(t *testing.T) {
+	t.Parallel()
+	var counter *heraldtest.SQLCounter
+	h := heraldtest.StartHerald(t, func(c *config.Config) {
+		counter = heraldtest.NewSQLCounter(t, c.MySQLDSN)
+		c.MySQLDSN = counter.ProxiedDSN(t, c.MySQLDSN)
+	})
+	start := time.Now()
+	queueOf := func(topic string) string {
+		out := h.Admin("POST", "/topics", map[string]any{"name": topic, "queues": 1}, 201)
+		var tp struct {
+			Queues []struct{ ID int64 } `json:"queues"`
+		}
+		require.NoError(t, json.Unmarshal(out, &tp))
+		return models.QueueTableName(tp.Queues[0].ID)
+	}
+	plainQ, filteredQ := queueOf("plain"), queueOf("filtered")
+	key := h.CreateAPIKey("plain", "filtered")
+	for _, topic := range []string{"plain", "filtered"} {
+		h.Publish(key, topic, map[string]any{"body": 1, "headers": map[string]string{"x-region": "eu"}}, map[string]any{"body": 2})
+	}
+	plain, filtered := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
+	h.CreateGroup(map[string]any{"name": "plain", "endpoint_url": plain.URL, "consume_from": "earliest",
+		"subscriptions": []map[string]any{{"topic": "plain"}}})
+	h.CreateGroup(map[string]any{"name": "filtered", "endpoint_url": filtered.URL, "consume_from": "earliest",
+		"subscriptions": []map[string]any{{"topic": "filtered", "filter": `attributes:x-region`}}})
+	plain.WaitCount(2, 10*time.Second)
+	filtered.WaitCount(1, 10*time.Second)
+
+	var plainReads, filteredHeaderReads int
+	for _, s := range counter.Since(start) {
+		switch {
+		case strings.Contains(s.SQL, "headers FROM "+plainQ):
+			t.Fatalf("the unfiltered group read headers: %s", s.SQL)
+		case strings.Contains(s.SQL, "created_at FROM "+plainQ):
+			plainReads++
+		case strings.Contains(s.SQL, "created_at, headers FROM "+filteredQ):
+			filteredHeaderReads++
+		}
+	}
+	require.Positive(t, plainReads, "the unfiltered group's backlog was read")
+	require.Positive(t, filteredHeaderReads, "the filtered group's backlog was read with headers")
+	require.Equal(t, 1, filtered.Count())
 }
