@@ -143,9 +143,9 @@ func (d *Dispatcher) applyRows(ev notify.Event) {
 			continue
 		}
 		if !contiguous || cs.readPos+1 != first || d.room(cs) < len(rows) || !d.decidable(cs, rows) {
-			// (A cursor filtering on attributes reads the queue for the headers a
-			// notification over Redis does not carry.)
-			// (A paused cursor marks the queue too; the read skips it.)
+			// (A paused cursor marks the queue too; the read skips it. A cursor
+			// filtering on attributes reads the queue for the headers a notification
+			// over Redis does not carry.)
 			d.dirtyQ[ev.Queue] = true
 			continue
 		}
