@@ -74,7 +74,8 @@ func TestAdminAPIMatchesSpec(t *testing.T) {
 		"subscriptions": []map[string]any{{"topic": "orders"}}, "consume_from": "earliest"}, 201))
 	recv.SetSecret(g.SigningSecret)
 	sc.do("GET", "/api/v1/groups", tok, nil, 200)
-	sc.do("GET", "/api/v1/groups/billing", tok, nil, 200)
+	require.Empty(t, decode[group](t, sc.do("GET", "/api/v1/groups/billing", tok, nil, 200)).SigningSecret, "a plain GET shows no secret")
+	require.Equal(t, g.SigningSecret, decode[group](t, sc.do("GET", "/api/v1/groups/billing?include=secret", tok, nil, 200)).SigningSecret)
 
 	key := decode[struct {
 		ID  int64
@@ -266,6 +267,7 @@ func TestAdminAPIMatchesSpec(t *testing.T) {
 	sc.do("PATCH", "/api/v1/groups/billing", viewer, map[string]any{"rate_limit": 1}, 403)
 	sc.do("GET", "/api/v1/users", viewer, nil, 403)
 	require.Empty(t, decode[group](t, sc.do("GET", "/api/v1/groups/billing", viewer, nil, 200)).SigningSecret, "viewers never see secrets")
+	sc.do("GET", "/api/v1/groups/billing?include=secret", viewer, nil, 403)
 	sc.do("PATCH", fmt.Sprintf("/api/v1/users/%d", u.ID), tok, map[string]any{"role": "operator"}, 200)
 	sc.do("GET", "/api/v1/topics", viewer, nil, 401)
 	viewer = decode[struct{ Token string }](t, sc.do("POST", "/api/v1/auth/login", "", map[string]string{"username": "vic", "password": "viewer password"}, 200)).Token

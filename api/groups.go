@@ -10,7 +10,8 @@ import (
 	"github.com/heraldhq/herald/models"
 )
 
-// SubscriptionDTO is a group's binding to a topic; empty Tags means every tag.
+// SubscriptionDTO is a group's binding to a topic; empty Tags means every tag and an
+// empty Filter every message.
 type SubscriptionDTO = control.SubscriptionSetting
 
 // GroupDTO is a consumer group as the admin API shows it: its writable settings
@@ -85,7 +86,7 @@ func (r groupCreateRequest) spec() control.GroupSpec {
 		s.PushAuth = &models.PushAuth{Audience: r.PushAuth.Audience}
 	}
 	for _, sub := range r.Subscriptions {
-		s.Subscriptions = append(s.Subscriptions, models.Subscription{Topic: sub.Topic, Tags: sub.Tags})
+		s.Subscriptions = append(s.Subscriptions, models.Subscription{Topic: sub.Topic, Tags: sub.Tags, Filter: sub.Filter})
 	}
 	return s
 }
@@ -102,21 +103,28 @@ func (s *Server) groupCreate(c echo.Context) error {
 	return c.JSON(http.StatusCreated, groupDTO(g, true))
 }
 
-// groupGet shows the signing secret to operators and admins (audited as a secret
-// read) and blanks it for viewers.
+// groupGet shows a group without its signing secret and writes no audit row, so a
+// dashboard may poll it. `?include=secret` is the explicit read of the secret:
+// operators and admins only (403 for viewers), audited as group.secret.read.
 func (s *Server) groupGet(c echo.Context) error {
-	if userFrom(c).Role == models.RoleViewer {
+	switch c.QueryParam("include") {
+	case "":
 		g, err := s.ctl.GetGroup(c.Request().Context(), c.Param("group"))
 		if err != nil {
 			return err
 		}
 		return c.JSON(http.StatusOK, groupDTO(g, false))
+	case "secret":
+		if userFrom(c).Role == models.RoleViewer {
+			return problem(ProblemForbidden, "reading the signing secret needs role operator or admin")
+		}
+		g, err := s.ctl.RevealSecret(c.Request().Context(), actor(c), c.Param("group"))
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, groupDTO(g, true))
 	}
-	g, err := s.ctl.RevealSecret(c.Request().Context(), actor(c), c.Param("group"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, groupDTO(g, true))
+	return &models.ValidationError{Errors: []models.FieldError{{Pointer: "/include", Detail: "must be secret (or absent)"}}}
 }
 
 // groupDelete removes the group (`?purge=true`: its dead letters and attempt log at

@@ -57,7 +57,8 @@ func applyGroupPatch(g *models.Group, patch []byte) (groupCreateRequest, error) 
 	var v models.ValidationError
 	for k, raw := range fields {
 		if slices.Contains(readOnlyGroupFields, k) {
-			if k == "signing_secret" || !jsonEqual(raw, curFields[k]) {
+			// A plain GET shows signing_secret empty; echoing that back changes nothing.
+			if (k == "signing_secret" && !jsonEqual(raw, json.RawMessage(`""`))) || (k != "signing_secret" && !jsonEqual(raw, curFields[k])) {
 				v.Add("/"+k, k+" cannot be changed by PATCH (use pause, resume or secret/rotate)")
 			}
 			delete(fields, k)

@@ -69,6 +69,7 @@ func New(opts Options, ctl *control.Control, rdb redis.UniversalClient, writer *
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.writeProblem
 	e.IPExtractor = echo.ExtractIPDirect()
+	e.Use(observeRequests)
 	s.e = e
 
 	s.register(e)

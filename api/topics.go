@@ -60,8 +60,9 @@ func (s *Server) topicDTOs(ctx context.Context, ts []*models.Topic) ([]TopicDTO,
 	return out, nil
 }
 
-// topicResponse answers with t, its stats and its retention state.
-func (s *Server) topicResponse(c echo.Context, t *models.Topic) error {
+// topicResponse answers status with t, its stats and its retention state: a create
+// answers exactly what a GET then shows.
+func (s *Server) topicResponse(c echo.Context, status int, t *models.Topic) error {
 	ctx := c.Request().Context()
 	out, err := s.topicDTOs(ctx, []*models.Topic{t})
 	if err != nil {
@@ -72,7 +73,7 @@ func (s *Server) topicResponse(c echo.Context, t *models.Topic) error {
 		return err
 	}
 	out[0].Retention = &r
-	return c.JSON(http.StatusOK, out[0])
+	return c.JSON(status, out[0])
 }
 
 type topicCreateRequest struct {
@@ -95,7 +96,7 @@ func (s *Server) topicCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, topicDTO(t, control.TopicStats{}))
+	return s.topicResponse(c, http.StatusCreated, t)
 }
 
 func (s *Server) topicGet(c echo.Context) error {
@@ -103,7 +104,7 @@ func (s *Server) topicGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.topicResponse(c, t)
+	return s.topicResponse(c, http.StatusOK, t)
 }
 
 func (s *Server) topicList(c echo.Context) error {
@@ -142,7 +143,7 @@ func (s *Server) topicUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.topicResponse(c, t)
+	return s.topicResponse(c, http.StatusOK, t)
 }
 
 // topicDeleteResponse answers a forced delete that removed subscriptions: the

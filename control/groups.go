@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/internal/fence"
@@ -80,7 +81,7 @@ func (spec GroupSpec) apply(g *models.Group) {
 	g.EndpointAuth = spec.endpointAuth(g.EndpointAuth)
 	g.Subscriptions = nil
 	for _, sub := range spec.Subscriptions {
-		g.Subscriptions = append(g.Subscriptions, models.Subscription{Topic: sub.Topic, Tags: sub.Tags})
+		g.Subscriptions = append(g.Subscriptions, models.Subscription{Topic: sub.Topic, Tags: sub.Tags, Filter: strings.TrimSpace(sub.Filter)})
 	}
 }
 
@@ -238,10 +239,12 @@ type GroupSettings struct {
 	BasicAuth *models.BasicAuth `json:"basic_auth"`
 }
 
-// SubscriptionSetting is a subscription in JSON; empty Tags means every tag.
+// SubscriptionSetting is a subscription in JSON; empty Tags means every tag, and an
+// empty Filter (an attribute filter on publisher headers, models.Filter) every message.
 type SubscriptionSetting struct {
-	Topic string   `json:"topic"`
-	Tags  []string `json:"tags"`
+	Topic  string   `json:"topic"`
+	Tags   []string `json:"tags"`
+	Filter string   `json:"filter"`
 }
 
 // SettingsOf returns g's writable settings (nil tags as an empty list).
@@ -263,7 +266,7 @@ func SettingsOf(g *models.Group) GroupSettings {
 		if tags == nil {
 			tags = []string{}
 		}
-		s.Subscriptions = append(s.Subscriptions, SubscriptionSetting{Topic: sub.Topic, Tags: tags})
+		s.Subscriptions = append(s.Subscriptions, SubscriptionSetting{Topic: sub.Topic, Tags: tags, Filter: sub.Filter})
 	}
 	return s
 }
@@ -281,6 +284,8 @@ type groupRecord struct {
 // tells the dispatchers and audits it (group.create). Errors: a
 // *models.ValidationError, one also matching ssrf.ErrBlocked for a refused address,
 // models.ErrConflict for a taken name, or a ValidationError naming an unknown topic.
+// Subscribing to another group's `<group>.dlq` creates that dead-letter topic when
+// it does not exist yet (ensureDeadLetterTopics).
 func (c *Control) CreateGroup(ctx context.Context, a Actor, spec GroupSpec) (*models.Group, error) {
 	g := &models.Group{Name: spec.Name, SigningSecret: signing.NewSecret(), Status: models.GroupRunning}
 	spec.apply(g)
@@ -291,6 +296,9 @@ func (c *Control) CreateGroup(ctx context.Context, a Actor, spec GroupSpec) (*mo
 		return nil, err
 	}
 	if err := c.ensureEventsTopic(ctx, g); err != nil {
+		return nil, err
+	}
+	if err := c.ensureDeadLetterTopics(ctx, g); err != nil {
 		return nil, err
 	}
 	if err := c.st.GroupCreate(ctx, g); err != nil {
@@ -329,7 +337,13 @@ func (c *Control) PatchGroupWith(ctx context.Context, a Actor, name string, buil
 		}
 		ng := *g
 		spec.apply(&ng)
-		if err := ng.Validate(); err != nil {
+		validate := ng.Validate
+		if len(g.Subscriptions) == 0 && len(ng.Subscriptions) == 0 {
+			// A group whose last topic was force-deleted stays editable (it is paused,
+			// and ResumeGroup wants a subscription first).
+			validate = ng.ValidateUnsubscribed
+		}
+		if err := validate(); err != nil {
 			return nil, err
 		}
 		if ng.EndpointURL != g.EndpointURL {
@@ -338,6 +352,9 @@ func (c *Control) PatchGroupWith(ctx context.Context, a Actor, name string, buil
 			}
 		}
 		if err := c.ensureEventsTopic(ctx, &ng); err != nil {
+			return nil, err
+		}
+		if err := c.ensureDeadLetterTopics(ctx, &ng); err != nil {
 			return nil, err
 		}
 		// Concurrent patches of other fields are reapplied on the newer group, never lost.
@@ -400,8 +417,17 @@ func (c *Control) PauseGroup(ctx context.Context, a Actor, name string) (*models
 }
 
 // ResumeGroup restarts deliveries to group name and audits it (group.running).
-// Errors: models.ErrNotFound.
+// Errors: models.ErrNotFound; a *models.ValidationError on /subscriptions for a
+// group without any (a force-deleted topic took its last one): subscribe it first.
 func (c *Control) ResumeGroup(ctx context.Context, a Actor, name string) (*models.Group, error) {
+	g, err := c.st.GroupGetByName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(g.Subscriptions) == 0 {
+		return nil, &models.ValidationError{Errors: []models.FieldError{{Pointer: "/subscriptions",
+			Detail: "the group has no subscription; give it one (PATCH) before resuming"}}}
+	}
 	return c.setStatus(ctx, a, name, models.GroupRunning, "")
 }
 

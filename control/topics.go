@@ -152,7 +152,10 @@ func (c *Control) PatchTopic(ctx context.Context, a Actor, name string, p TopicP
 // *store.InUseError naming them (matching models.ErrInUse), unless force is set:
 // then their subscriptions, cursors and retry rows on the topic go first, the
 // groups' dispatchers are told, and the names of the groups that lost a
-// subscription are returned (and audited). Errors: models.ErrNotFound.
+// subscription are returned (and audited). A running group left without any
+// subscription is paused (models.NoSubscriptionsReason; group.paused audited, a
+// group.paused event), stays editable, and resumes once it subscribes again.
+// Errors: models.ErrNotFound.
 func (c *Control) DeleteTopic(ctx context.Context, a Actor, name string, force bool) (unsubscribed []string, err error) {
 	t, err := c.st.TopicGetByName(ctx, name)
 	if err != nil {
@@ -164,9 +167,19 @@ func (c *Control) DeleteTopic(ctx context.Context, a Actor, name string, force b
 	}
 	c.onTopicChange.run(name)
 	for _, g := range unsubscribed {
-		if gr, err := c.st.GroupGetByName(ctx, g); err == nil {
-			c.notifyGroup(ctx, gr.ID)
+		gr, err := c.st.GroupGetByName(ctx, g)
+		if err != nil {
+			continue
 		}
+		if len(gr.Subscriptions) == 0 && gr.Status == models.GroupRunning {
+			// A running group with nothing to consume would look healthy while doing
+			// nothing: it is paused, and says why, until it subscribes again.
+			if _, err := c.setStatus(ctx, a, g, models.GroupPaused, models.NoSubscriptionsReason(name)); err != nil {
+				c.log.Error("group left without subscriptions not paused", "group", g, "err", err)
+			}
+			continue
+		}
+		c.notifyGroup(ctx, gr.ID)
 	}
 	if unsubscribed == nil {
 		unsubscribed = []string{}

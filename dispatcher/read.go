@@ -44,23 +44,69 @@ func (d *Dispatcher) readQueue(ctx context.Context, q int64) (more bool) {
 	for pos, css := range byPos {
 		limit := limits[pos]
 		started := d.now()
-		rows, err := d.st.QueueScan(ctx, q, pos, limit)
-		if err != nil {
-			d.log.Warn("read queue", "queue", q, "err", err)
-			return false
-		}
-		read := make([]notify.Row, len(rows))
-		for i, r := range rows {
-			read[i] = notify.Row{ID: r.ID, Tag: r.Tag, CreatedAt: r.CreatedAt}
+		var read []notify.Row
+		var headers map[int64]map[string]string
+		if d.anyFiltered(css) {
+			// Only cursors whose subscription filters on attributes read the headers column.
+			rows, err := d.st.QueueScanAttributes(ctx, q, pos, limit)
+			if err != nil {
+				d.log.Warn("read queue", "queue", q, "err", err)
+				return false
+			}
+			read, headers = make([]notify.Row, len(rows)), make(map[int64]map[string]string, len(rows))
+			for i, r := range rows {
+				read[i] = notify.Row{ID: r.ID, Tag: r.Tag, CreatedAt: r.CreatedAt}
+				headers[r.ID] = r.Headers
+			}
+		} else {
+			rows, err := d.st.QueueScan(ctx, q, pos, limit)
+			if err != nil {
+				d.log.Warn("read queue", "queue", q, "err", err)
+				return false
+			}
+			read = make([]notify.Row, len(rows))
+			for i, r := range rows {
+				read[i] = notify.Row{ID: r.ID, Tag: r.Tag, CreatedAt: r.CreatedAt}
+			}
 		}
 		for _, cs := range css {
-			d.fanOut(cs, read, started)
+			d.fanOutWith(cs, read, headers, started)
 		}
-		if len(rows) == limit {
+		if len(read) == limit {
 			more = true
 		}
 	}
 	return more
+}
+
+// anyFiltered reports whether one of css has an attribute filter on its topic.
+func (d *Dispatcher) anyFiltered(css []*cursorState) bool {
+	for _, cs := range css {
+		if d.subscription(cs).HasFilter() {
+			return true
+		}
+	}
+	return false
+}
+
+// passes reports whether row r goes to a cursor subscribed by sub: its tag passes
+// the tag filter and, when sub filters on attributes, its headers pass the filter.
+// Headers come from headers (a read of the headers column, keyed by id) or from the
+// message a local notification carries; known is false when neither has them.
+func passes(sub models.Subscription, r notify.Row, headers map[int64]map[string]string) (match, known bool) {
+	if !sub.Matches(r.Tag) {
+		return false, true
+	}
+	if !sub.HasFilter() {
+		return true, true
+	}
+	if h, ok := headers[r.ID]; ok {
+		return sub.MatchesAttributes(h), true
+	}
+	if r.Msg != nil {
+		return sub.MatchesAttributes(r.Msg.Headers), true
+	}
+	return true, false
 }
 
 // Bodies a cursor keeps from local notifications (pendingMsg.msg): only while it
@@ -96,8 +142,10 @@ func (d *Dispatcher) applyRows(ev notify.Event) {
 		if cs.readPos >= last {
 			continue
 		}
-		if !contiguous || cs.readPos+1 != first || d.room(cs) < len(rows) {
-			// (A paused cursor marks the queue too; the read skips it.)
+		if !contiguous || cs.readPos+1 != first || d.room(cs) < len(rows) || !d.decidable(cs, rows) {
+			// (A paused cursor marks the queue too; the read skips it. A cursor
+			// filtering on attributes reads the queue for the headers a notification
+			// over Redis does not carry.)
 			d.dirtyQ[ev.Queue] = true
 			continue
 		}
@@ -108,9 +156,32 @@ func (d *Dispatcher) applyRows(ev notify.Event) {
 	}
 }
 
+// decidable reports whether cs's filters can be decided on rows as a notification
+// carries them: always without an attribute filter, else only when every row
+// carries its message (the in-process path; notifications over Redis carry tags
+// but no headers).
+func (d *Dispatcher) decidable(cs *cursorState, rows []notify.Row) bool {
+	if !d.subscription(cs).HasFilter() {
+		return true
+	}
+	for _, r := range rows {
+		if r.Msg == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // fanOut applies rows (id order, all > cs.readPos) to one cursor: gaps become holes,
 // matching rows become pending, filtered-out rows are done at once.
 func (d *Dispatcher) fanOut(cs *cursorState, rows []notify.Row, at time.Time) {
+	d.fanOutWith(cs, rows, nil, at)
+}
+
+// fanOutWith is fanOut with the rows' headers by id (nil when not read) for an
+// attribute filter. A row whose headers are unknown is delivered: a filter miss
+// costs a POST, never a message.
+func (d *Dispatcher) fanOutWith(cs *cursorState, rows []notify.Row, headers map[int64]map[string]string, at time.Time) {
 	sub := d.subscription(cs)
 	nowMS := at.UnixMilli()
 	for _, r := range rows {
@@ -124,7 +195,7 @@ func (d *Dispatcher) fanOut(cs *cursorState, rows []notify.Row, at time.Time) {
 		if _, done := cs.done[r.ID]; done {
 			continue // reported by the previous owner (takeover.go)
 		}
-		if sub.Matches(r.Tag) {
+		if match, _ := passes(sub, r, headers); match {
 			p := pendingMsg{offset: r.ID, createdAt: r.CreatedAt}
 			if r.Msg != nil && len(r.Msg.Body) <= bodyHoldBytes && len(cs.pending) < bodyHoldPending {
 				p.msg = r.Msg
@@ -165,21 +236,17 @@ func (d *Dispatcher) reReadHoles(ctx context.Context, q int64) {
 		return
 	}
 	started := d.now().UnixMilli()
-	rows, err := d.st.QueueRowsByIDs(ctx, q, ids)
+	found, headers, err := d.rowsByIDs(ctx, q, ids)
 	if err != nil {
 		d.log.Warn("re-read holes", "queue", q, "err", err)
 		return
-	}
-	found := make(map[int64]store.RowMeta, len(rows))
-	for _, r := range rows {
-		found[r.ID] = r
 	}
 	gap := d.cfg.GapTimeout.Milliseconds()
 	for _, cs := range d.byQueue[q] {
 		sub := d.subscription(cs)
 		for id, first := range cs.holes {
 			if r, ok := found[id]; ok {
-				if sub.Matches(r.Tag) {
+				if match, _ := passes(sub, notify.Row{ID: r.ID, Tag: r.Tag}, headers); match {
 					cs.holeFound(id, r.CreatedAt)
 				} else {
 					cs.markDone(id)
@@ -257,20 +324,18 @@ func (d *Dispatcher) checkClosedHoles(ctx context.Context, q int64) {
 	if len(ids) == 0 {
 		return
 	}
-	rows, err := d.st.QueueRowsByIDs(ctx, q, ids)
-	if err != nil || len(rows) == 0 {
+	found, headers, err := d.rowsByIDs(ctx, q, ids)
+	if err != nil || len(found) == 0 {
 		return
-	}
-	found := map[int64]store.RowMeta{}
-	for _, r := range rows {
-		found[r.ID] = r
 	}
 	for cs, list := range due {
 		sub := d.subscription(cs)
 		var late []int64
 		for _, id := range list {
-			if r, ok := found[id]; ok && sub.Matches(r.Tag) {
-				late = append(late, id)
+			if r, ok := found[id]; ok {
+				if match, _ := passes(sub, notify.Row{ID: r.ID, Tag: r.Tag}, headers); match {
+					late = append(late, id)
+				}
 			}
 		}
 		if len(late) == 0 {
@@ -284,4 +349,24 @@ func (d *Dispatcher) checkClosedHoles(ctx context.Context, q int64) {
 		}
 		cs.group.health.retryDueBy(d.now())
 	}
+}
+
+// rowsByIDs re-reads the listed ids of queue q by id, with their headers (by id)
+// only when a cursor of q filters on attributes.
+func (d *Dispatcher) rowsByIDs(ctx context.Context, q int64, ids []int64) (map[int64]store.RowMeta, map[int64]map[string]string, error) {
+	found := make(map[int64]store.RowMeta, len(ids))
+	if !d.anyFiltered(d.byQueue[q]) {
+		rows, err := d.st.QueueRowsByIDs(ctx, q, ids)
+		for _, r := range rows {
+			found[r.ID] = r
+		}
+		return found, nil, err
+	}
+	rows, err := d.st.QueueRowsByIDsAttributes(ctx, q, ids)
+	headers := make(map[int64]map[string]string, len(rows))
+	for _, r := range rows {
+		found[r.ID] = r.RowMeta
+		headers[r.ID] = r.Headers
+	}
+	return found, headers, err
 }

@@ -3,6 +3,7 @@ package models
 import (
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -47,16 +48,44 @@ const (
 var DefaultRetrySchedule = []int{5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400}
 
 // Subscription binds a group to a topic. Tags filters by message tag; empty means every tag
-// (RocketMQ's subscribe(topic, tags)).
+// (RocketMQ's subscribe(topic, tags)). Filter, when not empty, is an attribute
+// filter on the message's publisher headers (see Filter for its grammar; Pub/Sub's
+// subscription filters): a message must pass both. Compiled is Filter parsed, set
+// by whoever builds a subscription that will be evaluated often (the store);
+// MatchesAttributes parses Filter itself when it is nil.
 type Subscription struct {
-	TopicID int64
-	Topic   string
-	Tags    []string
+	TopicID  int64
+	Topic    string
+	Tags     []string
+	Filter   string
+	Compiled *Filter
 }
 
-// Matches reports whether a message with tag passes the subscription's filter.
+// Matches reports whether a message with tag passes the subscription's tag filter.
 func (s Subscription) Matches(tag string) bool {
 	return len(s.Tags) == 0 || slices.Contains(s.Tags, tag)
+}
+
+// HasFilter reports whether the subscription has an attribute filter, so its
+// messages' headers must be read to decide (the dispatcher reads the headers column
+// only then).
+func (s Subscription) HasFilter() bool { return s.Filter != "" }
+
+// MatchesAttributes reports whether a message with headers (lower-case names, as
+// stored) passes the attribute filter; true without one. A filter that does not
+// parse (never stored: validated on write) matches nothing.
+func (s Subscription) MatchesAttributes(headers map[string]string) bool {
+	if s.Filter == "" {
+		return true
+	}
+	f := s.Compiled
+	if f == nil {
+		var err error
+		if f, err = ParseFilter(s.Filter); err != nil || f == nil {
+			return err == nil
+		}
+	}
+	return f.Match(headers)
 }
 
 // Group is a consumer group: one subscriber endpoint with its delivery settings.
@@ -156,9 +185,23 @@ func (g *Group) ApplyDefaults() {
 }
 
 // Validate checks names, ranges and the endpoint URL's shape (at most 2,048 bytes of
-// printable ASCII without spaces, http or https, a host, no userinfo). It returns a *ValidationError (unwrapping to ErrInvalid) naming each
+// printable ASCII without spaces, http or https, a host, no userinfo), and requires
+// at least one subscription. It returns a *ValidationError (unwrapping to ErrInvalid) naming each
 // bad field by JSON pointer. Address checks (SSRF) are the caller's.
-func (g *Group) Validate() error {
+func (g *Group) Validate() error { return g.validate(true) }
+
+// ValidateUnsubscribed is Validate for a change that leaves a group's subscriptions
+// as they are when it has none left (a force-deleted topic took its last one, and
+// the group was paused, NoSubscriptionsReason): every other rule still applies.
+func (g *Group) ValidateUnsubscribed() error { return g.validate(false) }
+
+// NoSubscriptionsReason is the paused_reason of a group paused because a
+// force-deleted topic took its last subscription.
+func NoSubscriptionsReason(topic string) string {
+	return "no subscription left: topic " + topic + " was deleted"
+}
+
+func (g *Group) validate(requireSubscription bool) error {
 	var v ValidationError
 	if !ValidName(g.Name) {
 		v.Add("/name", "must match ^[a-z0-9][a-z0-9._-]{0,119}$")
@@ -174,7 +217,7 @@ func (g *Group) Validate() error {
 	} else if u.User != nil {
 		v.Add("/endpoint_url", "must not contain userinfo")
 	}
-	if len(g.Subscriptions) == 0 {
+	if len(g.Subscriptions) == 0 && requireSubscription {
 		v.Add("/subscriptions", "at least one subscription is required")
 	}
 	for i, s := range g.Subscriptions {
@@ -185,6 +228,11 @@ func (g *Group) Validate() error {
 		for j, t := range s.Tags {
 			if !ValidLabel(t) || t == "" {
 				v.Add(p+"/tags/"+itoa(j), "tags are 1 to 255 bytes of UTF-8 without control characters")
+			}
+		}
+		if s.Filter != "" {
+			if _, err := ParseFilter(s.Filter); err != nil {
+				v.Add(p+"/filter", strings.TrimPrefix(err.Error(), ErrInvalidFilter.Error()+": "))
 			}
 		}
 	}

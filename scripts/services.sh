@@ -239,19 +239,19 @@ report_innodb() {
 	log "hint: this server has innodb_buffer_pool_size=$bp innodb_log_file_size=$lf; set both to ≥1G (MySQL 8: innodb_redo_log_capacity) and restart it, or Herald stalls under heavy publishing (docs/design.md, "Operations")"
 }
 
-# raise_connections lifts max_connections of a server this run did not start to 1000
-# (what a server it starts gets) when it is lower and the user may: the test suite
-# runs several Heralds at once, each with its own pool. Without the privilege it
-# prints a hint instead.
-raise_connections() {
+# report_connections prints max_connections of a server this run did not start and,
+# when it is below 1000 (what a server this script starts gets from its drop-in),
+# what to set: the test suite runs several Heralds at once, each with its own pool.
+# It never changes the server: a user's own server is theirs to configure.
+report_connections() {
 	local n
 	n=$(sql "SELECT @@max_connections" 2>/dev/null) || return 0
-	[[ $n =~ ^[0-9]+$ ]] && [ "$n" -lt 1000 ] || return 0
-	if sql "SET GLOBAL max_connections = 1000" 2>/dev/null; then
-		log "max_connections raised from $n to 1000 (until the server restarts)"
-	else
-		log "hint: this server has max_connections=$n; parallel tests and several Herald processes want about 1000"
+	[[ $n =~ ^[0-9]+$ ]] || return 0
+	if [ "$n" -ge 1000 ]; then
+		log "max_connections=$n"
+		return
 	fi
+	log "hint: this server has max_connections=$n; parallel tests and several Herald processes want about 1000: set max_connections = 1000 under [mysqld] (or SET GLOBAL max_connections = 1000 until it restarts). Nothing was changed."
 }
 
 # ensure_database NAME creates database NAME with utf8mb4 unless it exists.
@@ -317,7 +317,7 @@ setup_mysql() {
 			log "($HERALD_CNF is present: MariaDB was configured by an earlier run)"
 		fi
 		report_innodb
-		raise_connections
+		report_connections
 	fi
 	for name in "$DB_NAME" "$@"; do
 		[ -n "$name" ] || continue

@@ -121,6 +121,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	actx, stopAttempts := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() { w.writeAttempts(actx); close(done) }()
+	sweepDone := make(chan struct{})
+	go func() { w.sweepDeletedGroups(actx); close(sweepDone) }()
 	<-ctx.Done()
 	w.stopMu.Lock()
 	close(w.stopping)
@@ -132,6 +134,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	srv.Shutdown()
 	stopAttempts()
 	<-done
+	<-sweepDone
 	return nil
 }
 

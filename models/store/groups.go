@@ -54,6 +54,8 @@ type subscriptionRow struct {
 	GroupID int64
 	TopicID int64
 	Tags    []byte
+	// AttributeFilter is models.Subscription.Filter (migration 000015; empty: none).
+	AttributeFilter string
 }
 
 func (subscriptionRow) TableName() string { return "subscriptions" }
@@ -103,7 +105,7 @@ func (s *Store) GroupCreate(ctx context.Context, g *models.Group) error {
 		}
 		for _, sub := range g.Subscriptions {
 			tags, _ := json.Marshal(nonNil(sub.Tags))
-			if err := tx.db.Create(&subscriptionRow{GroupID: row.ID, TopicID: sub.TopicID, Tags: tags}).Error; err != nil {
+			if err := tx.db.Create(&subscriptionRow{GroupID: row.ID, TopicID: sub.TopicID, Tags: tags, AttributeFilter: sub.Filter}).Error; err != nil {
 				return fmt.Errorf("insert subscription: %w", err)
 			}
 			if err := tx.cursorsCreate(ctx, row.ID, topics[sub.TopicID], g.ConsumeFrom, now); err != nil {
@@ -252,9 +254,11 @@ func (s *Store) withSubscriptions(ctx context.Context, rows []groupRow) ([]*mode
 		TopicID int64
 		Name    string
 		Tags    []byte
+		// AttributeFilter is the subscription's filter source.
+		AttributeFilter string
 	}
 	var subs []subJoin
-	err := s.db.WithContext(ctx).Raw("SELECT s.group_id, s.topic_id, t.name, s.tags FROM subscriptions s JOIN topics t ON t.id = s.topic_id WHERE s.group_id IN ? ORDER BY s.id", ids).Scan(&subs).Error
+	err := s.db.WithContext(ctx).Raw("SELECT s.group_id, s.topic_id, t.name, s.tags, s.attribute_filter FROM subscriptions s JOIN topics t ON t.id = s.topic_id WHERE s.group_id IN ? ORDER BY s.id", ids).Scan(&subs).Error
 	if err != nil {
 		return nil, fmt.Errorf("read subscriptions: %w", err)
 	}
@@ -262,7 +266,11 @@ func (s *Store) withSubscriptions(ctx context.Context, rows []groupRow) ([]*mode
 	for _, sj := range subs {
 		var tags []string
 		_ = json.Unmarshal(sj.Tags, &tags)
-		byGroup[sj.GroupID] = append(byGroup[sj.GroupID], models.Subscription{TopicID: sj.TopicID, Topic: sj.Name, Tags: tags})
+		sub := models.Subscription{TopicID: sj.TopicID, Topic: sj.Name, Tags: tags, Filter: sj.AttributeFilter}
+		// Stored filters were validated on write; one that no longer parses matches
+		// nothing (MatchesAttributes) rather than everything.
+		sub.Compiled, _ = models.ParseFilter(sj.AttributeFilter)
+		byGroup[sj.GroupID] = append(byGroup[sj.GroupID], sub)
 	}
 	for _, r := range rows {
 		// A column that cannot be read back makes this group unreadable, never the
@@ -391,12 +399,13 @@ func (s *Store) GroupUpdate(ctx context.Context, g *models.Group) error {
 		for _, sub := range g.Subscriptions {
 			tags, _ := json.Marshal(nonNil(sub.Tags))
 			if have[sub.TopicID] {
-				if err := tx.db.Model(&subscriptionRow{}).Where("group_id = ? AND topic_id = ?", g.ID, sub.TopicID).Update("tags", tags).Error; err != nil {
-					return fmt.Errorf("update subscription tags: %w", err)
+				if err := tx.db.Model(&subscriptionRow{}).Where("group_id = ? AND topic_id = ?", g.ID, sub.TopicID).
+					Updates(map[string]any{"tags": tags, "attribute_filter": sub.Filter}).Error; err != nil {
+					return fmt.Errorf("update subscription tags and filter: %w", err)
 				}
 				continue
 			}
-			if err := tx.db.Create(&subscriptionRow{GroupID: g.ID, TopicID: sub.TopicID, Tags: tags}).Error; err != nil {
+			if err := tx.db.Create(&subscriptionRow{GroupID: g.ID, TopicID: sub.TopicID, Tags: tags, AttributeFilter: sub.Filter}).Error; err != nil {
 				return fmt.Errorf("insert subscription: %w", err)
 			}
 			if err := tx.cursorsCreate(ctx, g.ID, topics[sub.TopicID], g.ConsumeFrom, now); err != nil {

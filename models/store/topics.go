@@ -69,7 +69,7 @@ func (s *Store) topicCreate(ctx context.Context, name string, n int, reserved bo
 	if !models.ValidName(name) {
 		v.Add("/name", "must match ^[a-z0-9][a-z0-9._-]{0,119}$")
 	} else if models.ReservedName(name) && !reserved {
-		v.Add("/name", "the .dlq suffix is reserved for dead-letter topics")
+		v.Add("/name", "the .dlq suffix is reserved for dead-letter topics; subscribing a group to <group>.dlq creates it")
 	} else if name == models.EventsTopic && !reserved {
 		v.Add("/name", models.EventsTopic+" is reserved for Herald's operational events")
 	}

@@ -1,0 +1,60 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/heraldhq/herald/models"
+)
+
+// RowAttributes is what a dispatcher reads of a queue row for a cursor whose
+// subscription has an attribute filter: RowMeta plus the publisher's headers
+// (lower-case names; nil when the row has none). Never the body.
+type RowAttributes struct {
+	RowMeta
+	Headers map[string]string
+}
+
+// QueueScanAttributes is QueueScan with each row's headers, for cursors whose
+// group filters on attributes; the others never read the headers column.
+func (s *Store) QueueScanAttributes(ctx context.Context, queueID, after int64, limit int) ([]RowAttributes, error) {
+	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, created_at, headers FROM "+models.QueueTableName(queueID)+" WHERE id > ? ORDER BY id LIMIT ?", after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("scan queue %d with headers: %w", queueID, err)
+	}
+	return scanAttributes(rows)
+}
+
+// QueueRowsByIDsAttributes is QueueRowsByIDs with each row's headers.
+func (s *Store) QueueRowsByIDsAttributes(ctx context.Context, queueID int64, ids []int64) ([]RowAttributes, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, created_at, headers FROM "+models.QueueTableName(queueID)+" WHERE id IN ("+idList(ids)+") ORDER BY id")
+	if err != nil {
+		return nil, fmt.Errorf("re-read holes of queue %d with headers: %w", queueID, err)
+	}
+	return scanAttributes(rows)
+}
+
+func scanAttributes(rows *sql.Rows) ([]RowAttributes, error) {
+	defer rows.Close()
+	var out []RowAttributes
+	for rows.Next() {
+		var m RowAttributes
+		var tag, headers []byte
+		if err := rows.Scan(&m.ID, &tag, &m.CreatedAt, &headers); err != nil {
+			return nil, err
+		}
+		m.Tag = string(tag)
+		if len(headers) > 0 {
+			if err := json.Unmarshal(headers, &m.Headers); err != nil {
+				return nil, fmt.Errorf("headers of row %d: %w", m.ID, err)
+			}
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
