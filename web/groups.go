@@ -113,6 +113,7 @@ func groupForm(g *models.Group) map[string]string {
 	form := map[string]string{"endpoint_url": d.EndpointURL, "batch_size": strconv.Itoa(d.BatchSize),
 		"batch_window_ms": strconv.Itoa(d.BatchWindowMS), "max_in_flight": strconv.Itoa(d.MaxInFlight),
 		"rate_limit": strconv.Itoa(d.RateLimit), "timeout_ms": strconv.Itoa(d.TimeoutMS), "max_attempts": strconv.Itoa(d.MaxAttempts),
+		"dead_letter_retention_hours": strconv.Itoa(d.DeadLetterRetentionHours),
 		"retry_schedule": strings.Join(sched, ", "), "ordered": strconv.FormatBool(d.Ordered),
 		"ordered_on_exhausted": string(d.OrderedOnExhausted), "subscriptions": formatSubscriptions(d.Subscriptions)}
 	endpointAuthForm(d, form)
@@ -173,7 +174,7 @@ func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notic
 
 // settingsFields are the settings form's inputs besides the endpoint-auth ones.
 var settingsFields = []string{"endpoint_url", "batch_size", "batch_window_ms", "max_in_flight", "rate_limit", "timeout_ms",
-	"max_attempts", "retry_schedule", "subscriptions", "ordered", "ordered_on_exhausted"}
+	"max_attempts", "retry_schedule", "subscriptions", "ordered", "ordered_on_exhausted", "dead_letter_retention_hours"}
 
 // shownField is the settings form's hidden input holding the values the form showed
 // (URL-encoded), so that a save changes only what the operator edited.
@@ -225,7 +226,8 @@ func (s *Console) consoleGroupSettings(c echo.Context) error {
 		name string
 		dst  **int
 	}{{"batch_size", &p.BatchSize}, {"batch_window_ms", &p.BatchWindowMS}, {"max_in_flight", &p.MaxInFlight},
-		{"rate_limit", &p.RateLimit}, {"timeout_ms", &p.TimeoutMS}, {"max_attempts", &p.MaxAttempts}} {
+		{"rate_limit", &p.RateLimit}, {"timeout_ms", &p.TimeoutMS}, {"max_attempts", &p.MaxAttempts},
+		{"dead_letter_retention_hours", &p.DeadLetterRetentionHours}} {
 		if !edited(f.name) {
 			continue
 		}
