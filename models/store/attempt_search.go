@@ -9,15 +9,14 @@ import (
 	"github.com/heraldhq/herald/models"
 )
 
-// AttemptFilter selects one group's delivery attempts (AttemptsSearch). Status
-// (an exact HTTP status, 0: any) and StatusFrom..StatusTo (an inclusive range such
-// as 500..599, 0..0: any) filter on the answer; ErrorClass ("": any) on the failure
+// AttemptFilter selects one group's delivery attempts (AttemptsSearch).
+// StatusFrom..StatusTo (an inclusive range of HTTP statuses such as 500..599, or
+// 503..503; StatusTo 0: any) filters on the answer; ErrorClass ("": any) on the failure
 // class; Since (inclusive) and Until (exclusive), zero for unbounded, on the
 // attempt's time. After, when set, continues a newest-first listing strictly after
 // (older than) that attempt. Limit caps the rows (1 or more).
 type AttemptFilter struct {
 	GroupID              int64
-	Status               int
 	StatusFrom, StatusTo int
 	ErrorClass           string
 	Since, Until         time.Time
@@ -52,10 +51,6 @@ func attemptSearchSQL(f AttemptFilter) (string, []any) {
 	if f.ErrorClass != "" {
 		where = append(where, "error_class = ?")
 		args = append(args, f.ErrorClass)
-	}
-	if f.Status != 0 {
-		where = append(where, "status = ?")
-		args = append(args, f.Status)
 	}
 	if f.StatusTo != 0 {
 		where = append(where, "status BETWEEN ? AND ?")

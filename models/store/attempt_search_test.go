@@ -68,7 +68,7 @@ func TestAttemptsSearch(t *testing.T) {
 	}
 	g := int64(5)
 	require.Equal(t, 300, count(store.AttemptFilter{GroupID: g}))
-	require.Equal(t, 30, count(store.AttemptFilter{GroupID: g, Status: 503}))
+	require.Equal(t, 30, count(store.AttemptFilter{GroupID: g, StatusFrom: 503, StatusTo: 503}))
 	require.Equal(t, 60, count(store.AttemptFilter{GroupID: g, StatusFrom: 400, StatusTo: 599}))
 	require.Equal(t, 30, count(store.AttemptFilter{GroupID: g, ErrorClass: "timeout"}))
 	require.Equal(t, 30, count(store.AttemptFilter{GroupID: g, ErrorClass: "http_status", StatusFrom: 500, StatusTo: 599}))
@@ -80,9 +80,9 @@ func TestAttemptsSearch(t *testing.T) {
 
 	after := store.AttemptPosition{CreatedAt: base.Add(100 * time.Second), ID: 1 << 40}
 	for _, f := range []store.AttemptFilter{
-		{GroupID: g}, {GroupID: g, Status: 503}, {GroupID: g, StatusFrom: 500, StatusTo: 599}, {GroupID: g, ErrorClass: "timeout"},
+		{GroupID: g}, {GroupID: g, StatusFrom: 503, StatusTo: 503}, {GroupID: g, StatusFrom: 500, StatusTo: 599}, {GroupID: g, ErrorClass: "timeout"},
 		{GroupID: g, Since: base, Until: base.Add(time.Minute), After: &after},
-		{GroupID: g, ErrorClass: "http_status", Status: 404, Since: base, After: &after},
+		{GroupID: g, ErrorClass: "http_status", StatusFrom: 404, StatusTo: 404, Since: base, After: &after},
 	} {
 		f.Limit = 50
 		q, args := store.AttemptSearchSQL(f)
