@@ -98,7 +98,13 @@ type groupPage struct {
 	Form, Errors              map[string]string
 	Test                      *control.TestSendResult
 	Attempts                  []attemptView
-	Health                    control.GroupHealth
+	// AttemptFilter holds the attempt search's values as given, AttemptErrors its
+	// invalid ones by parameter pointer, AttemptsNext the URL of older attempts.
+	AttemptFilter               map[string]string
+	AttemptErrors               map[string]string
+	AttemptsNext                string
+	StatusClasses, ErrorClasses []string
+	Health                      control.GroupHealth
 	// Blocked lists an ordered group's queues stopped on a failed head.
 	Blocked []blockedView
 }
@@ -132,7 +138,7 @@ func (s *Console) consoleGroup(c echo.Context) error {
 // renderGroup fills the group page around extra (form values, errors, a test result
 // or a revealed secret) and renders it.
 func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notice, errLine string) error {
-	d, err := s.ctl.GroupDetail(c.Request().Context(), c.Param("group"), 20, recentPerTopic)
+	d, err := s.ctl.GroupDetail(c.Request().Context(), c.Param("group"), 0, recentPerTopic)
 	if err != nil {
 		return err
 	}
@@ -150,15 +156,15 @@ func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notic
 		page.Lag += cur.Lag
 		page.LagSeconds = max(page.LagSeconds, cur.LagSeconds)
 	}
-	points := d.Series
+	// The last hour, per minute: the rollups of stats_minutely (delivered, failed, and
+	// the lag maintenance samples each minute).
+	points := d.Series[max(len(d.Series)-61, 0):]
 	times := make([]time.Time, len(points))
 	lag := make([]float64, len(points))
 	for i, p := range points {
 		times[i], lag[i] = p.Minute, float64(p.Lag)
-		if i >= len(points)-61 {
-			page.Delivered += p.Delivered
-			page.Failed += p.Failed
-		}
+		page.Delivered += p.Delivered
+		page.Failed += p.Failed
 	}
 	page.ThroughputChart = statsChart(points, false)
 	page.LagChart = Chart(times, []Series{{Label: "lag", Colour: "orange", Values: lag}}, 600, 180)
@@ -167,7 +173,9 @@ func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notic
 			PublishedAt: msTime(m.CreatedAt), Tag: m.Tag, Key: m.Key, State: m.State})
 	}
 	page.Health = d.Health
-	page.Attempts = attemptViews(d.Attempts, nil)
+	if err := s.groupAttempts(c, g, &page); err != nil {
+		return err
+	}
 	page.Blocked = blockedViews(d.Blocked)
 	return s.render(c, status, "group", "groups", "Group "+g.Name, page, notice, errLine)
 }
