@@ -106,3 +106,10 @@ func TestConsoleLagCountsReadButUndelivered(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond, "the ordered head is listed as blocked")
 	require.Equal(t, "600", find(t, c.get("/console/"), `id="total-lag">([^<]*)<`), "the overview's total")
 }
+
+func mustGet(t *testing.T, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	require.NoError(t, err)
+	return req
+}
