@@ -58,7 +58,9 @@ func TestConsoleResetHasNoDefault(t *testing.T) {
 	h.CreateGroup(map[string]any{"name": "billing", "endpoint_url": "http://8.8.8.8/hook", "subscriptions": []map[string]any{{"topic": "orders"}}})
 	h.Publish(h.CreateAPIKey("orders"), "orders", map[string]any{"body": 1}, map[string]any{"body": 2})
 	c := newConsole(t, h)
-	audit := func() int { return strings.Count(string(h.Admin("GET", "/audit-log?action=group.offsets.reset", nil, 200)), `"group.offsets.reset"`) }
+	audit := func() int {
+		return strings.Count(string(h.Admin("GET", "/audit-log?action=group.offsets.reset", nil, 200)), `"group.offsets.reset"`)
+	}
 
 	page := c.get("/console/groups/billing")
 	sel := find(t, page, `(?s)(<select id="r-to".*?</select>)`)
