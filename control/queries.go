@@ -175,7 +175,7 @@ type GroupDetail struct {
 }
 
 // GroupDetail reads group name's page: the attempts newest first (at most
-// attempts), the recent messages newest first (at most recent of each topic, recent
+// attempts; 0 reads none, for a page that searches them with SearchAttempts), the recent messages newest first (at most recent of each topic, recent
 // in all). Errors: models.ErrNotFound.
 func (c *Control) GroupDetail(ctx context.Context, name string, attempts, recent int) (GroupDetail, error) {
 	g, ps, err := c.GroupCursors(ctx, name)
@@ -190,8 +190,10 @@ func (c *Control) GroupDetail(ctx context.Context, name string, attempts, recent
 	if out.Health, err = c.st.GroupHealthGet(ctx, g.ID); err != nil {
 		return out, err
 	}
-	if out.Attempts, err = c.st.AttemptsByGroup(ctx, g.ID, attempts); err != nil {
-		return out, err
+	if attempts > 0 {
+		if out.Attempts, err = c.st.AttemptsByGroup(ctx, g.ID, attempts); err != nil {
+			return out, err
+		}
 	}
 	if g.Ordered {
 		if out.Blocked, err = c.st.OrderedBlocksByGroups(ctx, []int64{g.ID}, false); err != nil {
