@@ -175,8 +175,9 @@ type GroupDetail struct {
 }
 
 // GroupDetail reads group name's page: the attempts newest first (at most
-// attempts; 0 reads none, for a page that searches them with SearchAttempts), the recent messages newest first (at most recent of each topic, recent
-// in all). Errors: models.ErrNotFound.
+// attempts; 0 reads none, for a page that searches them with SearchAttempts), the
+// recent messages newest first (at most recent of each topic, recent in all).
+// Errors: models.ErrNotFound.
 func (c *Control) GroupDetail(ctx context.Context, name string, attempts, recent int) (GroupDetail, error) {
 	g, ps, err := c.GroupCursors(ctx, name)
 	if err != nil {

@@ -119,9 +119,9 @@ func groupForm(g *models.Group) map[string]string {
 	form := map[string]string{"endpoint_url": d.EndpointURL, "batch_size": strconv.Itoa(d.BatchSize),
 		"batch_window_ms": strconv.Itoa(d.BatchWindowMS), "max_in_flight": strconv.Itoa(d.MaxInFlight),
 		"rate_limit": strconv.Itoa(d.RateLimit), "timeout_ms": strconv.Itoa(d.TimeoutMS), "max_attempts": strconv.Itoa(d.MaxAttempts),
-		"dead_letter_retention_hours": strconv.Itoa(d.DeadLetterRetentionHours),
-		"retry_schedule":              strings.Join(sched, ", "), "ordered": strconv.FormatBool(d.Ordered),
-		"ordered_on_exhausted": string(d.OrderedOnExhausted), "subscriptions": formatSubscriptions(d.Subscriptions)}
+		"retry_schedule": strings.Join(sched, ", "), "ordered": strconv.FormatBool(d.Ordered),
+		"ordered_on_exhausted": string(d.OrderedOnExhausted), "subscriptions": formatSubscriptions(d.Subscriptions),
+		"dead_letter_retention_hours": strconv.Itoa(d.DeadLetterRetentionHours)}
 	endpointAuthForm(d, form)
 	shown := url.Values{}
 	for k, v := range form {
