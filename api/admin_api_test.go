@@ -217,6 +217,7 @@ func TestAdminAPIMatchesSpec(t *testing.T) {
 	}, 20*time.Second, 100*time.Millisecond, "the failing message is dead-lettered")
 	sc.do("GET", fmt.Sprintf("/api/v1/groups/flaky/dead-letters/%d", dl.Items[0].ID), tok, nil, 200)
 	sc.do("GET", "/api/v1/groups/flaky/stats", tok, nil, 200)
+	sc.do("GET", "/api/v1/groups/flaky/attempts?status_class=5xx", tok, nil, 200) // filters: TestGroupAttemptsSearch
 	// Skip and resume name a blocked queue of an ordered group; flaky has none.
 	sc.do("POST", "/api/v1/groups/flaky/queues/1/skip", tok, nil, 404)
 	sc.do("POST", "/api/v1/groups/flaky/queues/1/resume", tok, nil, 404)

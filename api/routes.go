@@ -63,6 +63,7 @@ var routeTable = []route{
 	{http.MethodPost, "/api/v1/groups/:group/pause", (*Server).groupPause, operator},
 	{http.MethodPost, "/api/v1/groups/:group/resume", (*Server).groupResume, operator},
 	{http.MethodGet, "/api/v1/groups/:group/stats", (*Server).groupStats, viewer},
+	{http.MethodGet, "/api/v1/groups/:group/attempts", (*Server).groupAttempts, viewer},
 	{http.MethodPost, "/api/v1/groups/:group/queues/:queue/skip", (*Server).queueSkip, operator},
 	{http.MethodPost, "/api/v1/groups/:group/queues/:queue/resume", (*Server).queueResume, operator},
 	{http.MethodGet, "/api/v1/groups/:group/offsets", (*Server).groupOffsets, viewer},

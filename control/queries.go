@@ -121,9 +121,44 @@ func (c *Control) GroupCursors(ctx context.Context, name string) (*models.Group,
 type RecentMessage struct {
 	Topic string
 	MessageSummary
-	// State is delivered (the cursor passed it), filtered (its tag is not
-	// subscribed) or pending.
+	// State is MessageState's word for it.
 	State string
+}
+
+// Delivery states of a message for a group, as MessageState derives them.
+const (
+	// StateDelivered: the cursor's committed offset passed it and its commit does not list it as undone.
+	StateDelivered = "delivered"
+	// StateFiltered: its tag is not one the group subscribes to, so it counts as done.
+	StateFiltered = "filtered"
+	// StateBlocked: it is the head of a blocked ordered queue, failing and sent again (or paused).
+	StateBlocked = "blocked"
+	// StatePending: not delivered yet: past the committed offset, listed as undone by the
+	// commit (in flight, waiting, or behind an ordered block), or on a queue without a cursor.
+	StatePending = "pending"
+)
+
+// MessageState is a message's delivery state for a group from the cursor of its
+// queue (cur; the zero value when there is none), its queue's ordered block if
+// blocked, its offset and whether its tag is subscribed. A message at or below the
+// committed offset is delivered only if the commit does not list it as undone: the
+// dispatcher commits past messages it has read but not delivered (paused groups,
+// blocked ordered queues, in-flight POSTs) and lists them.
+func MessageState(cur CursorPosition, block models.OrderedBlock, blocked bool, offset int64, subscribed bool) string {
+	switch {
+	case !subscribed:
+		return StateFiltered
+	case blocked && offset >= block.Offset && offset < block.Offset+int64(max(block.Count, 1)):
+		return StateBlocked
+	case cur.CursorID == 0 || offset > cur.Offset:
+		return StatePending
+	}
+	for _, h := range cur.Undone {
+		if offset >= h.From && offset <= h.To {
+			return StatePending
+		}
+	}
+	return StateDelivered
 }
 
 // GroupDetail is what a group's page shows: the group, its cursors, StatsHours of
@@ -140,8 +175,9 @@ type GroupDetail struct {
 }
 
 // GroupDetail reads group name's page: the attempts newest first (at most
-// attempts), the recent messages newest first (at most recent of each topic, recent
-// in all). Errors: models.ErrNotFound.
+// attempts; 0 reads none, for a page that searches them with SearchAttempts), the
+// recent messages newest first (at most recent of each topic, recent in all).
+// Errors: models.ErrNotFound.
 func (c *Control) GroupDetail(ctx context.Context, name string, attempts, recent int) (GroupDetail, error) {
 	g, ps, err := c.GroupCursors(ctx, name)
 	if err != nil {
@@ -155,24 +191,30 @@ func (c *Control) GroupDetail(ctx context.Context, name string, attempts, recent
 	if out.Health, err = c.st.GroupHealthGet(ctx, g.ID); err != nil {
 		return out, err
 	}
-	if out.Attempts, err = c.st.AttemptsByGroup(ctx, g.ID, attempts); err != nil {
-		return out, err
-	}
-	if out.Recent, err = c.recentMessages(ctx, g, ps, recent); err != nil {
-		return out, err
+	if attempts > 0 {
+		if out.Attempts, err = c.st.AttemptsByGroup(ctx, g.ID, attempts); err != nil {
+			return out, err
+		}
 	}
 	if g.Ordered {
-		out.Blocked, err = c.st.OrderedBlocksByGroups(ctx, []int64{g.ID}, false)
+		if out.Blocked, err = c.st.OrderedBlocksByGroups(ctx, []int64{g.ID}, false); err != nil {
+			return out, err
+		}
 	}
+	out.Recent, err = c.recentMessages(ctx, g, ps, out.Blocked, recent)
 	return out, err
 }
 
 // recentMessages lists the newest messages of each of g's topics, newest first, at
-// most n, with their delivery state for g.
-func (c *Control) recentMessages(ctx context.Context, g *models.Group, ps []CursorPosition, n int) ([]RecentMessage, error) {
-	committed := map[int64]int64{}
+// most n, with their delivery state for g (MessageState).
+func (c *Control) recentMessages(ctx context.Context, g *models.Group, ps []CursorPosition, blocked []models.OrderedBlock, n int) ([]RecentMessage, error) {
+	cursors := map[int64]CursorPosition{}
 	for _, p := range ps {
-		committed[p.QueueID] = p.Offset
+		cursors[p.QueueID] = p
+	}
+	blocks := map[int64]models.OrderedBlock{}
+	for _, b := range blocked {
+		blocks[b.QueueID] = b
 	}
 	var all []RecentMessage
 	for _, sub := range g.Subscriptions {
@@ -185,13 +227,8 @@ func (c *Control) recentMessages(ctx context.Context, g *models.Group, ps []Curs
 			return nil, err
 		}
 		for _, m := range ms {
-			state := "pending"
-			switch {
-			case !sub.Matches(m.Tag):
-				state = "filtered"
-			case m.Offset <= committed[m.QueueID]:
-				state = "delivered"
-			}
+			b, isBlocked := blocks[m.QueueID]
+			state := MessageState(cursors[m.QueueID], b, isBlocked, m.Offset, sub.Matches(m.Tag))
 			all = append(all, RecentMessage{Topic: sub.Topic, MessageSummary: m, State: state})
 		}
 	}

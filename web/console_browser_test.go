@@ -257,6 +257,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.submit("#save-settings")
 	first := pub[0].ID
 	require.Len(t, recv.Get(first), 1)
+	// The reset form has no default: nothing is chosen and the browser refuses to send it.
+	require.Equal(t, "", eval[string](b, `document.querySelector("#r-to").value`), "no destination preselected")
+	require.False(t, eval[bool](b, `document.querySelector("#reset").checkValidity()`), "the form needs an explicit choice")
+	b.fill("#r-to", "earliest")
 	b.submit("#reset-submit")
 	require.Contains(t, b.text(".notice"), "reset to earliest")
 	for range 2 { // an idle cursor learns of the reset at its next commit: touch every queue

@@ -63,7 +63,7 @@ func (s *Console) consoleDeadLetters(c echo.Context) error {
 			return err
 		}
 		v := deadLetterViewOf(*d.Letter)
-		v.Delivery = attemptViews(d.Attempts, nil)
+		v.Delivery = attemptViews(d.Attempts, map[int64]string{g.ID: g.Name})
 		page.Detail = &v
 	}
 	return s.render(c, http.StatusOK, "deadletters", "dead-letters", "Dead letters of "+g.Name, page, "", "")

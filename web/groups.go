@@ -98,7 +98,13 @@ type groupPage struct {
 	Form, Errors              map[string]string
 	Test                      *control.TestSendResult
 	Attempts                  []attemptView
-	Health                    control.GroupHealth
+	// AttemptFilter holds the attempt search's values as given, AttemptErrors its
+	// invalid ones by parameter pointer, AttemptsNext the URL of older attempts.
+	AttemptFilter               map[string]string
+	AttemptErrors               map[string]string
+	AttemptsNext                string
+	StatusClasses, ErrorClasses []string
+	Health                      control.GroupHealth
 	// Blocked lists an ordered group's queues stopped on a failed head.
 	Blocked []blockedView
 }
@@ -114,7 +120,8 @@ func groupForm(g *models.Group) map[string]string {
 		"batch_window_ms": strconv.Itoa(d.BatchWindowMS), "max_in_flight": strconv.Itoa(d.MaxInFlight),
 		"rate_limit": strconv.Itoa(d.RateLimit), "timeout_ms": strconv.Itoa(d.TimeoutMS), "max_attempts": strconv.Itoa(d.MaxAttempts),
 		"retry_schedule": strings.Join(sched, ", "), "ordered": strconv.FormatBool(d.Ordered),
-		"ordered_on_exhausted": string(d.OrderedOnExhausted), "subscriptions": formatSubscriptions(d.Subscriptions)}
+		"ordered_on_exhausted": string(d.OrderedOnExhausted), "subscriptions": formatSubscriptions(d.Subscriptions),
+		"dead_letter_retention_hours": strconv.Itoa(d.DeadLetterRetentionHours)}
 	endpointAuthForm(d, form)
 	shown := url.Values{}
 	for k, v := range form {
@@ -131,7 +138,7 @@ func (s *Console) consoleGroup(c echo.Context) error {
 // renderGroup fills the group page around extra (form values, errors, a test result
 // or a revealed secret) and renders it.
 func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notice, errLine string) error {
-	d, err := s.ctl.GroupDetail(c.Request().Context(), c.Param("group"), 20, recentPerTopic)
+	d, err := s.ctl.GroupDetail(c.Request().Context(), c.Param("group"), 0, recentPerTopic)
 	if err != nil {
 		return err
 	}
@@ -149,15 +156,15 @@ func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notic
 		page.Lag += cur.Lag
 		page.LagSeconds = max(page.LagSeconds, cur.LagSeconds)
 	}
-	points := d.Series
+	// The last hour, per minute: the rollups of stats_minutely (delivered, failed, and
+	// the lag maintenance samples each minute).
+	points := d.Series[max(len(d.Series)-61, 0):]
 	times := make([]time.Time, len(points))
 	lag := make([]float64, len(points))
 	for i, p := range points {
 		times[i], lag[i] = p.Minute, float64(p.Lag)
-		if i >= len(points)-61 {
-			page.Delivered += p.Delivered
-			page.Failed += p.Failed
-		}
+		page.Delivered += p.Delivered
+		page.Failed += p.Failed
 	}
 	page.ThroughputChart = statsChart(points, false)
 	page.LagChart = Chart(times, []Series{{Label: "lag", Colour: "orange", Values: lag}}, 600, 180)
@@ -166,14 +173,16 @@ func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notic
 			PublishedAt: msTime(m.CreatedAt), Tag: m.Tag, Key: m.Key, State: m.State})
 	}
 	page.Health = d.Health
-	page.Attempts = attemptViews(d.Attempts, nil)
+	if err := s.groupAttempts(c, g, &page); err != nil {
+		return err
+	}
 	page.Blocked = blockedViews(d.Blocked)
 	return s.render(c, status, "group", "groups", "Group "+g.Name, page, notice, errLine)
 }
 
 // settingsFields are the settings form's inputs besides the endpoint-auth ones.
 var settingsFields = []string{"endpoint_url", "batch_size", "batch_window_ms", "max_in_flight", "rate_limit", "timeout_ms",
-	"max_attempts", "retry_schedule", "subscriptions", "ordered", "ordered_on_exhausted"}
+	"max_attempts", "retry_schedule", "subscriptions", "ordered", "ordered_on_exhausted", "dead_letter_retention_hours"}
 
 // shownField is the settings form's hidden input holding the values the form showed
 // (URL-encoded), so that a save changes only what the operator edited.
@@ -225,7 +234,8 @@ func (s *Console) consoleGroupSettings(c echo.Context) error {
 		name string
 		dst  **int
 	}{{"batch_size", &p.BatchSize}, {"batch_window_ms", &p.BatchWindowMS}, {"max_in_flight", &p.MaxInFlight},
-		{"rate_limit", &p.RateLimit}, {"timeout_ms", &p.TimeoutMS}, {"max_attempts", &p.MaxAttempts}} {
+		{"rate_limit", &p.RateLimit}, {"timeout_ms", &p.TimeoutMS}, {"max_attempts", &p.MaxAttempts},
+		{"dead_letter_retention_hours", &p.DeadLetterRetentionHours}} {
 		if !edited(f.name) {
 			continue
 		}

@@ -47,6 +47,11 @@ func consoleUser(c echo.Context) *models.User {
 
 // render writes a console page with security headers: a strict CSP (no inline
 // script or style), no framing, no caching.
+// liveHeader marks a request from console.js for a page's live block only, and the
+// answer that holds just that block (RenderLive); any other answer (a login page
+// after the session ended, an error page) is not swapped in.
+const liveHeader = "X-Herald-Live"
+
 func (s *Console) render(c echo.Context, status int, page, nav, title string, data any, notice, errLine string) error {
 	u := consoleUser(c)
 	csrf, _ := c.Get("csrf").(string)
@@ -63,10 +68,21 @@ func (s *Console) render(c echo.Context, status int, page, nav, title string, da
 		return err
 	}
 	var buf bytes.Buffer
-	if err := pages.Render(&buf, page, pd); err != nil {
-		return err
-	}
 	h := c.Response().Header()
+	live := false
+	if c.Request().Method == http.MethodGet && status == http.StatusOK && c.Request().Header.Get(liveHeader) == "1" {
+		if live, err = pages.RenderLive(&buf, page, pd); err != nil {
+			return err
+		}
+		if live {
+			h.Set(liveHeader, "1")
+		}
+	}
+	if !live {
+		if err := pages.Render(&buf, page, pd); err != nil {
+			return err
+		}
+	}
 	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")

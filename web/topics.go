@@ -208,6 +208,9 @@ type messagePage struct {
 }
 
 func (s *Console) consoleMessage(c echo.Context) error {
+	if models.IsBatchID(c.Param("id")) {
+		return s.consoleBatch(c)
+	}
 	m, err := s.ctl.GetMessage(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err

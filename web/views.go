@@ -24,6 +24,7 @@ func msTime(ms int64) string { return fmtTime(time.UnixMilli(ms)) }
 
 type attemptView struct {
 	Group           string
+	MessageID       string
 	WebhookID       string
 	Attempt         int
 	Status          int
@@ -36,7 +37,7 @@ type attemptView struct {
 func attemptViews(as []models.DeliveryAttempt, groups map[int64]string) []attemptView {
 	out := make([]attemptView, 0, len(as))
 	for _, a := range as {
-		out = append(out, attemptView{Group: groups[a.GroupID], WebhookID: a.WebhookID, Attempt: a.Attempt, Status: a.Status,
+		out = append(out, attemptView{Group: groups[a.GroupID], MessageID: models.MessageID(a.QueueID, a.Offset), WebhookID: a.WebhookID, Attempt: a.Attempt, Status: a.Status,
 			ErrorClass: a.ErrorClass, LatencyMS: a.LatencyMS, ResponseExcerpt: string(a.Excerpt), At: fmtTime(a.CreatedAt)})
 	}
 	return out

@@ -74,3 +74,17 @@ func (p *Pages) Render(w io.Writer, name string, data any) error {
 	}
 	return t.ExecuteTemplate(w, "layout.html", data)
 }
+
+// RenderLive writes only the "live" block of page name: the part of a page showing
+// live state, which console.js fetches again every few seconds and swaps in place
+// (liveHeader). ok is false when the page has no such block.
+func (p *Pages) RenderLive(w io.Writer, name string, data any) (ok bool, err error) {
+	t, found := p.byName[name]
+	if !found {
+		return false, fmt.Errorf("no console page %q", name)
+	}
+	if t.Lookup("live") == nil {
+		return false, nil
+	}
+	return true, t.ExecuteTemplate(w, "live", data)
+}

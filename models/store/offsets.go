@@ -30,6 +30,9 @@ type CursorPosition struct {
 	Version        int64
 	Owner          string
 	OldestUndoneMS int64
+	// Undone are the ids at or below Offset the commit lists as not done (holes, and
+	// messages pending or in flight), as ranges.
+	Undone []models.Hole
 	// firstUndone is the lowest id the commit lists as not done (hole, or a message
 	// pending or in flight), or Offset+1.
 	firstUndone int64
@@ -116,7 +119,7 @@ func (s *Store) GroupPositions(ctx context.Context, groupIDs []int64, withAge bo
 	for i, r := range rows {
 		cur := toCursor(cursorRow{Holes: r.Holes})
 		out[i] = CursorPosition{CursorID: r.ID, GroupID: r.GroupID, QueueID: r.QueueID, TopicID: r.TopicID, Topic: r.Name,
-			Offset: r.CommittedOffset, MaxOffset: maxes[r.QueueID], Version: r.Version, Owner: r.Owner, Holes: len(cur.Holes)}
+			Offset: r.CommittedOffset, MaxOffset: maxes[r.QueueID], Version: r.Version, Owner: r.Owner, Holes: len(cur.Holes), Undone: cur.Holes}
 		// Lag counts the ids the commit lists as not done too: the dispatcher commits past
 		// messages still pending or in flight, listing them with the holes.
 		out[i].Lag = max(out[i].MaxOffset-out[i].Offset, 0)
@@ -167,15 +170,19 @@ func (s *Store) fillOldest(ctx context.Context, ps []CursorPosition) error {
 	return nil
 }
 
-// GroupLags sums lag in messages per group over all cursors, for lists and the
-// overview's total (two statements whatever the number of groups).
+// GroupLags sums lag in messages per group over all cursors, as GroupPositions
+// counts it (after the committed offset, plus the ids the commit lists as not done:
+// a paused group's or a blocked ordered queue's read messages are committed past
+// and listed), for lists, the overview's total and the lag samples (two statements
+// whatever the number of groups).
 func (s *Store) GroupLags(ctx context.Context) (map[int64]int64, error) {
 	var rows []struct {
 		GroupID         int64
 		QueueID         int64
 		CommittedOffset int64
+		Holes           []byte
 	}
-	if err := s.db.WithContext(ctx).Raw("SELECT group_id, queue_id, committed_offset FROM cursors").Scan(&rows).Error; err != nil {
+	if err := s.db.WithContext(ctx).Raw("SELECT group_id, queue_id, committed_offset, holes FROM cursors").Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read cursors: %w", err)
 	}
 	var qids []int64
@@ -193,6 +200,9 @@ func (s *Store) GroupLags(ctx context.Context) (map[int64]int64, error) {
 	out := map[int64]int64{}
 	for _, r := range rows {
 		out[r.GroupID] += max(maxes[r.QueueID]-r.CommittedOffset, 0)
+		for _, h := range toCursor(cursorRow{Holes: r.Holes}).Holes {
+			out[r.GroupID] += h.To - h.From + 1
+		}
 	}
 	return out, nil
 }

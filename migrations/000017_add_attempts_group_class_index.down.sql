@@ -1,0 +1,1 @@
+DROP INDEX idx_attempts_group_class ON delivery_attempts;
