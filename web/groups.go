@@ -39,12 +39,18 @@ func (s *Console) renderGroups(c echo.Context, status int, form, errs map[string
 
 // parseSubscriptions reads the console's subscription text: a topic name alone on a
 // line, then one tag per line starting with "- " (tags may hold any character but
-// control characters, so lines are the only safe separator).
+// control characters, so lines are the only safe separator), and at most one
+// attribute filter per topic on a line starting with "filter: " (a topic name
+// never holds a colon, so the prefix cannot be a topic).
 func parseSubscriptions(text string) []models.Subscription {
 	var out []models.Subscription
 	for _, line := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
 		if tag, ok := strings.CutPrefix(line, "- "); ok && len(out) > 0 {
 			out[len(out)-1].Tags = append(out[len(out)-1].Tags, tag)
+			continue
+		}
+		if filter, ok := strings.CutPrefix(strings.TrimSpace(line), "filter: "); ok && len(out) > 0 {
+			out[len(out)-1].Filter = strings.TrimSpace(filter)
 			continue
 		}
 		if t := strings.TrimSpace(line); t != "" {
@@ -61,6 +67,9 @@ func formatSubscriptions(subs []control.SubscriptionSetting) string {
 		b.WriteString(sub.Topic + "\n")
 		for _, t := range sub.Tags {
 			b.WriteString("- " + t + "\n")
+		}
+		if sub.Filter != "" {
+			b.WriteString("filter: " + sub.Filter + "\n")
 		}
 	}
 	return b.String()
