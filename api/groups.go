@@ -65,7 +65,9 @@ type groupCreateRequest struct {
 	Ordered       bool              `json:"ordered"`
 	// OrderedOnExhausted is dead_letter (default) or pause.
 	OrderedOnExhausted string `json:"ordered_on_exhausted"`
-	ConsumeFrom        string `json:"consume_from"`
+	// Ordering is key (default for an ordered group) or queue; only with ordered.
+	Ordering    string `json:"ordering"`
+	ConsumeFrom string `json:"consume_from"`
 	// DeadLetterRetentionHours is how long dead letters are kept (hours, default 336).
 	DeadLetterRetentionHours *int `json:"dead_letter_retention_hours"`
 	// PushAuth (null: off), EndpointHeaders and BasicAuth: see control.GroupSpec.
@@ -78,7 +80,7 @@ func (r groupCreateRequest) spec() control.GroupSpec {
 	s := control.GroupSpec{Name: r.Name, EndpointURL: r.EndpointURL, BatchSize: r.BatchSize, BatchMaxBytes: r.BatchMaxBytes,
 		BatchWindowMS: r.BatchWindowMS, MaxInFlight: r.MaxInFlight, RateLimit: r.RateLimit, TimeoutMS: r.TimeoutMS,
 		MaxAttempts: r.MaxAttempts, RetrySchedule: r.RetrySchedule, Ordered: r.Ordered,
-		OrderedOnExhausted: models.OnExhausted(r.OrderedOnExhausted), ConsumeFrom: r.ConsumeFrom,
+		OrderedOnExhausted: models.OnExhausted(r.OrderedOnExhausted), Ordering: models.Ordering(r.Ordering), ConsumeFrom: r.ConsumeFrom,
 		DeadLetterRetentionHours: r.DeadLetterRetentionHours,
 		EndpointHeaders:          r.EndpointHeaders, BasicAuth: r.BasicAuth}
 	if r.PushAuth != nil {

@@ -51,7 +51,7 @@ func (d *Dispatcher) readQueue(ctx context.Context, q int64) (more bool) {
 		}
 		read := make([]notify.Row, len(rows))
 		for i, r := range rows {
-			read[i] = notify.Row{ID: r.ID, Tag: r.Tag, CreatedAt: r.CreatedAt}
+			read[i] = notify.Row{ID: r.ID, Tag: r.Tag, CreatedAt: r.CreatedAt, Key: r.Key}
 		}
 		for _, cs := range css {
 			d.fanOut(cs, read, started)
@@ -86,7 +86,8 @@ func (d *Dispatcher) room(cs *cursorState) int {
 // those cursors need no queue read; any other cursor (behind, out of room, or the
 // rows have gaps another writer may fill) has the queue read instead. A cursor
 // already past the rows (a scan got there first, or this is the Redis copy of a
-// local notification) ignores them.
+// local notification) ignores them. A cursor ordered by key reads rows whose
+// notification does not carry keys (an older publisher).
 func (d *Dispatcher) applyRows(ev notify.Event) {
 	rows := ev.Rows
 	first, last := rows[0].ID, rows[len(rows)-1].ID
@@ -96,7 +97,7 @@ func (d *Dispatcher) applyRows(ev notify.Event) {
 		if cs.readPos >= last {
 			continue
 		}
-		if !contiguous || cs.readPos+1 != first || d.room(cs) < len(rows) {
+		if !contiguous || cs.readPos+1 != first || d.room(cs) < len(rows) || (!ev.Keyed && cs.group.g.OrderedByKey()) {
 			// (A paused cursor marks the queue too; the read skips it.)
 			d.dirtyQ[ev.Queue] = true
 			continue
@@ -125,7 +126,7 @@ func (d *Dispatcher) fanOut(cs *cursorState, rows []notify.Row, at time.Time) {
 			continue // reported by the previous owner (takeover.go)
 		}
 		if sub.Matches(r.Tag) {
-			p := pendingMsg{offset: r.ID, createdAt: r.CreatedAt}
+			p := pendingMsg{offset: r.ID, createdAt: r.CreatedAt, key: r.Key}
 			if r.Msg != nil && len(r.Msg.Body) <= bodyHoldBytes && len(cs.pending) < bodyHoldPending {
 				p.msg = r.Msg
 			}
@@ -180,7 +181,7 @@ func (d *Dispatcher) reReadHoles(ctx context.Context, q int64) {
 		for id, first := range cs.holes {
 			if r, ok := found[id]; ok {
 				if sub.Matches(r.Tag) {
-					cs.holeFound(id, r.CreatedAt)
+					cs.holeFound(id, r.CreatedAt, r.Key)
 				} else {
 					cs.markDone(id)
 				}

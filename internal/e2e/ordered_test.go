@@ -138,8 +138,10 @@ func publishSeq(t *testing.T, h *heraldtest.Herald, apiKey, topic string, keys [
 	return queues
 }
 
+// orderedGroup is an ordered group ordered by queue (the tests of this file); extra
+// overrides any member, "ordering" included.
 func orderedGroup(name, url, topic string, extra map[string]any) map[string]any {
-	g := map[string]any{"name": name, "endpoint_url": url, "ordered": true, "max_in_flight": 16, "timeout_ms": 2000,
+	g := map[string]any{"name": name, "endpoint_url": url, "ordered": true, "ordering": "queue", "max_in_flight": 16, "timeout_ms": 2000,
 		"retry_schedule": []int{1}, "max_attempts": 20, "consume_from": "earliest", "subscriptions": []map[string]any{{"topic": topic}}}
 	for k, v := range extra {
 		g[k] = v
