@@ -12,10 +12,10 @@ import (
 // order, returned ones back in their place, so the oldest is sent first.
 type pendingMsg struct {
 	offset    int64
-	createdAt int64 // Unix ms, for lag seconds
-	notBefore int64 // Unix ms; 0 = now
-	returns   int   // times returned after a failed POST, for back-off
-	throttles int   // POSTs in a row that carried it and were throttled (delivery.MaxThrottles)
+	createdAt int64  // Unix ms, for lag seconds
+	notBefore int64  // Unix ms; 0 = now
+	returns   int    // times returned after a failed POST, for back-off
+	throttles int    // POSTs in a row that carried it and were throttled (delivery.MaxThrottles)
 	key       string // message key; a group ordered by key orders on it
 	// msg is the whole message when a local notification carried it (read-only,
 	// shared by every cursor of the queue); the job then carries it to the worker,
