@@ -181,6 +181,10 @@ type GroupStatsDTO struct {
 	DeadLetters         int64   `json:"dead_letters_pending"`
 	// BlockedQueues lists, for an ordered group, each queue stopped on a failed head.
 	BlockedQueues []BlockedQueueDTO `json:"blocked_queues"`
+	// BlockedKeys lists, for a group ordered by key, the first 100 keys (by queue
+	// and key) stopped on a failed POST; BlockedKeyCount counts them all.
+	BlockedKeys     []BlockedKeyDTO `json:"blocked_keys"`
+	BlockedKeyCount int             `json:"blocked_key_count"`
 }
 
 func fmtTime(t *time.Time) *string {
@@ -197,7 +201,7 @@ func (s *Server) groupStats(c echo.Context) error {
 		return err
 	}
 	g, h := st.Group, st.Health
-	return c.JSON(http.StatusOK, GroupStatsDTO{BlockedQueues: blockedQueueDTOs(st.Blocked), Group: g.Name, Status: string(g.Status), PausedReason: g.PausedReason,
+	return c.JSON(http.StatusOK, GroupStatsDTO{BlockedQueues: blockedQueueDTOs(st.Blocked), BlockedKeys: blockedKeyDTOs(st.BlockedKeys), BlockedKeyCount: st.BlockedKeyCount, Group: g.Name, Status: string(g.Status), PausedReason: g.PausedReason,
 		LagMessages: st.LagMessages, LagSeconds: st.LagSeconds, RateLimit: g.RateLimit, EffectiveRate: h.EffectiveRate,
 		ConsecutiveFailures: h.ConsecutiveFailures, SuccessesMinute: h.SuccessesMinute, FailuresMinute: h.FailuresMinute,
 		LastStatus: h.LastStatus, LastError: h.LastError, LastSuccessAt: fmtTime(h.LastSuccessAt), FailingSince: fmtTime(h.FailingSince),
