@@ -136,16 +136,18 @@ func requireKeysInOrder(t *testing.T, o *keyLog, keys []string, n int) {
 	require.Zero(t, o.split, "a POST carried a key's messages apart")
 }
 
-// publishRounds publishes n messages of every key: round i is one request holding
-// message i of each key, so a key's messages are in publish order.
+// publishRounds publishes n messages of every key: round i holds message i of each
+// key (one request per 500 keys), so a key's messages are in publish order.
 func publishRounds(t *testing.T, h *heraldtest.Herald, apiKey, topic string, keys []string, n int) {
 	t.Helper()
 	for i := range n {
-		msgs := make([]map[string]any, len(keys))
-		for j, k := range keys {
-			msgs[j] = map[string]any{"key": k, "body": orderedMsg{K: k, N: i}}
+		for from := 0; from < len(keys); from += 500 { // at most 500 messages a request
+			msgs := make([]map[string]any, 0, 500)
+			for _, k := range keys[from:min(from+500, len(keys))] {
+				msgs = append(msgs, map[string]any{"key": k, "body": orderedMsg{K: k, N: i}})
+			}
+			h.Publish(apiKey, topic, msgs...)
 		}
-		h.Publish(apiKey, topic, msgs...)
 	}
 }
 

@@ -231,6 +231,15 @@ func (s *Store) OrderedKeyBlocksSave(ctx context.Context, set, cleared []models.
 // OrderedActionResume) on the blocked key (group, queue, key) for its owner to
 // apply. Errors: models.ErrNotFound when that key is not blocked.
 func (s *Store) OrderedKeyBlockAction(ctx context.Context, groupID, queueID int64, key, action string) (models.OrderedKeyBlock, error) {
+	// Read first: once the action is set, the owner may apply it and delete the
+	// row (the key went through) before a read after the update would run.
+	var b models.OrderedKeyBlock
+	var next sql.NullTime
+	err := s.sql.QueryRowContext(ctx, "SELECT msg_offset, msg_count, attempts, next_at, paused, last_error, updated_at FROM ordered_key_blocks WHERE group_id = ? AND queue_id = ? AND msg_key = ?",
+		groupID, queueID, []byte(key)).Scan(&b.Offset, &b.Count, &b.Attempts, &next, &b.Paused, &b.LastError, &b.UpdatedAt)
+	if err != nil {
+		return b, notFound(err, fmt.Sprintf("blocked key %q on queue %d of group %d", key, queueID, groupID))
+	}
 	res, err := s.sql.ExecContext(ctx, "UPDATE ordered_key_blocks SET action = ?, updated_at = NOW(3) WHERE group_id = ? AND queue_id = ? AND msg_key = ?", action, groupID, queueID, []byte(key))
 	if err != nil {
 		return models.OrderedKeyBlock{}, fmt.Errorf("set blocked key action %d/%d: %w", groupID, queueID, err)
@@ -238,14 +247,7 @@ func (s *Store) OrderedKeyBlockAction(ctx context.Context, groupID, queueID int6
 	if n, _ := res.RowsAffected(); n == 0 {
 		return models.OrderedKeyBlock{}, fmt.Errorf("blocked key %q on queue %d of group %d: %w", key, queueID, groupID, models.ErrNotFound)
 	}
-	var b models.OrderedKeyBlock
-	var next sql.NullTime
-	err = s.sql.QueryRowContext(ctx, "SELECT msg_offset, msg_count, attempts, next_at, paused, last_error, action, updated_at FROM ordered_key_blocks WHERE group_id = ? AND queue_id = ? AND msg_key = ?",
-		groupID, queueID, []byte(key)).Scan(&b.Offset, &b.Count, &b.Attempts, &next, &b.Paused, &b.LastError, &b.Action, &b.UpdatedAt)
-	if err != nil {
-		return b, notFound(err, "blocked key")
-	}
-	b.GroupID, b.QueueID, b.Key = groupID, queueID, key
+	b.GroupID, b.QueueID, b.Key, b.Action = groupID, queueID, key, action
 	if next.Valid {
 		b.NextAt = next.Time
 	}
