@@ -339,6 +339,9 @@ func (d *Dispatcher) skipKey(ctx context.Context, cs *cursorState, k string) boo
 			fails = append(fails, store.Failure{QueueID: cs.queueID, Offset: p.offset, Attempt: max(b.attempts, 1), LastError: "skipped: " + b.lastError})
 		}
 	}
+	if len(fails) == 0 && part.head > cs.readPos {
+		return false // not read yet (a new owner): skip it once it is
+	}
 	g := cs.group.g
 	if len(fails) > 0 {
 		if _, err := d.st.RetryRecord(ctx, g.ID, 1, g.RetrySchedule, fails); err != nil {
