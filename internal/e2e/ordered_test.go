@@ -431,12 +431,24 @@ func TestOrderedThrottle(t *testing.T) {
 // queue and every key's messages are acknowledged in order.
 func TestOrderedTopicGrowth(t *testing.T) {
 	t.Parallel()
+	orderedTopicGrowth(t, "queue")
+}
+
+// TestOrderedByKeyTopicGrowth is TestOrderedTopicGrowth for a group ordered by
+// key, which also never has two POSTs of one key open.
+func TestOrderedByKeyTopicGrowth(t *testing.T) {
+	t.Parallel()
+	o := orderedTopicGrowth(t, "key")
+	require.Equal(t, 1, o.maxPerKey, "a key had two POSTs open")
+}
+
+func orderedTopicGrowth(t *testing.T, ordering string) *orderLog {
 	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("ord", 2)
 	r := heraldtest.NewReceiver(t)
 	o := newOrderLog()
 	o.respond(r, 3*time.Millisecond, func(orderedMsg, int) int { return 204 })
-	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", nil)))
+	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", map[string]any{"ordering": ordering})))
 	apiKey := h.CreateAPIKey("ord")
 	keys, n := keyNames(8), 20
 	before := publishSeq(t, h, apiKey, "ord", keys, 0, n/2)
@@ -452,6 +464,7 @@ func TestOrderedTopicGrowth(t *testing.T) {
 		return true
 	}, 30*time.Second, 10*time.Millisecond)
 	requireInOrder(t, o, keys, n, false)
+	return o
 }
 
 // TestOrderedTakeoverKeepsOrder kills -9 the dispatcher owning an ordered group while
