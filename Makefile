@@ -80,7 +80,7 @@ bench: services build ## run the load generator over the fixtures (FIXTURES=dir)
 	$(GO) run ./bench/cmd/heraldbench -fixtures "$(FIXTURES)"
 	$(MAKE) bench-ordered
 
-bench-ordered: services ## an ordered group's throughput: 8 queues against a 1 ms endpoint, batch size 1 and 10
+bench-ordered: services ## ordered group throughput by queue and by key: 8 queues; keys, batch size, max_in_flight, endpoint latency
 	HERALD_TEST_MYSQL_DSN="$${HERALD_TEST_MYSQL_DSN:-root@tcp(127.0.0.1:3306)/}" HERALD_TEST_REDIS_ADDR="$${HERALD_TEST_REDIS_ADDR:-127.0.0.1:6379}" \
 		$(GO) test -run '^$$' -bench BenchmarkOrderedCeiling -benchtime 1x ./internal/e2e/
 

@@ -221,6 +221,9 @@ func TestAdminAPIMatchesSpec(t *testing.T) {
 	// Skip and resume name a blocked queue of an ordered group; flaky has none.
 	sc.do("POST", "/api/v1/groups/flaky/queues/1/skip", tok, nil, 404)
 	sc.do("POST", "/api/v1/groups/flaky/queues/1/resume", tok, nil, 404)
+	// Skip and resume of a blocked key: a key is required; flaky has no blocked key.
+	sc.do("POST", "/api/v1/groups/flaky/blocked-keys/skip", tok, map[string]any{"key": "k"}, 404)
+	sc.do("POST", "/api/v1/groups/flaky/blocked-keys/resume", tok, map[string]any{"queue": 1}, 422)
 	bad.Respond = nil
 	require.Equal(t, map[string]any{"redriven": float64(1)}, decode[map[string]any](t, sc.do("POST", "/api/v1/groups/flaky/dead-letters/redrive", tok, map[string]any{"ids": []int64{dl.Items[0].ID}}, 200)))
 	bad.WaitCount(1, 20*time.Second)

@@ -66,7 +66,9 @@ type groupCreateRequest struct {
 	Ordered       bool              `json:"ordered"`
 	// OrderedOnExhausted is dead_letter (default) or pause.
 	OrderedOnExhausted string `json:"ordered_on_exhausted"`
-	ConsumeFrom        string `json:"consume_from"`
+	// Ordering is key (default for an ordered group) or queue; only with ordered.
+	Ordering    string `json:"ordering"`
+	ConsumeFrom string `json:"consume_from"`
 	// DeadLetterRetentionHours is how long dead letters are kept (hours, default 336).
 	DeadLetterRetentionHours *int `json:"dead_letter_retention_hours"`
 	// PushAuth (null: off), EndpointHeaders and BasicAuth: see control.GroupSpec.
@@ -79,7 +81,7 @@ func (r groupCreateRequest) spec() control.GroupSpec {
 	s := control.GroupSpec{Name: r.Name, EndpointURL: r.EndpointURL, BatchSize: r.BatchSize, BatchMaxBytes: r.BatchMaxBytes,
 		BatchWindowMS: r.BatchWindowMS, MaxInFlight: r.MaxInFlight, RateLimit: r.RateLimit, TimeoutMS: r.TimeoutMS,
 		MaxAttempts: r.MaxAttempts, RetrySchedule: r.RetrySchedule, Ordered: r.Ordered,
-		OrderedOnExhausted: models.OnExhausted(r.OrderedOnExhausted), ConsumeFrom: r.ConsumeFrom,
+		OrderedOnExhausted: models.OnExhausted(r.OrderedOnExhausted), Ordering: models.Ordering(r.Ordering), ConsumeFrom: r.ConsumeFrom,
 		DeadLetterRetentionHours: r.DeadLetterRetentionHours,
 		EndpointHeaders:          r.EndpointHeaders, BasicAuth: r.BasicAuth}
 	if r.PushAuth != nil {
@@ -187,6 +189,10 @@ type GroupStatsDTO struct {
 	DeadLetters         int64   `json:"dead_letters_pending"`
 	// BlockedQueues lists, for an ordered group, each queue stopped on a failed head.
 	BlockedQueues []BlockedQueueDTO `json:"blocked_queues"`
+	// BlockedKeys lists, for a group ordered by key, the first 100 keys (by queue
+	// and key) stopped on a failed POST; BlockedKeyCount counts them all.
+	BlockedKeys     []BlockedKeyDTO `json:"blocked_keys"`
+	BlockedKeyCount int             `json:"blocked_key_count"`
 }
 
 func fmtTime(t *time.Time) *string {
@@ -203,7 +209,7 @@ func (s *Server) groupStats(c echo.Context) error {
 		return err
 	}
 	g, h := st.Group, st.Health
-	return c.JSON(http.StatusOK, GroupStatsDTO{BlockedQueues: blockedQueueDTOs(st.Blocked), Group: g.Name, Status: string(g.Status), PausedReason: g.PausedReason,
+	return c.JSON(http.StatusOK, GroupStatsDTO{BlockedQueues: blockedQueueDTOs(st.Blocked), BlockedKeys: blockedKeyDTOs(st.BlockedKeys), BlockedKeyCount: st.BlockedKeyCount, Group: g.Name, Status: string(g.Status), PausedReason: g.PausedReason,
 		LagMessages: st.LagMessages, LagSeconds: st.LagSeconds, RateLimit: g.RateLimit, EffectiveRate: h.EffectiveRate,
 		ConsecutiveFailures: h.ConsecutiveFailures, SuccessesMinute: h.SuccessesMinute, FailuresMinute: h.FailuresMinute,
 		LastStatus: h.LastStatus, LastError: h.LastError, LastSuccessAt: fmtTime(h.LastSuccessAt), FailingSince: fmtTime(h.FailingSince),

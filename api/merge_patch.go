@@ -85,6 +85,11 @@ func applyGroupPatch(g *models.Group, patch []byte) (groupCreateRequest, error) 
 		// `x-api-key` member (replaced, or removed by null), not a second header.
 		pm["endpoint_headers"] = models.CanonicalHeaders(hs)
 	}
+	if o, ok := pm["ordered"].(bool); ok && !o {
+		if _, named := pm["ordering"]; !named {
+			delete(doc, "ordering") // no longer ordered: the ordering goes with it
+		}
+	}
 	merged, _ := json.Marshal(mergePatch(doc, pm))
 	err := decodeStrict(merged, &req)
 	return req, err

@@ -66,6 +66,8 @@ var routeTable = []route{
 	{http.MethodGet, "/api/v1/groups/:group/attempts", (*Server).groupAttempts, viewer},
 	{http.MethodPost, "/api/v1/groups/:group/queues/:queue/skip", (*Server).queueSkip, operator},
 	{http.MethodPost, "/api/v1/groups/:group/queues/:queue/resume", (*Server).queueResume, operator},
+	{http.MethodPost, "/api/v1/groups/:group/blocked-keys/skip", (*Server).keySkip, operator},
+	{http.MethodPost, "/api/v1/groups/:group/blocked-keys/resume", (*Server).keyResume, operator},
 	{http.MethodGet, "/api/v1/groups/:group/offsets", (*Server).groupOffsets, viewer},
 	{http.MethodPost, "/api/v1/groups/:group/offsets/reset", (*Server).groupOffsetsReset, operator},
 	{http.MethodPost, "/api/v1/groups/:group/secret/rotate", (*Server).groupSecretRotate, operator},

@@ -37,7 +37,10 @@ type GroupSpec struct {
 	Ordered       bool
 	// OrderedOnExhausted is dead_letter (default) or pause; see models.OnExhausted.
 	OrderedOnExhausted models.OnExhausted
-	ConsumeFrom        string
+	// Ordering is key (default for an ordered group) or queue; it must be empty
+	// unless Ordered (see models.Ordering).
+	Ordering    models.Ordering
+	ConsumeFrom string
 	// DeadLetterRetentionHours is how long dead letters are kept (1 to 8,760; nil: 336).
 	DeadLetterRetentionHours *int
 	// PushAuth turns push tokens on (nil: off). EndpointHeaders (names in any case,
@@ -75,6 +78,10 @@ func (spec GroupSpec) apply(g *models.Group) {
 	}
 	g.Ordered = spec.Ordered
 	g.OrderedOnExhausted = cmp.Or(spec.OrderedOnExhausted, d.OrderedOnExhausted)
+	g.Ordering = spec.Ordering
+	if g.Ordered && g.Ordering == "" {
+		g.Ordering = models.OrderingKey
+	}
 	g.DeadLetterRetentionHours = orDefault(spec.DeadLetterRetentionHours, d.DeadLetterRetentionHours)
 	g.ConsumeFrom = cmp.Or(spec.ConsumeFrom, d.ConsumeFrom)
 	g.PushAuth = spec.PushAuth
@@ -91,7 +98,7 @@ func specOf(g *models.Group) GroupSpec {
 	spec := GroupSpec{Name: g.Name, EndpointURL: g.EndpointURL, BatchSize: &g.BatchSize, BatchMaxBytes: &g.BatchMaxBytes,
 		BatchWindowMS: &g.BatchWindowMS, MaxInFlight: &g.MaxInFlight, RateLimit: &g.RateLimit, TimeoutMS: &g.TimeoutMS,
 		MaxAttempts: &g.MaxAttempts, RetrySchedule: slices.Clone(g.RetrySchedule), Ordered: g.Ordered,
-		OrderedOnExhausted: g.OrderedOnExhausted, ConsumeFrom: g.ConsumeFrom, DeadLetterRetentionHours: &g.DeadLetterRetentionHours,
+		OrderedOnExhausted: g.OrderedOnExhausted, Ordering: g.Ordering, ConsumeFrom: g.ConsumeFrom, DeadLetterRetentionHours: &g.DeadLetterRetentionHours,
 		Subscriptions: slices.Clone(g.Subscriptions), EndpointHeaders: maps.Clone(g.EndpointAuth.Headers)}
 	if g.PushAuth != nil {
 		pa := *g.PushAuth
@@ -112,18 +119,21 @@ func specOf(g *models.Group) GroupSpec {
 // BasicAuth nil removes basic auth; masked values (models.MaskedValue) keep the
 // stored ones.
 type GroupPatch struct {
-	EndpointURL              *string
-	Subscriptions            *[]models.Subscription
-	BatchSize                *int
-	BatchMaxBytes            *int
-	BatchWindowMS            *int
-	MaxInFlight              *int
-	RateLimit                *int
-	TimeoutMS                *int
-	MaxAttempts              *int
-	RetrySchedule            *[]int
-	Ordered                  *bool
-	OrderedOnExhausted       *models.OnExhausted
+	EndpointURL        *string
+	Subscriptions      *[]models.Subscription
+	BatchSize          *int
+	BatchMaxBytes      *int
+	BatchWindowMS      *int
+	MaxInFlight        *int
+	RateLimit          *int
+	TimeoutMS          *int
+	MaxAttempts        *int
+	RetrySchedule      *[]int
+	Ordered            *bool
+	OrderedOnExhausted *models.OnExhausted
+	// Ordering nil keeps the group's; a patch turning Ordered off without naming
+	// Ordering clears it.
+	Ordering                 *models.Ordering
 	ConsumeFrom              *string
 	DeadLetterRetentionHours *int
 
@@ -169,6 +179,11 @@ func (p GroupPatch) over(spec GroupSpec) GroupSpec {
 	}
 	if p.OrderedOnExhausted != nil {
 		spec.OrderedOnExhausted = *p.OrderedOnExhausted
+	}
+	if p.Ordering != nil {
+		spec.Ordering = *p.Ordering
+	} else if p.Ordered != nil && !*p.Ordered {
+		spec.Ordering = ""
 	}
 	if p.SetPushAuth {
 		spec.PushAuth = p.PushAuth
@@ -228,7 +243,9 @@ type GroupSettings struct {
 	Ordered       bool                  `json:"ordered"`
 	// OrderedOnExhausted is dead_letter or pause (models.OnExhausted).
 	OrderedOnExhausted models.OnExhausted `json:"ordered_on_exhausted"`
-	ConsumeFrom        string             `json:"consume_from"`
+	// Ordering is key or queue for an ordered group, empty otherwise.
+	Ordering    models.Ordering `json:"ordering"`
+	ConsumeFrom string          `json:"consume_from"`
 	// DeadLetterRetentionHours is how long dead letters are kept, in hours (default 336).
 	DeadLetterRetentionHours int `json:"dead_letter_retention_hours"`
 	// PushAuth is null when push tokens are off.
@@ -252,7 +269,7 @@ func SettingsOf(g *models.Group) GroupSettings {
 	s := GroupSettings{EndpointURL: g.EndpointURL, BatchSize: g.BatchSize, BatchMaxBytes: g.BatchMaxBytes,
 		BatchWindowMS: g.BatchWindowMS, MaxInFlight: g.MaxInFlight, RateLimit: g.RateLimit, TimeoutMS: g.TimeoutMS,
 		MaxAttempts: g.MaxAttempts, RetrySchedule: g.RetrySchedule, Ordered: g.Ordered, OrderedOnExhausted: g.OrderedOnExhausted,
-		ConsumeFrom: g.ConsumeFrom, DeadLetterRetentionHours: g.DeadLetterRetentionHours, Subscriptions: []SubscriptionSetting{}}
+		Ordering: g.Ordering, ConsumeFrom: g.ConsumeFrom, DeadLetterRetentionHours: g.DeadLetterRetentionHours, Subscriptions: []SubscriptionSetting{}}
 	if g.PushAuth != nil {
 		s.PushAuth = &PushAuthSetting{Audience: g.PushAuth.Audience}
 	}

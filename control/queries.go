@@ -71,15 +71,18 @@ func (c *Control) AddPublished(ctx context.Context, minute time.Time, topicID, n
 
 // GroupStats is a group's delivery health: lag in messages and seconds, the health
 // counters and breaker, retry and pending dead-letter counts and, for an ordered
-// group, its blocked queues.
+// group, its blocked queues, and for one ordered by key its blocked keys (the
+// first MaxListedBlockedKeys by queue and key) and their count.
 type GroupStats struct {
-	Group         *models.Group
-	Health        GroupHealth
-	LagMessages   int64
-	LagSeconds    float64
-	RetryMessages int64
-	DeadLetters   int64
-	Blocked       []models.OrderedBlock
+	Group           *models.Group
+	Health          GroupHealth
+	LagMessages     int64
+	LagSeconds      float64
+	RetryMessages   int64
+	DeadLetters     int64
+	Blocked         []models.OrderedBlock
+	BlockedKeys     []models.OrderedKeyBlock
+	BlockedKeyCount int
 }
 
 // GroupStats reads group name's stats. Errors: models.ErrNotFound.
@@ -101,8 +104,25 @@ func (c *Control) GroupStats(ctx context.Context, name string) (GroupStats, erro
 	if out.LagMessages, out.LagSeconds, err = c.st.GroupLag(ctx, g.ID); err != nil {
 		return out, err
 	}
-	out.Blocked, err = c.st.OrderedBlocksByGroups(ctx, []int64{g.ID}, false)
-	return out, err
+	if out.Blocked, err = c.st.OrderedBlocksByGroups(ctx, []int64{g.ID}, false); err != nil {
+		return out, err
+	}
+	return out, c.blockedKeys(ctx, g, &out.BlockedKeys, &out.BlockedKeyCount)
+}
+
+// blockedKeys reads g's blocked keys (the first MaxListedBlockedKeys) and their
+// count, when g has or had ordering by key.
+func (c *Control) blockedKeys(ctx context.Context, g *models.Group, list *[]models.OrderedKeyBlock, n *int) error {
+	var err error
+	if *list, err = c.st.OrderedKeyBlocksByGroups(ctx, []int64{g.ID}, false, MaxListedBlockedKeys); err != nil {
+		return err
+	}
+	if len(*list) < MaxListedBlockedKeys {
+		*n = len(*list)
+		return nil
+	}
+	*n, err = c.st.OrderedKeyBlocksCount(ctx, g.ID)
+	return err
 }
 
 // GroupCursors returns group name and its cursors with their lag age. Errors:
@@ -172,6 +192,9 @@ type GroupDetail struct {
 	Attempts []models.DeliveryAttempt
 	Recent   []RecentMessage
 	Blocked  []models.OrderedBlock
+	// BlockedKeys and BlockedKeyCount: as GroupStats.
+	BlockedKeys     []models.OrderedKeyBlock
+	BlockedKeyCount int
 }
 
 // GroupDetail reads group name's page: the attempts newest first (at most
@@ -198,6 +221,9 @@ func (c *Control) GroupDetail(ctx context.Context, name string, attempts, recent
 	}
 	if g.Ordered {
 		if out.Blocked, err = c.st.OrderedBlocksByGroups(ctx, []int64{g.ID}, false); err != nil {
+			return out, err
+		}
+		if err = c.blockedKeys(ctx, g, &out.BlockedKeys, &out.BlockedKeyCount); err != nil {
 			return out, err
 		}
 	}

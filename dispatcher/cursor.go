@@ -12,10 +12,11 @@ import (
 // order, returned ones back in their place, so the oldest is sent first.
 type pendingMsg struct {
 	offset    int64
-	createdAt int64 // Unix ms, for lag seconds
-	notBefore int64 // Unix ms; 0 = now
-	returns   int   // times returned after a failed POST, for back-off
-	throttles int   // POSTs in a row that carried it and were throttled (delivery.MaxThrottles)
+	createdAt int64  // Unix ms, for lag seconds
+	notBefore int64  // Unix ms; 0 = now
+	returns   int    // times returned after a failed POST, for back-off
+	throttles int    // POSTs in a row that carried it and were throttled (delivery.MaxThrottles)
+	key       string // message key; a group ordered by key orders on it
 	// msg is the whole message when a local notification carried it (read-only,
 	// shared by every cursor of the queue); the job then carries it to the worker,
 	// which skips loading it. Returned messages do not keep it.
@@ -27,6 +28,7 @@ type inflightMsg struct {
 	createdAt int64
 	returns   int
 	throttles int
+	key       string
 }
 
 // cursorState is the owner's in-memory view of one cursor; holes are tracked, never skipped.
@@ -56,11 +58,20 @@ type cursorState struct {
 	// blockDirty marks it changed since ordered_blocks was written.
 	block      *orderedBlock
 	blockDirty bool
+	// keyBlocks, for a group ordered by key, are its blocked keys (key → the block
+	// of the failed POST that carried it; one block may hold several keys), and
+	// keysDirty the keys whose row in ordered_key_blocks lags behind (orderedkey.go).
+	keyBlocks map[string]*keyBlock
+	keysDirty map[string]bool
+	// keylessTurn alternates a cursor ordered by key between its keyed and its
+	// keyless messages, so neither waits for the other.
+	keylessTurn bool
 }
 
 func newCursorState(c models.Cursor, g *groupState) *cursorState {
 	cs := &cursorState{id: c.ID, groupID: c.GroupID, queueID: c.QueueID, version: c.Version, group: g,
-		committed: c.Offset, readPos: c.Offset, holes: map[int64]int64{}, late: map[int64]int64{}, closed: map[int64]int64{}, inflight: map[int64]inflightMsg{}, done: map[int64]struct{}{}}
+		committed: c.Offset, readPos: c.Offset, holes: map[int64]int64{}, late: map[int64]int64{}, closed: map[int64]int64{}, inflight: map[int64]inflightMsg{}, done: map[int64]struct{}{},
+		keyBlocks: map[string]*keyBlock{}, keysDirty: map[string]bool{}}
 	for _, h := range c.Holes {
 		for id := h.From; id <= h.To; id++ {
 			cs.holes[id] = h.FirstSeenMS
@@ -180,7 +191,7 @@ func (c *cursorState) markDone(off int64) {
 }
 
 // holeFound moves a hole whose row appeared to the to-send set.
-func (c *cursorState) holeFound(off, createdAt int64) {
+func (c *cursorState) holeFound(off, createdAt int64, key string) {
 	seen, ok := c.holes[off]
 	if !ok {
 		return
@@ -191,7 +202,7 @@ func (c *cursorState) holeFound(off, createdAt int64) {
 		c.late[off] = seen
 		c.relist(off, false, +1)
 	}
-	c.requeue([]pendingMsg{{offset: off, createdAt: createdAt}})
+	c.requeue([]pendingMsg{{offset: off, createdAt: createdAt, key: key}})
 }
 
 // advance moves the commit over done offsets, open holes and read messages not yet

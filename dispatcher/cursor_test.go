@@ -34,7 +34,7 @@ func TestCursorAdvance(t *testing.T) {
 	require.Zero(t, c.span())
 
 	// The late row appears: it is pending, still listed in commits until done.
-	c.holeFound(12, 5)
+	c.holeFound(12, 5, "")
 	require.Empty(t, c.holes)
 	require.Equal(t, []models.Hole{{From: 12, To: 12, FirstSeenMS: 1000}}, c.holeRanges(c.committed))
 	c.markDone(12)
@@ -132,7 +132,7 @@ func TestCursorRangeCount(t *testing.T) {
 			c.advance()
 		case 1: // a hole's row appears
 			for id := range c.holes {
-				c.holeFound(id, int64(step))
+				c.holeFound(id, int64(step), "")
 				break
 			}
 		default: // something finishes: a pending row, or a hole closes

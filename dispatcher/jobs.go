@@ -96,6 +96,12 @@ func (d *Dispatcher) cutProbe(ctx context.Context, gs *groupState, now time.Time
 // whether it did. A probe is one batch.
 func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState, now time.Time, probe bool) bool {
 	g := gs.g
+	if g.OrderedByKey() {
+		return d.cutOrderedKey(ctx, gs, cs, now, probe)
+	}
+	if len(cs.keyBlocks) > 0 {
+		cs.clearKeyBlocks() // no longer ordered by key: its blocked keys are void
+	}
 	if g.Ordered {
 		return d.cutOrdered(ctx, gs, cs, now, probe)
 	}
@@ -179,7 +185,7 @@ func (d *Dispatcher) startJob(ctx context.Context, js *jobState, taken []pending
 		js.remaining = make(map[int64]bool, len(taken))
 		for _, t := range taken {
 			js.remaining[t.offset] = true
-			cs.inflight[t.offset] = inflightMsg{job: js, createdAt: t.createdAt, returns: t.returns, throttles: t.throttles}
+			cs.inflight[t.offset] = inflightMsg{job: js, createdAt: t.createdAt, returns: t.returns, throttles: t.throttles, key: t.key}
 		}
 		cs.jobs++
 	}
@@ -281,7 +287,7 @@ func (d *Dispatcher) finishJob(js *jobState, backoff time.Duration) {
 	for off := range js.remaining {
 		inf := cs.inflight[off]
 		delete(cs.inflight, off)
-		back = append(back, pendingMsg{offset: off, createdAt: inf.createdAt, notBefore: notBefore, returns: inf.returns, throttles: inf.throttles})
+		back = append(back, pendingMsg{offset: off, createdAt: inf.createdAt, notBefore: notBefore, returns: inf.returns, throttles: inf.throttles, key: inf.key})
 	}
 	cs.requeue(back)
 	js.remaining = nil
@@ -318,6 +324,10 @@ func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 		if js.job.Generation+1 >= d.cfg.MaxGenerations {
 			d.log.Warn("job exhausted its generations without reports; its messages go to the retry topic", "task", id, "class", delivery.ClassNoReport)
 			js.group.lastError = string(delivery.ClassNoReport)
+			if js.job.Ordered && js.group.g.OrderedByKey() {
+				d.orderedKeyNoReport(js)
+				continue
+			}
 			if js.job.Ordered {
 				d.orderedNoReport(js)
 				continue

@@ -27,6 +27,7 @@ const (
 	gaugeBreaker
 	gaugeRetry
 	gaugeDead
+	gaugeBlockedKeys
 	gaugeCount
 )
 
@@ -50,7 +51,7 @@ func (gg *groupGauges) set(i int, v float64) {
 		return
 	}
 	if gg.g[i] == nil {
-		vecs := [gaugeCount]*prometheus.GaugeVec{metrics.LagMessages, metrics.LagSeconds, metrics.BreakerState, metrics.RetryMessages, metrics.DeadLetters}
+		vecs := [gaugeCount]*prometheus.GaugeVec{metrics.LagMessages, metrics.LagSeconds, metrics.BreakerState, metrics.RetryMessages, metrics.DeadLetters, metrics.BlockedKeys}
 		gg.g[i] = vecs[i].WithLabelValues(gg.name)
 	}
 	gg.g[i].Set(v)
@@ -86,6 +87,9 @@ func (d *Dispatcher) exportGroupMetrics(ctx context.Context) {
 	changed := false
 	for _, gs := range d.groups {
 		d.gauges(gs).set(gaugeBreaker, breakerGauge(gs.health.breaker.state))
+		if gs.g.OrderedByKey() {
+			d.gauges(gs).set(gaugeBlockedKeys, float64(gs.blockedKeys()))
+		}
 		changed = changed || gs.health.backlogDirty
 	}
 	now := d.now()

@@ -122,7 +122,7 @@ func (d *Dispatcher) applyInPlace(cs *cursorState, js *jobState, ip *delivery.In
 		}
 		delete(cs.inflight, off)
 		delete(js.remaining, off)
-		back = append(back, pendingMsg{offset: off, createdAt: inf.createdAt, returns: inf.returns})
+		back = append(back, pendingMsg{offset: off, createdAt: inf.createdAt, returns: inf.returns, key: inf.key})
 	}
 	if len(back) == 0 {
 		return nil
@@ -149,7 +149,13 @@ func (d *Dispatcher) saveBlocks(ctx context.Context) {
 	var set []models.OrderedBlock
 	var cleared [][2]int64
 	var saved []*cursorState
+	var keySet, keyCleared []models.OrderedKeyBlock
+	var keySaved []*cursorState
 	for _, cs := range d.cursors {
+		if len(cs.keysDirty) > 0 {
+			keySet, keyCleared = cs.saveKeyBlocks(keySet, keyCleared)
+			keySaved = append(keySaved, cs)
+		}
 		if !cs.blockDirty {
 			continue
 		}
@@ -159,6 +165,13 @@ func (d *Dispatcher) saveBlocks(ctx context.Context) {
 				Attempts: b.attempts, NextAt: b.at, Paused: b.paused, LastError: b.lastError})
 		} else {
 			cleared = append(cleared, [2]int64{cs.groupID, cs.queueID})
+		}
+	}
+	if err := d.st.OrderedKeyBlocksSave(ctx, keySet, keyCleared); err != nil {
+		d.log.Warn("save blocked keys", "err", err)
+	} else {
+		for _, cs := range keySaved {
+			clear(cs.keysDirty)
 		}
 	}
 	if err := d.st.OrderedBlocksSave(ctx, set, cleared); err != nil {
@@ -174,6 +187,7 @@ func (d *Dispatcher) saveBlocks(ctx context.Context) {
 // cursor takes over its block (attempts go on counting), and an operator's skip or
 // resume is applied.
 func (d *Dispatcher) loadBlocks(ctx context.Context, fresh map[*cursorState]bool) {
+	d.loadKeyBlocks(ctx, fresh)
 	var ids []int64
 	for id, gs := range d.groups {
 		if gs.g.Ordered {

@@ -55,7 +55,7 @@ func (d *Dispatcher) readQueue(ctx context.Context, q int64) (more bool) {
 			}
 			read, headers = make([]notify.Row, len(rows)), make(map[int64]map[string]string, len(rows))
 			for i, r := range rows {
-				read[i] = notify.Row{ID: r.ID, Tag: r.Tag, CreatedAt: r.CreatedAt}
+				read[i] = notify.Row{ID: r.ID, Tag: r.Tag, CreatedAt: r.CreatedAt, Key: r.Key}
 				headers[r.ID] = r.Headers
 			}
 		} else {
@@ -66,7 +66,7 @@ func (d *Dispatcher) readQueue(ctx context.Context, q int64) (more bool) {
 			}
 			read = make([]notify.Row, len(rows))
 			for i, r := range rows {
-				read[i] = notify.Row{ID: r.ID, Tag: r.Tag, CreatedAt: r.CreatedAt}
+				read[i] = notify.Row{ID: r.ID, Tag: r.Tag, CreatedAt: r.CreatedAt, Key: r.Key}
 			}
 		}
 		for _, cs := range css {
@@ -132,7 +132,8 @@ func (d *Dispatcher) room(cs *cursorState) int {
 // those cursors need no queue read; any other cursor (behind, out of room, or the
 // rows have gaps another writer may fill) has the queue read instead. A cursor
 // already past the rows (a scan got there first, or this is the Redis copy of a
-// local notification) ignores them.
+// local notification) ignores them. A cursor ordered by key reads rows whose
+// notification does not carry keys (an older publisher).
 func (d *Dispatcher) applyRows(ev notify.Event) {
 	rows := ev.Rows
 	first, last := rows[0].ID, rows[len(rows)-1].ID
@@ -142,10 +143,12 @@ func (d *Dispatcher) applyRows(ev notify.Event) {
 		if cs.readPos >= last {
 			continue
 		}
-		if !contiguous || cs.readPos+1 != first || d.room(cs) < len(rows) || !d.decidable(cs, rows) {
+		if !contiguous || cs.readPos+1 != first || d.room(cs) < len(rows) || !d.decidable(cs, rows) ||
+			(!ev.Keyed && cs.group.g.OrderedByKey()) {
 			// (A paused cursor marks the queue too; the read skips it. A cursor
 			// filtering on attributes reads the queue for the headers a notification
-			// over Redis does not carry.)
+			// over Redis does not carry; a cursor ordered by key reads the keys a
+			// notification from an older publisher does not carry.)
 			d.dirtyQ[ev.Queue] = true
 			continue
 		}
@@ -196,7 +199,7 @@ func (d *Dispatcher) fanOutWith(cs *cursorState, rows []notify.Row, headers map[
 			continue // reported by the previous owner (takeover.go)
 		}
 		if match, _ := passes(sub, r, headers); match {
-			p := pendingMsg{offset: r.ID, createdAt: r.CreatedAt}
+			p := pendingMsg{offset: r.ID, createdAt: r.CreatedAt, key: r.Key}
 			if r.Msg != nil && len(r.Msg.Body) <= bodyHoldBytes && len(cs.pending) < bodyHoldPending {
 				p.msg = r.Msg
 			}
@@ -247,7 +250,7 @@ func (d *Dispatcher) reReadHoles(ctx context.Context, q int64) {
 		for id, first := range cs.holes {
 			if r, ok := found[id]; ok {
 				if match, _ := passes(sub, notify.Row{ID: r.ID, Tag: r.Tag}, headers); match {
-					cs.holeFound(id, r.CreatedAt)
+					cs.holeFound(id, r.CreatedAt, r.Key)
 				} else {
 					cs.markDone(id)
 				}

@@ -119,6 +119,9 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 	}
 	for _, rs := range [][]delivery.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
 		for _, off := range delivery.Expand(rs) {
+			if inf, ok := cs.inflight[off]; ok && inf.key != "" {
+				cs.keyDone(off, inf.key)
+			}
 			cs.markDone(off)
 			if cs.block != nil && cs.block.offset == off {
 				cs.clearBlock() // the blocked head went out (or became a dead letter)
@@ -146,7 +149,7 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 			if reason == delivery.ReasonFenced {
 				continue
 			}
-			p := pendingMsg{offset: off, createdAt: inf.createdAt, returns: inf.returns, throttles: inf.throttles}
+			p := pendingMsg{offset: off, createdAt: inf.createdAt, returns: inf.returns, throttles: inf.throttles, key: inf.key}
 			if reason == delivery.ReasonThrottled {
 				p.throttles++ // its POST was refused; MaxThrottles in a row make a failed attempt
 			}
@@ -167,7 +170,9 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 			back = append(back, p)
 		}
 	}
-	if r.InPlace != nil {
+	if r.InPlace != nil && gs.g.OrderedByKey() {
+		back = append(back, d.applyInPlaceKey(cs, js, r.InPlace)...)
+	} else if r.InPlace != nil {
 		back = append(back, d.applyInPlace(cs, js, r.InPlace)...)
 	}
 	// Back in offset order: a throttled message is the first sent when the pause ends.

@@ -93,9 +93,10 @@ func (s Subscription) MatchesAttributes(headers map[string]string) bool {
 // BatchWindowMS is how long a partial batch may wait (AWS Lambda's batching window);
 // MaxInFlight is parallel POSTs for the whole group; RateLimit is messages/s (0 =
 // unlimited); TimeoutMS bounds one POST; MaxAttempts and RetrySchedule (seconds)
-// drive retries. Ordered groups send one POST at a time per queue, in offset order,
-// and retry a failed head in place; OrderedOnExhausted (default dead_letter) says
-// what happens when it exhausts MaxAttempts. ConfigVersion grows on every change so caches can tell stale copies.
+// drive retries. Ordered groups retry a failed head in place; Ordering (key, the
+// default for ordered groups, or queue; empty when not ordered) says whether one
+// POST at a time goes per key or per queue; OrderedOnExhausted (default
+// dead_letter) says what happens when a head exhausts MaxAttempts. ConfigVersion grows on every change so caches can tell stale copies.
 // SigningSecret is the current `whsec_` secret; after a rotation PreviousSigningSecret
 // keeps signing too until PreviousSecretExpiresAt (see SigningSecrets).
 type Group struct {
@@ -116,6 +117,7 @@ type Group struct {
 	RetrySchedule           []int
 	Ordered                 bool
 	OrderedOnExhausted      OnExhausted
+	Ordering                Ordering
 	ConsumeFrom             string
 	// DeadLetterRetentionHours is how long dead letters are kept before maintenance
 	// deletes them (default DefaultDeadLetterRetentionHours, 336 h).
@@ -172,6 +174,9 @@ func (g *Group) ApplyDefaults() {
 	}
 	if g.OrderedOnExhausted == "" {
 		g.OrderedOnExhausted = OnExhaustedDeadLetter
+	}
+	if g.Ordered && g.Ordering == "" {
+		g.Ordering = OrderingKey
 	}
 	if g.ConsumeFrom == "" {
 		g.ConsumeFrom = ConsumeLatest
@@ -253,6 +258,12 @@ func (g *Group) validate(requireSubscription bool) error {
 	}
 	if !slices.Contains(OnExhaustedValues(), g.OrderedOnExhausted) {
 		v.Add("/ordered_on_exhausted", "must be dead_letter or pause")
+	}
+	switch {
+	case g.Ordering != "" && !slices.Contains(OrderingValues(), g.Ordering):
+		v.Add("/ordering", "must be key or queue")
+	case g.Ordering != "" && !g.Ordered:
+		v.Add("/ordering", "applies to ordered groups only: set ordered to true, or leave ordering out")
 	}
 	switch g.ConsumeFrom {
 	case ConsumeEarliest, ConsumeLatest:

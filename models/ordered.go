@@ -47,3 +47,50 @@ const (
 	// of attempts.
 	OrderedActionResume = "resume"
 )
+
+// Ordering is an ordered group's unit of order (migration 000013).
+type Ordering string
+
+const (
+	// OrderingKey orders per message key (SQS FIFO's message group, Pub/Sub's
+	// ordering key): a message is sent only once every earlier message of its key
+	// in its queue was acknowledged, dead-lettered or skipped; keys of one queue flow
+	// in parallel up to max_in_flight, each key one POST at a time, and a failure
+	// blocks only its key. Keyless messages are unordered. Default for new ordered
+	// groups.
+	OrderingKey Ordering = "key"
+	// OrderingQueue orders per queue (RocketMQ's orderly consumption): one POST per
+	// queue at a time, in offset order; a failure blocks its whole queue. Groups
+	// ordered before ordering existed keep it.
+	OrderingQueue Ordering = "queue"
+)
+
+// OrderingValues lists every Ordering.
+func OrderingValues() []Ordering {
+	return []Ordering{OrderingKey, OrderingQueue}
+}
+
+// OrderedByKey reports whether g orders per key (ordered, ordering key).
+func (g *Group) OrderedByKey() bool {
+	return g.Ordered && g.Ordering == OrderingKey
+}
+
+// OrderedKeyBlock is a key of a group ordered by key stopped on its head message:
+// Count messages of the key from Offset (those its failed POST carried) failed
+// Attempts times and go again at NextAt; later messages of the key wait meanwhile,
+// other keys do not. Paused means attempts are exhausted and it waits for an
+// operator (NextAt is then zero). Action is an operator's request the cursor's
+// owner has not applied yet (OrderedActionSkip or OrderedActionResume).
+type OrderedKeyBlock struct {
+	GroupID   int64
+	QueueID   int64
+	Key       string
+	Offset    int64
+	Count     int
+	Attempts  int
+	NextAt    time.Time
+	Paused    bool
+	LastError string
+	Action    string
+	UpdatedAt time.Time
+}

@@ -116,6 +116,10 @@ type groupPage struct {
 	Health                      control.GroupHealth
 	// Blocked lists an ordered group's queues stopped on a failed head.
 	Blocked []blockedView
+	// BlockedKeys lists, ordered by key, the first keys stopped on a failed POST;
+	// BlockedKeyCount counts them all.
+	BlockedKeys     []blockedKeyView
+	BlockedKeyCount int
 }
 
 // groupForm holds the settings form's values for g.
@@ -186,6 +190,7 @@ func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notic
 		return err
 	}
 	page.Blocked = blockedViews(d.Blocked)
+	page.BlockedKeys, page.BlockedKeyCount = blockedKeyViews(d.BlockedKeys), d.BlockedKeyCount
 	return s.render(c, status, "group", "groups", "Group "+g.Name, page, notice, errLine)
 }
 

@@ -56,3 +56,46 @@ func (s *Console) consoleQueueAction(skip bool) echo.HandlerFunc {
 		return redirectWith(c, consolePath+"/groups/"+group, "Queue "+c.Param("queue")+" will be "+verb+" within a second.")
 	}
 }
+
+// blockedKeyView is one blocked key of a group ordered by key on its page.
+type blockedKeyView struct {
+	blockedView
+	Key string
+}
+
+func blockedKeyViews(bs []models.OrderedKeyBlock) []blockedKeyView {
+	out := make([]blockedKeyView, 0, len(bs))
+	for _, b := range bs {
+		v := blockedKeyView{Key: b.Key, blockedView: blockedView{Queue: b.QueueID, MessageID: models.MessageID(b.QueueID, b.Offset), Count: b.Count,
+			Attempts: b.Attempts, Paused: b.Paused, LastError: b.LastError, Action: b.Action}}
+		if !b.NextAt.IsZero() {
+			v.NextAt = b.NextAt.UTC().Format("2006-01-02 15:04:05.000")
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// consoleKeyAction skips (dead-letters) or resumes what a blocked key of a group
+// ordered by key waits on (form fields key and queue), through control (audited);
+// the owning dispatcher applies it within a heartbeat.
+func (s *Console) consoleKeyAction(skip bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		q, err := strconv.ParseInt(c.FormValue("queue"), 10, 64)
+		if err != nil || q < 0 {
+			return failure(404, "no queue "+c.FormValue("queue"))
+		}
+		ctx, group, key := c.Request().Context(), c.Param("group"), c.FormValue("key")
+		verb := "resumed"
+		if skip {
+			verb = "skipped"
+			_, err = s.ctl.SkipBlockedKey(ctx, actorOf(c), group, q, key)
+		} else {
+			_, err = s.ctl.ResumeBlockedKey(ctx, actorOf(c), group, q, key)
+		}
+		if err != nil {
+			return err
+		}
+		return redirectWith(c, consolePath+"/groups/"+group, "Key "+strconv.Quote(key)+" will be "+verb+" within a second.")
+	}
+}

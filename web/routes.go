@@ -62,6 +62,8 @@ func (s *Console) Routes(e *echo.Echo) {
 	con.POST("/groups/:group/test", page(op(s.consoleGroupTest)))
 	con.POST("/groups/:group/queues/:queue/skip", page(op(s.consoleQueueAction(true))))
 	con.POST("/groups/:group/queues/:queue/resume", page(op(s.consoleQueueAction(false))))
+	con.POST("/groups/:group/blocked-keys/skip", page(op(s.consoleKeyAction(true))))
+	con.POST("/groups/:group/blocked-keys/resume", page(op(s.consoleKeyAction(false))))
 	con.POST("/groups/:group/delete", page(op(s.consoleGroupDelete)))
 	con.GET("/dead-letters", page(s.consoleDeadLetters))
 	con.POST("/dead-letters/:group/redrive", page(op(s.consoleDeadLetterAction(true))))

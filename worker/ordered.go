@@ -18,8 +18,10 @@ import (
 // the attempt was the group's max_attempts, ordered_on_exhausted decides: pause
 // reports the queue paused on them; dead_letter makes the first failed message a
 // dead letter (written before the report) and hands the others back to be sent
-// again from attempt 1. No retry row is written: ordered groups do not use the
-// retry topic.
+// again from attempt 1. In a group ordered by key a POST may carry several keys:
+// dead_letter then makes each key's first failed message a dead letter (every key
+// of the POST exhausted its attempts on it). No retry row is written: ordered
+// groups do not use the retry topic.
 func (r *jobRun) failOrdered(ctx context.Context, b []models.Message, failedIDs map[string]bool, out webhook.Outcome, c delivery.Counters, wid string, ms int64, excerpt []byte) {
 	r.stop.Store(string(delivery.ReasonBlocked))
 	k := 0
@@ -37,8 +39,12 @@ func (r *jobRun) failOrdered(ctx context.Context, b []models.Message, failedIDs 
 	head := failed[0]
 	attempt := r.attempt(head.Offset)
 	if attempt >= r.g.MaxAttempts && r.g.OrderedOnExhausted != models.OnExhaustedPause {
-		f := store.Failure{QueueID: head.QueueID, Offset: head.Offset, Attempt: attempt, LastStatus: out.Status, LastError: out.String()}
-		res, err := r.w.st.RetryRecord(context.WithoutCancel(ctx), r.g.ID, attempt, r.g.RetrySchedule, []store.Failure{f})
+		heads, rest := exhaustedHeads(failed, r.g.OrderedByKey())
+		fs := make([]store.Failure, len(heads))
+		for i, m := range heads {
+			fs[i] = store.Failure{QueueID: m.QueueID, Offset: m.Offset, Attempt: attempt, LastStatus: out.Status, LastError: out.String()}
+		}
+		res, err := r.w.st.RetryRecord(context.WithoutCancel(ctx), r.g.ID, attempt, r.g.RetrySchedule, fs)
 		if err != nil {
 			r.w.log.Warn("write ordered dead letter", "group", r.g.ID, "err", err)
 			c.Failures, c.TailFailures = 0, 0
@@ -46,7 +52,7 @@ func (r *jobRun) failOrdered(ctx context.Context, b []models.Message, failedIDs 
 			return
 		}
 		r.rep.failed(nil, res.DeadLettered, time.Time{}, c)
-		r.rep.returned(delivery.ReasonBlocked, offsetsOf(failed[1:]), delivery.Counters{})
+		r.rep.returned(delivery.ReasonBlocked, offsetsOf(rest), delivery.Counters{})
 		return
 	}
 	ip := &delivery.InPlace{Offsets: delivery.Ranges(offsetsOf(failed)), Attempt: attempt, LastError: out.String()}
@@ -64,4 +70,23 @@ func (r *reporter) retryInPlace(ip *delivery.InPlace, c delivery.Counters) {
 	r.inPlace = ip
 	r.add(c)
 	r.mu.Unlock()
+}
+
+// exhaustedHeads splits the failed messages of an ordered POST whose attempts are
+// exhausted into those that become dead letters and those sent again from attempt
+// 1: the first failed message, or, ordered by key (byKey), each key's first.
+func exhaustedHeads(failed []models.Message, byKey bool) (heads, rest []models.Message) {
+	if !byKey {
+		return failed[:1], failed[1:]
+	}
+	seen := map[string]bool{}
+	for _, m := range failed {
+		if !seen[m.Key] {
+			seen[m.Key] = true
+			heads = append(heads, m)
+			continue
+		}
+		rest = append(rest, m)
+	}
+	return heads, rest
 }

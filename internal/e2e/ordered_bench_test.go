@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -9,65 +10,108 @@ import (
 	"github.com/heraldhq/herald/heraldtest"
 )
 
-// BenchmarkOrderedCeiling measures an ordered group's throughput against an endpoint
-// that answers in 1 ms, over 8 queues with one key each: the ceiling is queues ÷
-// endpoint latency (8,000 messages/s here) less Herald's per-POST cost, and
-// batch_size raises it. It reports messages/s from the first to the last
-// acknowledgement. Run: go test -run '^$' -bench BenchmarkOrderedCeiling -benchtime 1x ./internal/e2e/
+// orderedBench is one run of BenchmarkOrderedCeiling: ordering (queue or key), keys
+// spread evenly over 8 queues, batch size, max_in_flight and the endpoint's latency.
+type orderedBench struct {
+	ordering string
+	keys     int
+	batch    int
+	inFlight int
+	latency  time.Duration
+}
+
+// ceiling is the most messages/s the run's settings allow: POSTs open at once
+// (one per queue ordered by queue; one per key, at most max_in_flight, ordered by
+// key) × batch size ÷ endpoint latency.
+func (c orderedBench) ceiling(queues int) float64 {
+	open := queues
+	if c.ordering == "key" {
+		open = min(c.keys, c.inFlight)
+	}
+	return float64(open*c.batch) / c.latency.Seconds()
+}
+
+// BenchmarkOrderedCeiling measures ordered groups' throughput against an endpoint
+// that answers in a fixed time, over 8 queues, ordered by queue and by key in the
+// same run: 8 keys (one per queue) ordered by queue at batch size 1 and 10, then
+// ordered by key with 8, 64 and 256 keys, max_in_flight 16 and 64, endpoint
+// latency 1 ms and 5 ms. Each reports messages/s from the first to the last
+// acknowledgement and ceiling_msgs/s (see orderedBench.ceiling). Run: make
+// bench-ordered.
 func BenchmarkOrderedCeiling(b *testing.B) {
-	for _, batch := range []int{1, 10} {
-		b.Run("batch"+strconv.Itoa(batch), func(b *testing.B) {
+	runs := []orderedBench{
+		{"queue", 8, 1, 64, time.Millisecond},
+		{"queue", 8, 10, 64, time.Millisecond},
+		{"key", 8, 1, 64, time.Millisecond},
+		{"key", 64, 1, 16, time.Millisecond},
+		{"key", 64, 1, 64, time.Millisecond},
+		{"key", 64, 1, 64, 5 * time.Millisecond},
+		{"key", 256, 1, 64, 5 * time.Millisecond},
+		{"key", 64, 10, 64, time.Millisecond},
+	}
+	for _, c := range runs {
+		name := fmt.Sprintf("%s/keys%d/batch%d/inflight%d/latency%s", c.ordering, c.keys, c.batch, c.inFlight, c.latency)
+		b.Run(name, func(b *testing.B) {
 			for range b.N {
-				orderedCeiling(b, batch)
+				orderedCeiling(b, c)
 			}
 		})
 	}
 }
 
-func orderedCeiling(b *testing.B, batch int) {
-	const queues, perKey = 8, 1000
+func orderedCeiling(b *testing.B, c orderedBench) {
+	const queues, total = 8, 8000
 	h := heraldtest.StartHerald(b, nil)
 	h.CreateTopic("ord", queues)
 	r := heraldtest.NewReceiver(b)
 	var acked atomic.Int64
 	var first, last atomic.Int64
 	r.Respond = func(d heraldtest.Delivery) int {
-		time.Sleep(time.Millisecond) // latency: a 1 ms endpoint
+		time.Sleep(c.latency) // latency: the endpoint's answer time
 		now := time.Now().UnixNano()
 		first.CompareAndSwap(0, now)
 		last.Store(now)
 		acked.Add(1)
 		return 204
 	}
-	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", map[string]any{"batch_size": batch, "max_in_flight": 64})))
+	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", map[string]any{"batch_size": c.batch, "max_in_flight": c.inFlight, "ordering": c.ordering})))
 	apiKey := h.CreateAPIKey("ord")
-	// One key per queue: probe keys until every queue has one.
-	keys := map[int64]string{}
-	for i := 0; len(keys) < queues; i++ {
+	// keys/queues keys per queue: probe keys until every queue has its share.
+	perQueue := map[int64][]string{}
+	var keys []string
+	for i := 0; len(keys) < c.keys; i++ {
 		k := "k" + strconv.Itoa(i)
-		if p := h.Publish(apiKey, "ord", map[string]any{"key": k, "body": 0})[0]; keys[p.Queue] == "" {
-			keys[p.Queue] = k
+		if p := h.Publish(apiKey, "ord", map[string]any{"key": k, "body": 0})[0]; len(perQueue[p.Queue]) < c.keys/queues {
+			perQueue[p.Queue] = append(perQueue[p.Queue], k)
+			keys = append(keys, k)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for acked.Load() < int64(len(keys)) && time.Now().Before(deadline) {
+	deadline := time.Now().Add(60 * time.Second)
+	for r.Count() < len(keys) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond) // latency: a benchmark polls its counter (no testing.T to fail)
+	}
+	for r.Count() > int(acked.Load()) || acked.Load() < int64(len(keys)) {
+		time.Sleep(time.Millisecond) // latency: the probes drain (absence of further POSTs)
+		if time.Now().After(deadline) {
+			break
+		}
 	}
 	acked.Store(0)
 	first.Store(0)
 	b.ResetTimer()
-	for _, k := range keys {
-		msgs := make([]map[string]any, 0, 500)
-		for i := range perKey {
-			msgs = append(msgs, map[string]any{"key": k, "body": i})
-			if len(msgs) == 500 {
-				h.Publish(apiKey, "ord", msgs...)
-				msgs = msgs[:0]
-			}
+	perKey := total / len(keys)
+	msgs := make([]map[string]any, 0, 500)
+	for j := range perKey {
+		for _, k := range keys {
+			msgs = append(msgs, map[string]any{"key": k, "body": j})
+		}
+		if len(msgs) >= 500-len(keys) || j == perKey-1 {
+			h.Publish(apiKey, "ord", msgs...)
+			msgs = msgs[:0]
 		}
 	}
-	want := int64(queues * perKey / batch)
-	deadline = time.Now().Add(60 * time.Second)
+	want := int64(len(keys) * perKey / c.batch)
+	deadline = time.Now().Add(120 * time.Second)
 	for acked.Load() < want && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond) // latency: a benchmark polls its counter (no testing.T to fail)
 	}
@@ -76,7 +120,8 @@ func orderedCeiling(b *testing.B, batch int) {
 		b.Fatalf("only %d of %d POSTs acknowledged", acked.Load(), want)
 	}
 	secs := float64(last.Load()-first.Load()) / 1e9
-	b.ReportMetric(float64(queues*perKey)/secs, "msgs/s")
+	b.ReportMetric(float64(len(keys)*perKey)/secs, "msgs/s")
 	b.ReportMetric(float64(want)/secs, "posts/s")
+	b.ReportMetric(c.ceiling(queues), "ceiling_msgs/s")
 	h.Stop()
 }

@@ -31,12 +31,14 @@ type orderLog struct {
 	acked       map[string][]int
 	open        map[string]int
 	maxPerQueue int
+	openKey     map[string]int
+	maxPerKey   int
 	tries       map[string][]string // webhook-id → herald-attempt of every POST
 	firstAckAt  map[string]time.Time
 }
 
 func newOrderLog() *orderLog {
-	return &orderLog{acked: map[string][]int{}, open: map[string]int{}, tries: map[string][]string{}, firstAckAt: map[string]time.Time{}}
+	return &orderLog{acked: map[string][]int{}, open: map[string]int{}, openKey: map[string]int{}, tries: map[string][]string{}, firstAckAt: map[string]time.Time{}}
 }
 
 // batchOneQueue returns the queue of a batch-size-1 webhook-id msg_<queue>_<offset>.
@@ -58,6 +60,8 @@ func (o *orderLog) respond(r *heraldtest.Receiver, slow time.Duration, decide fu
 		o.mu.Lock()
 		o.open[q]++
 		o.maxPerQueue = max(o.maxPerQueue, o.open[q])
+		o.openKey[m.K]++
+		o.maxPerKey = max(o.maxPerKey, o.openKey[m.K])
 		tried := len(o.tries[d.ID])
 		o.tries[d.ID] = append(o.tries[d.ID], d.Header.Get("herald-attempt"))
 		o.mu.Unlock()
@@ -67,6 +71,7 @@ func (o *orderLog) respond(r *heraldtest.Receiver, slow time.Duration, decide fu
 		status := decide(m, tried)
 		o.mu.Lock()
 		o.open[q]--
+		o.openKey[m.K]--
 		if status < 300 {
 			o.acked[m.K] = append(o.acked[m.K], m.N)
 			if _, ok := o.firstAckAt[d.ID]; !ok {
@@ -138,8 +143,10 @@ func publishSeq(t *testing.T, h *heraldtest.Herald, apiKey, topic string, keys [
 	return queues
 }
 
+// orderedGroup is an ordered group ordered by queue (the tests of this file); extra
+// overrides any member, "ordering" included.
 func orderedGroup(name, url, topic string, extra map[string]any) map[string]any {
-	g := map[string]any{"name": name, "endpoint_url": url, "ordered": true, "max_in_flight": 16, "timeout_ms": 2000,
+	g := map[string]any{"name": name, "endpoint_url": url, "ordered": true, "ordering": "queue", "max_in_flight": 16, "timeout_ms": 2000,
 		"retry_schedule": []int{1}, "max_attempts": 20, "consume_from": "earliest", "subscriptions": []map[string]any{{"topic": topic}}}
 	for k, v := range extra {
 		g[k] = v
@@ -424,12 +431,24 @@ func TestOrderedThrottle(t *testing.T) {
 // queue and every key's messages are acknowledged in order.
 func TestOrderedTopicGrowth(t *testing.T) {
 	t.Parallel()
+	orderedTopicGrowth(t, "queue")
+}
+
+// TestOrderedByKeyTopicGrowth is TestOrderedTopicGrowth for a group ordered by
+// key, which also never has two POSTs of one key open.
+func TestOrderedByKeyTopicGrowth(t *testing.T) {
+	t.Parallel()
+	o := orderedTopicGrowth(t, "key")
+	require.Equal(t, 1, o.maxPerKey, "a key had two POSTs open")
+}
+
+func orderedTopicGrowth(t *testing.T, ordering string) *orderLog {
 	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("ord", 2)
 	r := heraldtest.NewReceiver(t)
 	o := newOrderLog()
 	o.respond(r, 3*time.Millisecond, func(orderedMsg, int) int { return 204 })
-	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", nil)))
+	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", map[string]any{"ordering": ordering})))
 	apiKey := h.CreateAPIKey("ord")
 	keys, n := keyNames(8), 20
 	before := publishSeq(t, h, apiKey, "ord", keys, 0, n/2)
@@ -445,6 +464,7 @@ func TestOrderedTopicGrowth(t *testing.T) {
 		return true
 	}, 30*time.Second, 10*time.Millisecond)
 	requireInOrder(t, o, keys, n, false)
+	return o
 }
 
 // TestOrderedTakeoverKeepsOrder kills -9 the dispatcher owning an ordered group while
@@ -454,7 +474,22 @@ func TestOrderedTopicGrowth(t *testing.T) {
 // acknowledged messages, in order.
 func TestOrderedTakeoverKeepsOrder(t *testing.T) {
 	t.Parallel()
-	orderedHandOver(t, syscall.SIGKILL)
+	orderedHandOver(t, syscall.SIGKILL, "queue")
+}
+
+// TestOrderedByKeyTakeoverKeepsOrder is TestOrderedTakeoverKeepsOrder for a group
+// ordered by key: no key ever has two POSTs open, and every key is acknowledged in
+// order (repeats only of acknowledged messages, in order).
+func TestOrderedByKeyTakeoverKeepsOrder(t *testing.T) {
+	t.Parallel()
+	orderedHandOver(t, syscall.SIGKILL, "key")
+}
+
+// TestOrderedByKeyGracefulReleaseWaits is TestOrderedGracefulReleaseWaits for a
+// group ordered by key.
+func TestOrderedByKeyGracefulReleaseWaits(t *testing.T) {
+	t.Parallel()
+	orderedHandOver(t, syscall.SIGTERM, "key")
 }
 
 // TestOrderedGracefulReleaseWaits stops the owning dispatcher gracefully while one of
@@ -462,13 +497,13 @@ func TestOrderedTakeoverKeepsOrder(t *testing.T) {
 // so the next owner, claiming them at once, still waits for that POST.
 func TestOrderedGracefulReleaseWaits(t *testing.T) {
 	t.Parallel()
-	orderedHandOver(t, syscall.SIGTERM)
+	orderedHandOver(t, syscall.SIGTERM, "queue")
 }
 
 // orderedHandOver stops the dispatcher process owning an ordered group with sig while
 // a POST of key-0 is held open 7 s, starts another, and checks order and one POST
-// per queue.
-func orderedHandOver(t *testing.T, sig syscall.Signal) {
+// per queue (ordering queue) or per key (ordering key).
+func orderedHandOver(t *testing.T, sig syscall.Signal, ordering string) {
 	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true, Worker: true}, nil)
 	h.CreateTopic("ord", 2)
 	victim, _ := startDispatcherProcess(t, h)
@@ -485,7 +520,7 @@ func orderedHandOver(t *testing.T, sig syscall.Signal) {
 		}
 		return 204
 	})
-	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", map[string]any{"timeout_ms": 9000})))
+	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", map[string]any{"timeout_ms": 9000, "ordering": ordering})))
 	apiKey := h.CreateAPIKey("ord")
 	publishSeq(t, h, apiKey, "ord", keys, 0, n)
 	select {
@@ -508,5 +543,10 @@ func orderedHandOver(t *testing.T, sig syscall.Signal) {
 	}, 45*time.Second, 10*time.Millisecond, "not every message was acknowledged after the hand-over")
 	t.Logf("%s acknowledged %v (owner stopped %v after the held POST arrived)", keys[0], o.ackedOf(keys[0]), stoppedAt.Sub(heldAt))
 	requireInOrder(t, o, keys, n, true)
+	if ordering == "key" {
+		require.Equal(t, 1, o.maxPerKey, "the new owner sent a key while the old owner's POST of it was open")
+		require.Greater(t, o.maxPerQueue, 1, "keys of one queue never flowed in parallel")
+		return
+	}
 	require.Equal(t, 1, o.maxPerQueue, "the new owner sent while the old owner's POST was open")
 }

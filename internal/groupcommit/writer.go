@@ -317,7 +317,7 @@ func (w *Writer) flush(ctx context.Context, batch []*item) {
 			if _, ok := byQueue[m.QueueID]; !ok {
 				order = append(order, m.QueueID)
 			}
-			byQueue[m.QueueID] = append(byQueue[m.QueueID], notify.Row{ID: m.Offset, Tag: m.Tag, CreatedAt: m.CreatedAt, Msg: m})
+			byQueue[m.QueueID] = append(byQueue[m.QueueID], notify.Row{ID: m.Offset, Tag: m.Tag, CreatedAt: m.CreatedAt, Key: m.Key, Msg: m})
 		}
 	}
 	for i, it := range batch {
@@ -328,7 +328,7 @@ func (w *Writer) flush(ctx context.Context, batch []*item) {
 		for i, q := range order {
 			rows := byQueue[q]
 			slices.SortFunc(rows, func(a, b notify.Row) int { return cmp.Compare(a.ID, b.ID) })
-			evs[i] = notify.Event{Queue: q, Rows: rows}
+			evs[i] = notify.Event{Queue: q, Rows: rows, Keyed: true}
 		}
 		stagetrace.Mark(stagetrace.Notified)
 		if err := w.notify.Published(ctx, evs); err != nil {

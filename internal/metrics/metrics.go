@@ -43,6 +43,10 @@ var (
 	RetryMessages = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_group_retry_messages", Help: "Messages waiting in the group's retry topic."}, []string{"group"})
 	// DeadLetters is a group's pending dead letters, sampled like RetryMessages.
 	DeadLetters = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_group_dead_letters", Help: "Pending dead letters of the group."}, []string{"group"})
+	// BlockedKeys is how many keys of a group ordered by key wait on a failed POST
+	// (retrying in place or paused), set by its owner every commit; a count, not a
+	// series per key (the keys are in the group's stats).
+	BlockedKeys = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_group_blocked_keys", Help: "Keys of a group ordered by key waiting on a failed POST."}, []string{"group"})
 	// JobsRedispatched counts delivery jobs re-enqueued under a new generation.
 	JobsRedispatched = prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_jobs_redispatched_total", Help: "Delivery jobs re-dispatched after their deadline passed without reports."})
 	// HolesClosed counts holes closed as rollbacks after gap_timeout.
@@ -54,12 +58,12 @@ var (
 )
 
 func init() {
-	Registry.MustRegister(Published, Delivered, Failed, PostLatency, EndToEnd, LagMessages, LagSeconds, BreakerState, RetryMessages, DeadLetters, JobsRedispatched, HolesClosed, LateRows, CursorsBeyondMax,
+	Registry.MustRegister(Published, Delivered, Failed, PostLatency, EndToEnd, LagMessages, LagSeconds, BreakerState, RetryMessages, DeadLetters, BlockedKeys, JobsRedispatched, HolesClosed, LateRows, CursorsBeyondMax,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
 // ownerSeries are the per-group series a group's owning dispatcher exports.
-var ownerSeries = []*prometheus.GaugeVec{LagMessages, LagSeconds, BreakerState, RetryMessages, DeadLetters}
+var ownerSeries = []*prometheus.GaugeVec{LagMessages, LagSeconds, BreakerState, RetryMessages, DeadLetters, BlockedKeys}
 
 // DeleteGroupOwnerSeries removes every per-group series a dispatcher exports for
 // group (lag, breaker, retry and dead-letter sizes), once it no longer owns it, so

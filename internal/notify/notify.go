@@ -30,7 +30,9 @@ type Row struct {
 	ID        int64
 	Tag       string
 	CreatedAt int64 // Unix ms
-	Msg       *models.Message
+	// Key is the message key; groups ordered by key order on it.
+	Key string
+	Msg *models.Message
 }
 
 // Event is one wake-up: Queue > 0 after a publish (Rows, when not empty, lists the
@@ -43,6 +45,10 @@ type Event struct {
 	Group       int64
 	DeadLetters bool
 	Dispatchers bool
+	// Keyed says Rows carry their keys (Row.Key). A notification from a publisher
+	// that predates keys in payloads does not; a cursor ordered by key reads such
+	// rows from the queue instead.
+	Keyed bool
 }
 
 // Payloads of the DeadLetters and Dispatchers events. Receivers that predate them
@@ -61,12 +67,15 @@ const MaxRowsPerPayload = 1000
 
 // rowsPayload is the JSON form of a flush's rows: ids as inclusive ranges, creation
 // times per row (one value when all rows share it) and tags per row (absent when
-// every tag is empty).
+// every tag is empty), keys per row (absent when every key is empty) and K, 1 when
+// the publisher lists keys (so an absent key list means keyless rows).
 type rowsPayload struct {
 	Queue     int64            `json:"q"`
 	IDs       []delivery.Range `json:"id"`
 	CreatedAt []int64          `json:"c"`
 	Tags      []string         `json:"t,omitempty"`
+	Keys      []string         `json:"k,omitempty"`
+	K         int              `json:"kv,omitempty"`
 }
 
 // LocalSink receives a flush's events in the process that committed it. It must
@@ -124,13 +133,20 @@ func encodeRows(ev Event) string {
 	if len(ev.Rows) == 0 || len(ev.Rows) > MaxRowsPerPayload {
 		return strconv.FormatInt(ev.Queue, 10)
 	}
-	p := rowsPayload{Queue: ev.Queue}
+	p := rowsPayload{Queue: ev.Queue, K: 1}
 	ids := make([]int64, len(ev.Rows))
-	same, tags := true, false
+	same, tags, keys := true, false, false
 	for i, r := range ev.Rows {
 		ids[i] = r.ID
 		same = same && r.CreatedAt == ev.Rows[0].CreatedAt
 		tags = tags || r.Tag != ""
+		keys = keys || r.Key != ""
+	}
+	if keys {
+		p.Keys = make([]string, len(ev.Rows))
+		for i, r := range ev.Rows {
+			p.Keys[i] = r.Key
+		}
 	}
 	p.IDs = delivery.Ranges(ids)
 	if same {
@@ -160,14 +176,17 @@ func decodeRows(s string) Event {
 	}
 	ids := delivery.Expand(p.IDs)
 	if len(ids) == 0 || len(ids) > MaxRowsPerPayload || (len(p.CreatedAt) != 1 && len(p.CreatedAt) != len(ids)) ||
-		(p.Tags != nil && len(p.Tags) != len(ids)) {
+		(p.Tags != nil && len(p.Tags) != len(ids)) || (p.Keys != nil && len(p.Keys) != len(ids)) {
 		return Event{Queue: p.Queue}
 	}
-	ev := Event{Queue: p.Queue, Rows: make([]Row, len(ids))}
+	ev := Event{Queue: p.Queue, Rows: make([]Row, len(ids)), Keyed: p.K == 1}
 	for i, id := range ids {
 		ev.Rows[i] = Row{ID: id, CreatedAt: p.CreatedAt[min(i, len(p.CreatedAt)-1)]}
 		if p.Tags != nil {
 			ev.Rows[i].Tag = p.Tags[i]
+		}
+		if p.Keys != nil {
+			ev.Rows[i].Key = p.Keys[i]
 		}
 	}
 	return ev

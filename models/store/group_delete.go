@@ -55,6 +55,8 @@ func (s *Store) GroupDelete(ctx context.Context, name string, purge bool, purgeA
 			"DELETE FROM retry_messages WHERE group_id = ?",
 			"DELETE FROM group_health WHERE group_id = ?",
 			"DELETE FROM retention_expired WHERE group_id = ?",
+			"DELETE FROM ordered_blocks WHERE group_id = ?",
+			"DELETE FROM ordered_key_blocks WHERE group_id = ?",
 			"DELETE FROM consumer_groups WHERE id = ?",
 		} {
 			if err := tx.db.Exec(stmt, g.ID).Error; err != nil {

@@ -32,7 +32,9 @@ type groupRow struct {
 	RetrySchedule           string
 	Ordered                 bool
 	OrderedOnExhausted      string
-	ConsumeFrom             string
+	// Ordering is key, queue or '' (migration 000013).
+	Ordering    string
+	ConsumeFrom string
 	// DeadLetterRetentionHours bounds how long dead letters are kept (migration 000008).
 	DeadLetterRetentionHours int
 	Status                   string
@@ -90,8 +92,8 @@ func (s *Store) GroupCreate(ctx context.Context, g *models.Group) error {
 		BatchSize: g.BatchSize, BatchMaxBytes: g.BatchMaxBytes, BatchWindowMS: g.BatchWindowMS,
 		MaxInFlight: g.MaxInFlight, RateLimit: g.RateLimit, TimeoutMS: g.TimeoutMS,
 		MaxAttempts: g.MaxAttempts, RetrySchedule: string(schedule), Ordered: g.Ordered,
-		OrderedOnExhausted: string(g.OrderedOnExhausted),
-		ConsumeFrom:        g.ConsumeFrom, Status: string(g.Status), PausedReason: g.PausedReason,
+		OrderedOnExhausted: string(g.OrderedOnExhausted), Ordering: string(g.Ordering),
+		ConsumeFrom: g.ConsumeFrom, Status: string(g.Status), PausedReason: g.PausedReason,
 		DeadLetterRetentionHours: dlRetention(g.DeadLetterRetentionHours), ConfigVersion: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	row.PushAuthEnabled, row.PushAuthAudience = pushAuthColumns(g)
@@ -290,8 +292,8 @@ func (s *Store) withSubscriptions(ctx context.Context, rows []groupRow) ([]*mode
 			Subscriptions: byGroup[r.ID], BatchSize: r.BatchSize, BatchMaxBytes: r.BatchMaxBytes,
 			BatchWindowMS: r.BatchWindowMS, MaxInFlight: r.MaxInFlight, RateLimit: r.RateLimit,
 			TimeoutMS: r.TimeoutMS, MaxAttempts: r.MaxAttempts, Ordered: r.Ordered,
-			OrderedOnExhausted: models.OnExhausted(r.OrderedOnExhausted),
-			ConsumeFrom:        r.ConsumeFrom, Status: models.GroupStatus(r.Status), PausedReason: r.PausedReason,
+			OrderedOnExhausted: models.OnExhausted(r.OrderedOnExhausted), Ordering: models.Ordering(r.Ordering),
+			ConsumeFrom: r.ConsumeFrom, Status: models.GroupStatus(r.Status), PausedReason: r.PausedReason,
 			DeadLetterRetentionHours: r.DeadLetterRetentionHours, ConfigVersion: r.ConfigVersion, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		}
 		_ = json.Unmarshal([]byte(r.RetrySchedule), &g.RetrySchedule)
@@ -361,7 +363,7 @@ func (s *Store) GroupUpdate(ctx context.Context, g *models.Group) error {
 			"endpoint_url": g.EndpointURL, "batch_size": g.BatchSize, "batch_max_bytes": g.BatchMaxBytes,
 			"batch_window_ms": g.BatchWindowMS, "max_in_flight": g.MaxInFlight, "rate_limit": g.RateLimit,
 			"timeout_ms": g.TimeoutMS, "max_attempts": g.MaxAttempts, "retry_schedule": string(schedule),
-			"ordered": g.Ordered, "ordered_on_exhausted": string(g.OrderedOnExhausted), "consume_from": g.ConsumeFrom,
+			"ordered": g.Ordered, "ordered_on_exhausted": string(g.OrderedOnExhausted), "ordering": string(g.Ordering), "consume_from": g.ConsumeFrom,
 			"dead_letter_retention_hours": dlRetention(g.DeadLetterRetentionHours),
 			"config_version":              gorm.Expr("config_version + 1"), "updated_at": now,
 		})

@@ -215,12 +215,14 @@ type RowMeta struct {
 	ID        int64
 	Tag       string
 	CreatedAt int64 // Unix ms
+	// Key is the message key (msg_key), which groups ordered by key order on.
+	Key string
 }
 
 // QueueScan reads up to limit rows with id > after in id order (never an id range:
 // ranges stall on gaps).
 func (s *Store) QueueScan(ctx context.Context, queueID, after int64, limit int) ([]RowMeta, error) {
-	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, created_at FROM "+models.QueueTableName(queueID)+" WHERE id > ? ORDER BY id LIMIT ?", after, limit)
+	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, created_at, msg_key FROM "+models.QueueTableName(queueID)+" WHERE id > ? ORDER BY id LIMIT ?", after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("scan queue %d: %w", queueID, err)
 	}
@@ -232,7 +234,7 @@ func (s *Store) QueueRowsByIDs(ctx context.Context, queueID int64, ids []int64) 
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, created_at FROM "+models.QueueTableName(queueID)+" WHERE id IN ("+idList(ids)+") ORDER BY id")
+	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, created_at, msg_key FROM "+models.QueueTableName(queueID)+" WHERE id IN ("+idList(ids)+") ORDER BY id")
 	if err != nil {
 		return nil, fmt.Errorf("re-read holes of queue %d: %w", queueID, err)
 	}
@@ -244,11 +246,11 @@ func scanMeta(rows *sql.Rows) ([]RowMeta, error) {
 	var out []RowMeta
 	for rows.Next() {
 		var m RowMeta
-		var tag []byte
-		if err := rows.Scan(&m.ID, &tag, &m.CreatedAt); err != nil {
+		var tag, key []byte
+		if err := rows.Scan(&m.ID, &tag, &m.CreatedAt, &key); err != nil {
 			return nil, err
 		}
-		m.Tag = string(tag)
+		m.Tag, m.Key = string(tag), string(key)
 		out = append(out, m)
 	}
 	return out, rows.Err()

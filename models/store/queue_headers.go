@@ -20,7 +20,7 @@ type RowAttributes struct {
 // QueueScanAttributes is QueueScan with each row's headers, for cursors whose
 // group filters on attributes; the others never read the headers column.
 func (s *Store) QueueScanAttributes(ctx context.Context, queueID, after int64, limit int) ([]RowAttributes, error) {
-	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, created_at, headers FROM "+models.QueueTableName(queueID)+" WHERE id > ? ORDER BY id LIMIT ?", after, limit)
+	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, created_at, msg_key, headers FROM "+models.QueueTableName(queueID)+" WHERE id > ? ORDER BY id LIMIT ?", after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("scan queue %d with headers: %w", queueID, err)
 	}
@@ -32,7 +32,7 @@ func (s *Store) QueueRowsByIDsAttributes(ctx context.Context, queueID int64, ids
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, created_at, headers FROM "+models.QueueTableName(queueID)+" WHERE id IN ("+idList(ids)+") ORDER BY id")
+	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, created_at, msg_key, headers FROM "+models.QueueTableName(queueID)+" WHERE id IN ("+idList(ids)+") ORDER BY id")
 	if err != nil {
 		return nil, fmt.Errorf("re-read holes of queue %d with headers: %w", queueID, err)
 	}
@@ -44,11 +44,11 @@ func scanAttributes(rows *sql.Rows) ([]RowAttributes, error) {
 	var out []RowAttributes
 	for rows.Next() {
 		var m RowAttributes
-		var tag, headers []byte
-		if err := rows.Scan(&m.ID, &tag, &m.CreatedAt, &headers); err != nil {
+		var tag, key, headers []byte
+		if err := rows.Scan(&m.ID, &tag, &m.CreatedAt, &key, &headers); err != nil {
 			return nil, err
 		}
-		m.Tag = string(tag)
+		m.Tag, m.Key = string(tag), string(key)
 		if len(headers) > 0 {
 			if err := json.Unmarshal(headers, &m.Headers); err != nil {
 				return nil, fmt.Errorf("headers of row %d: %w", m.ID, err)

@@ -1,0 +1,1 @@
+DROP TABLE ordered_key_blocks;
