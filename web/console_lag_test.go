@@ -65,7 +65,7 @@ func TestConsoleLagCountsReadButUndelivered(t *testing.T) {
 	slow.SetSecret(h.CreateGroup(map[string]any{"name": "billing", "endpoint_url": slow.URL, "consume_from": "earliest",
 		"max_in_flight": 1, "batch_size": 1, "timeout_ms": 30000, "subscriptions": []map[string]any{{"topic": "orders"}}}))
 	failing.SetSecret(h.CreateGroup(map[string]any{"name": "journal", "endpoint_url": failing.URL, "consume_from": "earliest",
-		"ordered": true, "ordered_on_exhausted": "pause", "max_attempts": 100, "retry_schedule": []int{60},
+		"ordered": true, "ordering": "queue", "ordered_on_exhausted": "pause", "max_attempts": 100, "retry_schedule": []int{60},
 		"subscriptions": []map[string]any{{"topic": "ledger"}}}))
 	msgs := make([]map[string]any, 300)
 	for i := range msgs {

@@ -130,7 +130,7 @@ func TestConsoleSettingsSaveKeepsWhatItDoesNotShow(t *testing.T) {
 	require.EqualValues(t, 4096, g["batch_max_bytes"])
 	require.Equal(t, "earliest", g["consume_from"])
 	require.Equal(t, map[string]any{"x-team": "********"}, g["endpoint_headers"])
-	require.Equal(t, []any{map[string]any{"topic": "orders", "tags": []any{"a"}}}, g["subscriptions"])
+	require.Equal(t, []any{map[string]any{"topic": "orders", "tags": []any{"a"}, "filter": ""}}, g["subscriptions"])
 }
 
 // TestConsoleSettingsSaveKeepsConcurrentChange: an operator opens the settings form,
