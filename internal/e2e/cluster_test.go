@@ -89,8 +89,9 @@ func TestClusterDelivery(t *testing.T) {
 }
 
 // TestClusterMasterKilled kills -9 the master holding the delivery queue's slot
-// while 400 messages drain to a slow receiver; its replica is promoted and every
-// message arrives, repeats only under a published webhook-id.
+// while 400 messages drain to a slow receiver, and publishes 100 more while its
+// replica is being promoted: every message arrives, repeats only under a
+// published webhook-id.
 func TestClusterMasterKilled(t *testing.T) {
 	t.Parallel()
 	cluster := heraldtest.StartRedisCluster(t)
@@ -101,7 +102,7 @@ func TestClusterMasterKilled(t *testing.T) {
 		if r.Count() >= 100 {
 			once.Do(func() { close(halfway) })
 		}
-		time.Sleep(2 * time.Millisecond) // stands for a receiver's latency, so the drain lasts
+		time.Sleep(10 * time.Millisecond) // stands for a receiver's latency, so the drain lasts seconds
 		return 204
 	}
 	h, key := startClusterHerald(t, cluster, r)
@@ -113,10 +114,18 @@ func TestClusterMasterKilled(t *testing.T) {
 	}
 	queue := delivery.Keys{Namespace: h.Cfg.Namespace, HashTags: true}.AsynqQueue()
 	victim := cluster.Master(cluster.Slot("asynq:{" + queue + "}:pending"))
+	killed := time.Now()
 	victim.Kill()
+	require.Less(t, r.Count(), 400, "the master died mid-drain")
+	for id := range publishNumbered(t, h, key, 100) {
+		ids[id] = true
+	}
+	published := time.Since(killed)
 	cluster.WaitHealthy()
+	promoted := time.Since(killed)
 	requireExactlyDelivered(t, r, ids, 90*time.Second)
-	t.Logf("%d distinct, %d with repeats", r.Count(), repeats(r, ids))
+	t.Logf("100 more published %s after the kill, cluster healthy after %s, all delivered after %s; %d distinct, %d with repeats",
+		published.Round(time.Millisecond), promoted.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond), r.Count(), repeats(r, ids))
 }
 
 // TestClusterSlotMigration moves the delivery queue's slot and the notify
@@ -169,4 +178,45 @@ func repeats(r *heraldtest.Receiver, ids map[string]bool) int {
 		}
 	}
 	return n
+}
+
+// TestSentinelMasterKilled runs Herald on a master with one replica under three
+// sentinels and kills -9 the master while 300 messages drain to a slow receiver:
+// the sentinels promote the replica, Herald follows it, and every message
+// arrives, repeats only under a published webhook-id.
+func TestSentinelMasterKilled(t *testing.T) {
+	t.Parallel()
+	sentinel := heraldtest.StartRedisSentinel(t)
+	r := heraldtest.NewReceiver(t)
+	var once sync.Once
+	halfway := make(chan struct{})
+	r.Respond = func(d heraldtest.Delivery) int {
+		if r.Count() >= 100 {
+			once.Do(func() { close(halfway) })
+		}
+		time.Sleep(10 * time.Millisecond) // stands for a receiver's latency, so the drain lasts seconds
+		return 204
+	}
+	viaRedis := false
+	h := heraldtest.StartHerald(t, func(c *config.Config) {
+		sentinel.Configure(c)
+		c.InProcess = &viaRedis
+	})
+	h.CreateTopic("orders", 4)
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "timeout_ms": 2000,
+		"subscriptions": []map[string]any{{"topic": "orders"}}, "batch_size": 1, "max_in_flight": 8}))
+	ids := publishNumbered(t, h, h.CreateAPIKey("orders"), 300)
+	select {
+	case <-halfway:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the drain never reached 100 deliveries")
+	}
+	killed := time.Now()
+	sentinel.Master.Kill()
+	require.Less(t, r.Count(), 300, "the master died mid-drain")
+	sentinel.WaitPromoted()
+	promoted := time.Since(killed)
+	requireExactlyDelivered(t, r, ids, 90*time.Second)
+	t.Logf("replica promoted %s after the kill, all delivered after %s; %d distinct, %d with repeats",
+		promoted.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond), r.Count(), repeats(r, ids))
 }
