@@ -162,6 +162,11 @@ func TestClusterSlotMigration(t *testing.T) {
 		cluster.MoveSlot(slot, to)
 		require.Equal(t, to, cluster.Master(slot))
 	}
+	// The dispatcher's sharded subscription, ended by the move (SUNSUBSCRIBE), is
+	// made again at the slot's new owner.
+	ch, newOwner := keys.NotifyChannel(), cluster.Master(cluster.Slot(keys.NotifyChannel())).Client(t)
+	require.Eventually(t, func() bool { return newOwner.PubSubShardNumSub(context.Background(), ch).Val()[ch] > 0 },
+		10*time.Second, 20*time.Millisecond, "the notify subscription follows its slot")
 	<-done
 	mu.Lock()
 	defer mu.Unlock()
