@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -37,15 +38,11 @@ func (c Config) RedisAddrs() []string {
 func (c Config) validateRedis() error {
 	var errs []error
 	addrs := c.RedisAddrs()
-	for _, a := range addrs {
-		if strings.TrimSpace(c.RedisAddr) == "" {
-			errs = append(errs, errors.New("HERALD_REDIS_ADDR is empty"))
-			break
-		}
-		if a == "" {
-			errs = append(errs, fmt.Errorf("HERALD_REDIS_ADDR %q has an empty address", c.RedisAddr))
-			break
-		}
+	switch {
+	case strings.TrimSpace(c.RedisAddr) == "":
+		errs = append(errs, errors.New("HERALD_REDIS_ADDR is empty"))
+	case slices.Contains(addrs, ""):
+		errs = append(errs, fmt.Errorf("HERALD_REDIS_ADDR %q has an empty address", c.RedisAddr))
 	}
 	switch c.RedisMode {
 	case RedisSingle:

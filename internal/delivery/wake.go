@@ -18,7 +18,8 @@ const wakeTimeout = time.Second
 const listenHealthCheck = 30 * time.Second
 
 // JobsWaker tells idle workers that delivery jobs were enqueued: one empty PUBLISH on
-// Keys.JobsChannel (SPUBLISH on a cluster, see Sharded), sent from a goroutine so the caller never waits for Redis. Pokes
+// Keys.JobsChannel (SPUBLISH on a cluster, see Sharded), sent from a goroutine so the
+// caller never waits for Redis. Pokes
 // that arrive before a pending PUBLISH went out share it, so a burst of enqueues
 // costs one or a few PUBLISHes, never more than one per poke. Because the PUBLISH is
 // sent after the poke that asked for it, a worker woken by it finds every job
