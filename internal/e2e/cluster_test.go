@@ -86,6 +86,13 @@ func TestClusterDelivery(t *testing.T) {
 	for _, k := range names {
 		require.Regexp(t, `\{[dg][^{}]+\}`, k, "every Herald key carries a hash tag")
 	}
+	fences := 0
+	for _, k := range names {
+		if _, ok := keys.FenceGroup(k); ok {
+			fences++
+		}
+	}
+	require.Equal(t, 1, fences, "the group's fence hash, raised by the dispatcher's claims (a script on the cluster): %v", names)
 }
 
 // TestClusterMasterKilled kills -9 the master holding the delivery queue's slot
