@@ -37,9 +37,19 @@ func Subscribe(ctx context.Context, rdb redis.UniversalClient, channel string) *
 // Unsubscribed reports whether m, received with PubSub.ChannelWithSubscriptions,
 // is the server ending a sharded subscription by itself: when a channel's slot
 // moves to another node (resharding, a failover) Redis sends SUNSUBSCRIBE, and
-// go-redis does not subscribe again. The receiver then closes its PubSub and
-// subscribes anew, which finds the slot's new owner.
+// go-redis does not subscribe again. The receiver then calls SlotMoved, closes its
+// PubSub and subscribes anew, which finds the slot's new owner.
 func Unsubscribed(m any) bool {
 	s, ok := m.(*redis.Subscription)
 	return ok && s.Kind == "sunsubscribe"
+}
+
+// SlotMoved starts a reload of a cluster client's slot map (in the background), so
+// a subscription made after Unsubscribed reaches the slot's new owner without
+// waiting for the periodic reload; a subscription sent to the old owner meanwhile
+// fails with MOVED and go-redis retries it. It does nothing on other clients.
+func SlotMoved(rdb redis.UniversalClient) {
+	if c, ok := rdb.(*redis.ClusterClient); ok {
+		c.ReloadState(context.Background())
+	}
 }

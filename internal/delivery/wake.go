@@ -69,11 +69,36 @@ func ListenJobs(ctx context.Context, rdb redis.UniversalClient, keys Keys, wake 
 	}
 }
 
-// listenJobs is one subscription of ListenJobs; it returns when ctx ends or the
-// server ended the subscription, with ready (nil once closed).
+// resubscribeDelay is the pause before a jobs subscription that was refused (Redis
+// unreachable, or MOVED from a cluster node that no longer owns the channel's
+// slot) is tried again.
+const resubscribeDelay = 200 * time.Millisecond
+
+// listenJobs is one subscription of ListenJobs; it returns when ctx ends, the
+// subscription was refused or the server ended it, with ready (nil once closed).
 func listenJobs(ctx context.Context, rdb redis.UniversalClient, keys Keys, wake chan<- struct{}, ready chan<- struct{}) chan<- struct{} {
 	ps := Subscribe(ctx, rdb, keys.JobsChannel())
 	defer ps.Close()
+	// Wait for the confirmation: a refused SSUBSCRIBE would otherwise leave the
+	// PubSub subscribed to nothing, and go-redis would not try again.
+	if _, err := ps.Receive(ctx); err != nil {
+		select {
+		case <-time.After(resubscribeDelay):
+		case <-ctx.Done():
+		}
+		return ready
+	}
+	if ready != nil {
+		close(ready)
+		ready = nil
+	}
+	poke := func() {
+		select {
+		case wake <- struct{}{}:
+		default: // a wake-up is already waiting
+		}
+	}
+	poke() // jobs may have been enqueued while no subscription was up
 	ch := ps.ChannelWithSubscriptions(redis.WithChannelHealthCheckInterval(listenHealthCheck))
 	for {
 		select {
@@ -83,15 +108,9 @@ func listenJobs(ctx context.Context, rdb redis.UniversalClient, keys Keys, wake 
 			if !ok {
 				return ready
 			}
-			if _, sub := m.(*redis.Subscription); sub && ready != nil && !Unsubscribed(m) {
-				close(ready)
-				ready = nil
-			}
-			select {
-			case wake <- struct{}{}:
-			default: // a wake-up is already waiting
-			}
+			poke()
 			if Unsubscribed(m) {
+				SlotMoved(rdb)
 				return ready
 			}
 		}

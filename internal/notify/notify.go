@@ -247,7 +247,11 @@ func Subscribe(ctx context.Context, rdb redis.UniversalClient, keys delivery.Key
 		case <-ctx.Done():
 			return nil
 		case m, ok := <-ch:
-			if !ok || delivery.Unsubscribed(m) {
+			if !ok {
+				return nil
+			}
+			if delivery.Unsubscribed(m) {
+				delivery.SlotMoved(rdb)
 				return nil
 			}
 			msg, isMsg := m.(*redis.Message)
