@@ -21,6 +21,7 @@ import (
 	"github.com/heraldhq/herald/internal/groupcommit"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/notify"
+	"github.com/heraldhq/herald/internal/redisconn"
 	"github.com/heraldhq/herald/internal/secrets"
 	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/internal/stagetrace"
@@ -44,7 +45,7 @@ type App struct {
 	Cfg      config.Config
 	Store    *store.Store
 	Redis    redis.UniversalClient
-	RedisOpt asynq.RedisClientOpt
+	RedisOpt asynq.RedisConnOpt
 	// Control is the process's one application layer, built whatever the roles: the
 	// api and the console serve it, the CLI's database commands and the demo call it.
 	Control    *control.Control
@@ -82,11 +83,11 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		st.Close()
 		return nil, err
 	}
-	ropt := asynq.RedisClientOpt{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: cfg.RedisDB, PoolSize: 64}
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, Password: cfg.RedisPassword, DB: cfg.RedisDB, PoolSize: 64})
+	rdb, ropt := redisconn.Open(cfg)
 	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
 		st.Close()
-		return nil, fmt.Errorf("connect to redis at %s: %w", cfg.RedisAddr, err)
+		return nil, fmt.Errorf("connect to redis (%s) at %s: %w", cfg.RedisMode, cfg.RedisAddr, err)
 	}
 	a := &App{Cfg: cfg, Store: st, Redis: rdb, RedisOpt: ropt, log: log}
 	if cfg.StageTrace {
@@ -100,7 +101,7 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 	}
 	inProcess = inProcess && (cfg.InProcess == nil || *cfg.InProcess)
 	guard := ssrf.Guard{AllowPrivate: cfg.AllowPrivateEndpoints}
-	keys := delivery.Keys{Namespace: cfg.Namespace}
+	keys := delivery.Keys{Namespace: cfg.Namespace, HashTags: cfg.RedisMode == config.RedisCluster}
 	notifier := notify.New(rdb, keys)
 	ctl, err := control.New(control.Config{Store: st, Redis: rdb, Keys: keys, Notifier: notifier, Guard: guard, Log: log,
 		JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost, DeletedGroupGrace: cfg.Maintenance.DeletedGroupGrace, PublicURL: cfg.PublicURL})

@@ -113,7 +113,7 @@ type Dispatcher struct {
 }
 
 // New returns a Dispatcher with a fresh random id. now may be nil (time.Now).
-func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisClientOpt, log *slog.Logger, now Clock) *Dispatcher {
+func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisConnOpt, log *slog.Logger, now Clock) *Dispatcher {
 	if now == nil {
 		now = time.Now
 	}

@@ -310,7 +310,7 @@ func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 			js.deadline = now.Add(d.cfg.JobDeadlineBase) // still running on this process's worker
 			continue
 		}
-		alive, err := d.rdb.Exists(ctx, d.keys.Heartbeat(id)).Result()
+		alive, err := d.rdb.Exists(ctx, d.keys.Heartbeat(js.job.Owner, id)).Result()
 		if err == nil && alive > 0 {
 			js.deadline = now.Add(d.cfg.JobDeadlineBase)
 			continue

@@ -28,7 +28,7 @@ type asynqQueue struct {
 	inspector *asynq.Inspector
 }
 
-func newAsynqQueue(opt asynq.RedisClientOpt) *asynqQueue {
+func newAsynqQueue(opt asynq.RedisConnOpt) *asynqQueue {
 	return &asynqQueue{client: asynq.NewClient(opt), inspector: asynq.NewInspector(opt)}
 }
 

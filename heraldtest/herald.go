@@ -180,6 +180,7 @@ func (h *Herald) Env() []string {
 		"HERALD_WORKER_SHUTDOWN_TIMEOUT=" + c.Worker.ShutdownTimeout.String(),
 		"HERALD_REDIS_DB=" + strconv.Itoa(c.RedisDB),
 		"HERALD_ENCRYPTION_KEY=" + c.EncryptionKey,
+		"HERALD_REDIS_MODE=" + c.RedisMode, "HERALD_REDIS_MASTER_NAME=" + c.RedisMasterName,
 	}
 }
 

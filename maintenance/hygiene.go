@@ -3,9 +3,9 @@ package maintenance
 import (
 	"context"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/heraldhq/herald/internal/delivery"
 )
 
 // DeadReportsTTL is how long the report list of a dispatcher that died is kept:
@@ -28,10 +28,9 @@ func (m *Maintainer) runHygiene(ctx context.Context) {
 		m.warn(ctx, "hygiene: list live dispatchers", err)
 		return
 	}
-	prefix := m.keys.Reports("")
-	m.scan(ctx, prefix+"*", func(keys []string) {
+	m.scan(ctx, m.keys.ReportsPattern(), func(keys []string) {
 		for _, k := range keys {
-			if slices.Contains(live, strings.TrimPrefix(k, prefix)) {
+			if owner, ok := m.keys.ReportsOwner(k); !ok || slices.Contains(live, owner) {
 				continue
 			}
 			if ttl, err := m.rdb.TTL(ctx, k).Result(); err == nil && ttl < 0 {
@@ -39,13 +38,11 @@ func (m *Maintainer) runHygiene(ctx context.Context) {
 			}
 		}
 	})
-	fencePrefix := strings.TrimSuffix(m.keys.Fence(0), "0")
-	m.scan(ctx, fencePrefix+"*", func(keys []string) {
+	m.scan(ctx, m.keys.FencePattern(), func(keys []string) {
 		ids := make([]int64, 0, len(keys))
 		byID := map[int64]string{}
 		for _, k := range keys {
-			id, err := strconv.ParseInt(strings.TrimPrefix(k, fencePrefix), 10, 64)
-			if err == nil {
+			if id, ok := m.keys.FenceGroup(k); ok {
 				ids = append(ids, id)
 				byID[id] = k
 			}
@@ -65,21 +62,10 @@ func (m *Maintainer) runHygiene(ctx context.Context) {
 	})
 }
 
-// scan calls fn with each page of keys matching pattern.
+// scan calls fn with each page of keys matching pattern (every master's on a
+// cluster, delivery.Scan).
 func (m *Maintainer) scan(ctx context.Context, pattern string, fn func([]string)) {
-	var cursor uint64
-	for {
-		keys, next, err := m.rdb.Scan(ctx, cursor, pattern, 500).Result()
-		if err != nil {
-			m.warn(ctx, "hygiene: scan", err, "pattern", pattern)
-			return
-		}
-		if len(keys) > 0 {
-			fn(keys)
-		}
-		if next == 0 {
-			return
-		}
-		cursor = next
+	if err := delivery.Scan(ctx, m.rdb, pattern, 500, fn); err != nil {
+		m.warn(ctx, "hygiene: scan", err, "pattern", pattern)
 	}
 }

@@ -116,7 +116,7 @@ func (r *reporter) flush(final bool) {
 	}
 	if r.w.local != nil && r.w.local.Report(r.job.Owner, rep) {
 		if final && r.beating.Load() {
-			r.w.rdb.Del(ctx, r.w.keys.Heartbeat(r.taskID))
+			r.w.rdb.Del(ctx, r.w.keys.Heartbeat(r.job.Owner, r.taskID))
 		}
 		return
 	}
@@ -124,7 +124,7 @@ func (r *reporter) flush(final bool) {
 	pipe := r.w.rdb.Pipeline()
 	pipe.RPush(ctx, r.w.keys.Reports(r.job.Owner), b)
 	if final && r.beating.Load() {
-		pipe.Del(ctx, r.w.keys.Heartbeat(r.taskID))
+		pipe.Del(ctx, r.w.keys.Heartbeat(r.job.Owner, r.taskID))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		// The dispatcher re-dispatches jobs whose reports never arrive: a duplicate, never a loss.
@@ -137,7 +137,7 @@ func (r *reporter) flush(final bool) {
 // keeps the job's heartbeat key alive, until ctx ends. Short jobs never write the
 // key: the dispatcher's deadline (≥ JobDeadlineBase) covers them.
 func (r *reporter) heartbeat(ctx context.Context, interval time.Duration) {
-	key := r.w.keys.Heartbeat(r.taskID)
+	key := r.w.keys.Heartbeat(r.job.Owner, r.taskID)
 	ttl := r.w.cfg.HeartbeatTTL
 	progress := time.NewTicker(interval)
 	defer progress.Stop()

@@ -38,7 +38,7 @@ type Worker struct {
 	keys     delivery.Keys
 	st       *store.Store
 	rdb      redis.UniversalClient
-	redisOpt asynq.RedisClientOpt
+	redisOpt asynq.RedisConnOpt
 	client   *http.Client
 	log      *slog.Logger
 	fences   *fence.Watcher
@@ -62,7 +62,7 @@ type Worker struct {
 }
 
 // New returns a Worker. guard decides which endpoint addresses may be dialled.
-func New(cfg config.Worker, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisClientOpt, guard ssrf.Guard, log *slog.Logger) *Worker {
+func New(cfg config.Worker, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisConnOpt, guard ssrf.Guard, log *slog.Logger) *Worker {
 	return &Worker{cfg: cfg, keys: keys, st: st, rdb: rdb, redisOpt: redisOpt, client: webhook.NewClient(guard), log: log,
 		groups: map[int64]*cachedGroup{}, refreshing: map[int64]bool{}, topics: map[int64]string{}, attempts: make(chan models.DeliveryAttempt, 100_000), stopping: make(chan struct{}),
 		fences: fence.NewWatcher(rdb, keys)}

@@ -21,11 +21,22 @@ type Config struct {
 	// MySQLMaxConns caps each process's MySQL connections (open and idle). Default 64;
 	// the server's max_connections must cover every process's pool.
 	MySQLMaxConns int `env:"MYSQL_MAX_CONNS" envDefault:"64"`
-	// RedisAddr is host:port of Redis. Default 127.0.0.1:6379.
+	// RedisAddr is host:port of Redis, or several comma-separated: cluster nodes to
+	// learn the cluster from (RedisMode cluster) or the sentinels (RedisMode
+	// sentinel). Default 127.0.0.1:6379.
 	RedisAddr string `env:"REDIS_ADDR" envDefault:"127.0.0.1:6379"`
-	// RedisPassword is Redis AUTH's password. Default empty.
+	// RedisMode is how Redis is deployed: RedisSingle (one server, or a primary
+	// behind a stable address), RedisCluster (Redis Cluster; Redis ≥ 7 for sharded
+	// pub/sub) or RedisSentinel (a primary and replicas watched by Sentinel).
+	// Default single.
+	RedisMode string `env:"REDIS_MODE" envDefault:"single"`
+	// RedisMasterName is the Sentinel master set's name (RedisMode sentinel only,
+	// where it is required). Default empty.
+	RedisMasterName string `env:"REDIS_MASTER_NAME"`
+	// RedisPassword is Redis AUTH's password (of the data nodes; sentinels are
+	// reached without one). Default empty.
 	RedisPassword string `env:"REDIS_PASSWORD"`
-	// RedisDB is the Redis database number. Default 0.
+	// RedisDB is the Redis database number; a cluster has only 0. Default 0.
 	RedisDB int `env:"REDIS_DB" envDefault:"0"`
 	// Namespace prefixes every Redis key, pub/sub channel and asynq queue name Herald
 	// uses, so several installations (or parallel tests) can share one Redis. Default "herald".
@@ -235,8 +246,8 @@ func (c Config) Validate() error {
 	if c.MySQLDSN == "" {
 		errs = append(errs, errors.New("HERALD_MYSQL_DSN is empty"))
 	}
-	if c.RedisAddr == "" {
-		errs = append(errs, errors.New("HERALD_REDIS_ADDR is empty"))
+	if err := c.validateRedis(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Namespace == "" {
 		errs = append(errs, errors.New("HERALD_NAMESPACE is empty"))

@@ -57,3 +57,39 @@ func TestValidateBounds(t *testing.T) {
 	require.Len(t, c.Warnings(), 1)
 	require.Contains(t, c.Warnings()[0], "HERALD_WORKER_SHUTDOWN_TIMEOUT is 31s")
 }
+
+// TestValidateRedis: each Redis mode accepts its own settings and refuses those it
+// would ignore or that contradict it.
+func TestValidateRedis(t *testing.T) {
+	t.Parallel()
+	base, err := Load()
+	require.NoError(t, err)
+	require.Equal(t, RedisSingle, base.RedisMode, "single is the default")
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Config)
+		want   string // empty: accepted
+	}{
+		{"single", func(c *Config) {}, ""},
+		{"single, several addresses", func(c *Config) { c.RedisAddr = "a:1,b:2" }, "lists 2 addresses but HERALD_REDIS_MODE is single"},
+		{"empty", func(c *Config) { c.RedisAddr = " " }, "HERALD_REDIS_ADDR is empty"},
+		{"empty entry", func(c *Config) { c.RedisMode, c.RedisAddr = RedisCluster, "a:1,,b:2" }, "has an empty address"},
+		{"cluster", func(c *Config) { c.RedisMode, c.RedisAddr = RedisCluster, "a:1, b:2" }, ""},
+		{"cluster, one seed", func(c *Config) { c.RedisMode = RedisCluster }, ""},
+		{"cluster, db", func(c *Config) { c.RedisMode, c.RedisDB = RedisCluster, 2 }, "HERALD_REDIS_DB must be 0"},
+		{"cluster, braces", func(c *Config) { c.RedisMode, c.Namespace = RedisCluster, "h{x}" }, "must not contain { or }"},
+		{"cluster, master name", func(c *Config) { c.RedisMode, c.RedisMasterName = RedisCluster, "m" }, "applies only with HERALD_REDIS_MODE=sentinel"},
+		{"single, master name", func(c *Config) { c.RedisMasterName = "m" }, "applies only with HERALD_REDIS_MODE=sentinel"},
+		{"sentinel", func(c *Config) { c.RedisMode, c.RedisAddr, c.RedisMasterName = RedisSentinel, "s1:1,s2:2,s3:3", "m" }, ""},
+		{"sentinel, no name", func(c *Config) { c.RedisMode = RedisSentinel }, "HERALD_REDIS_MASTER_NAME is required"},
+		{"unknown mode", func(c *Config) { c.RedisMode = "ring" }, `HERALD_REDIS_MODE "ring" is not one of single, cluster, sentinel`},
+	} {
+		c := base
+		tc.mutate(&c)
+		if tc.want == "" {
+			require.NoError(t, c.Validate(), tc.name)
+			continue
+		}
+		require.ErrorContains(t, c.Validate(), tc.want, tc.name)
+	}
+}

@@ -9,18 +9,66 @@ import (
 // namespace (config.Config.Namespace, default "herald"), so several installations or
 // parallel tests can share one Redis. It is the one place those names are spelled;
 // nothing else concatenates a namespace. The zero value is not useful: set Namespace.
+//
+// With HashTags (Redis Cluster) every key carries a hash tag, the part in braces
+// that alone decides its cluster slot: `{g<group>}` for a group's keys and
+// `{d<dispatcher>}` for a dispatcher's, so each multi-key operation stays in one
+// slot while different groups and dispatchers spread over the cluster's nodes
+// (docs/decisions.md). Channels carry none: each hashes by its whole name, so
+// namespaces spread too. Without HashTags the names are as they always were.
 type Keys struct {
-	// Namespace prefixes every name below. It must not be empty.
+	// Namespace prefixes every name below. It must not be empty, and on a cluster
+	// must not contain braces (config.Config.Validate).
 	Namespace string
+	// HashTags adds the hash tags Redis Cluster needs (config.RedisCluster). Default
+	// false: single and sentinel mode keep the untagged names.
+	HashTags bool
+}
+
+// tag returns s as a hash tag `{s}` with HashTags, else s unchanged.
+func (k Keys) tag(s string) string {
+	if k.HashTags {
+		return "{" + s + "}"
+	}
+	return s
 }
 
 // Reports is the Redis list a dispatcher (by its id, owner) pops its workers'
-// reports from: `<ns>:reports:<owner>`.
-func (k Keys) Reports(owner string) string { return k.Namespace + ":reports:" + owner }
+// reports from: `<ns>:reports:<owner>`, with HashTags `<ns>:reports:{d<owner>}`.
+func (k Keys) Reports(owner string) string {
+	if k.HashTags {
+		owner = k.tag("d" + owner)
+	}
+	return k.Namespace + ":reports:" + owner
+}
+
+// ReportsPattern is the SCAN glob matching every dispatcher's Reports list.
+func (k Keys) ReportsPattern() string { return globEscape(k.Namespace) + ":reports:*" }
+
+// ReportsOwner returns the dispatcher id of a key named by Reports, and false for
+// any other key.
+func (k Keys) ReportsOwner(key string) (string, bool) {
+	owner, ok := strings.CutPrefix(key, k.Namespace+":reports:")
+	if ok && k.HashTags {
+		var pre, suf bool
+		owner, pre = strings.CutPrefix(owner, "{d")
+		owner, suf = strings.CutSuffix(owner, "}")
+		ok = pre && suf
+	}
+	return owner, ok && owner != ""
+}
 
 // Heartbeat is the Redis key a worker refreshes (TTL config.Worker.HeartbeatTTL,
-// default 10 s) while it runs the job with taskID: `<ns>:job:<taskID>`.
-func (k Keys) Heartbeat(taskID string) string { return k.Namespace + ":job:" + taskID }
+// default 10 s) while it runs the job with taskID for dispatcher owner:
+// `<ns>:job:<taskID>`, with HashTags `<ns>:job:{d<owner>}:<taskID>`, in the slot of
+// owner's Reports list, so a worker's final report and the heartbeat's deletion
+// reach one node in order.
+func (k Keys) Heartbeat(owner, taskID string) string {
+	if k.HashTags {
+		return k.Namespace + ":job:" + k.tag("d"+owner) + ":" + taskID
+	}
+	return k.Namespace + ":job:" + taskID
+}
 
 // AsynqQueue is the asynq queue delivery jobs are enqueued on: `<ns>-deliver`.
 func (k Keys) AsynqQueue() string { return k.Namespace + "-deliver" }
@@ -46,13 +94,37 @@ func globEscape(s string) string {
 }
 
 // Fence is the Redis hash holding a group's cursor fences: field queue id, value the
-// lowest cursor version whose jobs may still be sent (internal/fence): `<ns>:fence:<group>`.
+// lowest cursor version whose jobs may still be sent (internal/fence):
+// `<ns>:fence:<group>`, with HashTags `<ns>:fence:{g<group>}`.
 func (k Keys) Fence(group int64) string {
-	return k.Namespace + ":fence:" + strconv.FormatInt(group, 10)
+	g := strconv.FormatInt(group, 10)
+	if k.HashTags {
+		g = k.tag("g" + g)
+	}
+	return k.Namespace + ":fence:" + g
+}
+
+// FencePattern is the SCAN glob matching every group's Fence hash.
+func (k Keys) FencePattern() string { return globEscape(k.Namespace) + ":fence:*" }
+
+// FenceGroup returns the group id of a key named by Fence, and false for any other key.
+func (k Keys) FenceGroup(key string) (int64, bool) {
+	g, ok := strings.CutPrefix(key, k.Namespace+":fence:")
+	if ok && k.HashTags {
+		var pre, suf bool
+		g, pre = strings.CutPrefix(g, "{g")
+		g, suf = strings.CutSuffix(g, "}")
+		ok = pre && suf
+	}
+	id, err := strconv.ParseInt(g, 10, 64)
+	return id, ok && err == nil
 }
 
 // FenceChannel is the Redis pub/sub channel announcing raised fences to workers as
-// "<group> <queue>:<version> …": `<ns>:fence`.
+// "<group> <queue>:<version> …": `<ns>:fence`. The fence scripts PUBLISH on it
+// (never SPUBLISH: a script's sharded channel would have to share the group's
+// slot, and every worker listens to every group), so on a cluster a fence is
+// broadcast to all nodes; fences are rare (offset resets, takeovers, pauses).
 func (k Keys) FenceChannel() string { return k.Namespace + ":fence" }
 
 // JobsChannel is the Redis pub/sub channel a dispatcher publishes on after it

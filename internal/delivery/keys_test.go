@@ -13,7 +13,9 @@ func TestKeys(t *testing.T) {
 	k := Keys{Namespace: "herald"}
 	for _, tc := range []struct{ got, want string }{
 		{k.Reports("host-1a2b"), "herald:reports:host-1a2b"},
-		{k.Heartbeat("1:2:3:10-20:g0"), "herald:job:1:2:3:10-20:g0"},
+		{k.Heartbeat("host-1a2b", "1:2:3:10-20:g0"), "herald:job:1:2:3:10-20:g0"},
+		{k.Fence(7), "herald:fence:7"},
+		{k.FenceChannel(), "herald:fence"},
 		{k.AsynqQueue(), "herald-deliver"},
 		{k.NotifyChannel(), "herald:notify"},
 		{k.JobsChannel(), "herald:jobs"},
@@ -22,4 +24,39 @@ func TestKeys(t *testing.T) {
 	}
 	require.Equal(t, []string{"herald:*", "asynq:{herald-deliver}*"}, k.Patterns())
 	require.Equal(t, []string{`a\*b:*`, `asynq:{a\*b-deliver}*`}, Keys{Namespace: "a*b"}.Patterns())
+}
+
+// TestKeysHashTags pins the cluster names: every key carries one hash tag, a
+// group's by group and a dispatcher's by dispatcher, and the key parsers read
+// both forms back.
+func TestKeysHashTags(t *testing.T) {
+	t.Parallel()
+	k := Keys{Namespace: "herald", HashTags: true}
+	for _, tc := range []struct{ got, want string }{
+		{k.Reports("host-1a2b"), "herald:reports:{dhost-1a2b}"},
+		{k.Heartbeat("host-1a2b", "1:2:3:10-20:g0"), "herald:job:{dhost-1a2b}:1:2:3:10-20:g0"},
+		{k.Fence(7), "herald:fence:{g7}"},
+		{k.AsynqQueue(), "herald-deliver"},
+		{k.NotifyChannel(), "herald:notify"},
+		{k.JobsChannel(), "herald:jobs"},
+		{k.FenceChannel(), "herald:fence"},
+	} {
+		require.Equal(t, tc.want, tc.got)
+	}
+	for _, keys := range []Keys{{Namespace: "herald"}, k} {
+		owner, ok := keys.ReportsOwner(keys.Reports("host-1a2b"))
+		require.True(t, ok)
+		require.Equal(t, "host-1a2b", owner)
+		g, ok := keys.FenceGroup(keys.Fence(42))
+		require.True(t, ok)
+		require.Equal(t, int64(42), g)
+		_, ok = keys.ReportsOwner(keys.Fence(42))
+		require.False(t, ok)
+		_, ok = keys.FenceGroup(keys.Reports("x"))
+		require.False(t, ok)
+		require.Equal(t, "herald:reports:*", keys.ReportsPattern())
+		require.Equal(t, "herald:fence:*", keys.FencePattern())
+	}
+	_, ok := k.FenceGroup("herald:fence:42")
+	require.False(t, ok, "an untagged name is not a cluster name")
 }

@@ -18,7 +18,8 @@ const wakeTimeout = time.Second
 const listenHealthCheck = 30 * time.Second
 
 // JobsWaker tells idle workers that delivery jobs were enqueued: one empty PUBLISH on
-// Keys.JobsChannel, sent from a goroutine so the caller never waits for Redis. Pokes
+// Keys.JobsChannel (SPUBLISH on a cluster, see Sharded), sent from a goroutine so the
+// caller never waits for Redis. Pokes
 // that arrive before a pending PUBLISH went out share it, so a burst of enqueues
 // costs one or a few PUBLISHes, never more than one per poke. Because the PUBLISH is
 // sent after the poke that asked for it, a worker woken by it finds every job
@@ -26,13 +27,14 @@ const listenHealthCheck = 30 * time.Second
 type JobsWaker struct {
 	rdb     redis.UniversalClient
 	channel string
+	sharded bool
 	pending atomic.Bool
 	sent    atomic.Int64
 }
 
 // NewJobsWaker returns a JobsWaker publishing on keys.JobsChannel through rdb.
 func NewJobsWaker(rdb redis.UniversalClient, keys Keys) *JobsWaker {
-	return &JobsWaker{rdb: rdb, channel: keys.JobsChannel()}
+	return &JobsWaker{rdb: rdb, channel: keys.JobsChannel(), sharded: Sharded(rdb)}
 }
 
 // Poke asks for a wake-up PUBLISH after the jobs the caller has enqueued; it never
@@ -52,33 +54,64 @@ func (w *JobsWaker) publish() {
 	w.sent.Add(1)
 	ctx, cancel := context.WithTimeout(context.Background(), wakeTimeout)
 	defer cancel()
-	_ = w.rdb.Publish(ctx, w.channel, "").Err()
+	_ = Publish(ctx, w.rdb, w.sharded, w.channel, "").Err()
 }
 
-// ListenJobs subscribes to keys.JobsChannel and, for every message and every
-// (re)subscription (a reconnect may have missed messages), makes a non-blocking send
-// on wake, which should have a buffer of one (the asynq server's Config.Wake). It
-// returns when ctx ends; ready, if not nil, is closed once the first subscription is
-// confirmed.
+// ListenJobs subscribes to keys.JobsChannel (SSUBSCRIBE on a cluster) and, for every
+// message and every (re)subscription (a reconnect may have missed messages), makes a
+// non-blocking send on wake, which should have a buffer of one (the asynq server's
+// Config.Wake). A sharded subscription the server ended (Unsubscribed: the slot
+// moved) is made again at once. It returns when ctx ends; ready, if not nil, is
+// closed once the first subscription is confirmed.
 func ListenJobs(ctx context.Context, rdb redis.UniversalClient, keys Keys, wake chan<- struct{}, ready chan<- struct{}) {
-	ps := rdb.Subscribe(ctx, keys.JobsChannel())
+	for ctx.Err() == nil {
+		ready = listenJobs(ctx, rdb, keys, wake, ready)
+	}
+}
+
+// resubscribeDelay is the pause before a jobs subscription that was refused (Redis
+// unreachable, or MOVED from a cluster node that no longer owns the channel's
+// slot) is tried again.
+const resubscribeDelay = 200 * time.Millisecond
+
+// listenJobs is one subscription of ListenJobs; it returns when ctx ends, the
+// subscription was refused or the server ended it, with ready (nil once closed).
+func listenJobs(ctx context.Context, rdb redis.UniversalClient, keys Keys, wake chan<- struct{}, ready chan<- struct{}) chan<- struct{} {
+	ps := Subscribe(ctx, rdb, keys.JobsChannel())
 	defer ps.Close()
+	// Wait for the confirmation: a refused SSUBSCRIBE would otherwise leave the
+	// PubSub subscribed to nothing, and go-redis would not try again.
+	if _, err := ps.Receive(ctx); err != nil {
+		select {
+		case <-time.After(resubscribeDelay):
+		case <-ctx.Done():
+		}
+		return ready
+	}
+	if ready != nil {
+		close(ready)
+		ready = nil
+	}
+	poke := func() {
+		select {
+		case wake <- struct{}{}:
+		default: // a wake-up is already waiting
+		}
+	}
+	poke() // jobs may have been enqueued while no subscription was up
 	ch := ps.ChannelWithSubscriptions(redis.WithChannelHealthCheckInterval(listenHealthCheck))
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return ready
 		case m, ok := <-ch:
 			if !ok {
-				return
+				return ready
 			}
-			if _, sub := m.(*redis.Subscription); sub && ready != nil {
-				close(ready)
-				ready = nil
-			}
-			select {
-			case wake <- struct{}{}:
-			default: // a wake-up is already waiting
+			poke()
+			if Unsubscribed(m) {
+				SlotMoved(rdb)
+				return ready
 			}
 		}
 	}

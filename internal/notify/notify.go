@@ -84,17 +84,19 @@ type rowsPayload struct {
 // case nothing is published on Redis.
 type LocalSink func(evs []Event) (alone bool)
 
-// Notifier publishes events on the namespace's channel (delivery.Keys.NotifyChannel).
+// Notifier publishes events on the namespace's channel (delivery.Keys.NotifyChannel),
+// with SPUBLISH on a cluster (delivery.Sharded): one node carries them.
 type Notifier struct {
 	rdb     redis.UniversalClient
 	channel string
+	sharded bool
 	// Local, when set, receives Published's events first (see LocalSink).
 	Local LocalSink
 }
 
 // New returns a Notifier publishing on keys' notify channel.
 func New(rdb redis.UniversalClient, keys delivery.Keys) *Notifier {
-	return &Notifier{rdb: rdb, channel: keys.NotifyChannel()}
+	return &Notifier{rdb: rdb, channel: keys.NotifyChannel(), sharded: delivery.Sharded(rdb)}
 }
 
 // Queues publishes one notification per queue id, pipelined in one round trip.
@@ -104,7 +106,7 @@ func (n *Notifier) Queues(ctx context.Context, ids []int64) error {
 	}
 	pipe := n.rdb.Pipeline()
 	for _, id := range ids {
-		pipe.Publish(ctx, n.channel, strconv.FormatInt(id, 10))
+		n.publish(ctx, pipe, strconv.FormatInt(id, 10))
 	}
 	_, err := pipe.Exec(ctx)
 	return err
@@ -123,7 +125,7 @@ func (n *Notifier) Published(ctx context.Context, evs []Event) error {
 	}
 	pipe := n.rdb.Pipeline()
 	for _, ev := range evs {
-		pipe.Publish(ctx, n.channel, encodeRows(ev))
+		n.publish(ctx, pipe, encodeRows(ev))
 	}
 	_, err := pipe.Exec(ctx)
 	return err
@@ -194,7 +196,7 @@ func decodeRows(s string) Event {
 
 // Group publishes a group-change notification.
 func (n *Notifier) Group(ctx context.Context, id int64) error {
-	return n.rdb.Publish(ctx, n.channel, "g"+strconv.FormatInt(id, 10)).Err()
+	return n.publish(ctx, n.rdb, "g"+strconv.FormatInt(id, 10)).Err()
 }
 
 // Groups publishes one group-change notification per id, pipelined in one round trip
@@ -205,7 +207,7 @@ func (n *Notifier) Groups(ctx context.Context, ids []int64) error {
 	}
 	pipe := n.rdb.Pipeline()
 	for _, id := range ids {
-		pipe.Publish(ctx, n.channel, "g"+strconv.FormatInt(id, 10))
+		n.publish(ctx, pipe, "g"+strconv.FormatInt(id, 10))
 	}
 	_, err := pipe.Exec(ctx)
 	return err
@@ -214,12 +216,17 @@ func (n *Notifier) Groups(ctx context.Context, ids []int64) error {
 // Dispatchers publishes that the set of live dispatchers changed (a join, a return
 // after a possible lapse, a leave).
 func (n *Notifier) Dispatchers(ctx context.Context) error {
-	return n.rdb.Publish(ctx, n.channel, dispatchersPayload).Err()
+	return n.publish(ctx, n.rdb, dispatchersPayload).Err()
 }
 
 // DeadLetters publishes that new dead letters wait for the outbox.
 func (n *Notifier) DeadLetters(ctx context.Context) error {
-	return n.rdb.Publish(ctx, n.channel, deadLettersPayload).Err()
+	return n.publish(ctx, n.rdb, deadLettersPayload).Err()
+}
+
+// publish sends payload on the notify channel through c (the client or a pipeline).
+func (n *Notifier) publish(ctx context.Context, c redis.Cmdable, payload string) *redis.IntCmd {
+	return delivery.Publish(ctx, c, n.sharded, n.channel, payload)
 }
 
 // Parse decodes one payload of the notify channel.
@@ -243,14 +250,17 @@ func Parse(payload string) Event {
 }
 
 // Subscribe delivers events to out until ctx ends. Events that find out full are
-// coalesced by the receiver's own state, so out may be small.
+// coalesced by the receiver's own state, so out may be small. On a cluster it
+// subscribes with SSUBSCRIBE, and returns nil when the server ends the
+// subscription because the channel's slot moved (delivery.Unsubscribed): the
+// caller subscribes again, at the slot's new owner.
 func Subscribe(ctx context.Context, rdb redis.UniversalClient, keys delivery.Keys, out chan<- Event) error {
-	sub := rdb.Subscribe(ctx, keys.NotifyChannel())
+	sub := delivery.Subscribe(ctx, rdb, keys.NotifyChannel())
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil {
 		return err
 	}
-	ch := sub.Channel(redis.WithChannelSize(1024))
+	ch := sub.ChannelWithSubscriptions(redis.WithChannelSize(1024))
 	for {
 		select {
 		case <-ctx.Done():
@@ -259,8 +269,16 @@ func Subscribe(ctx context.Context, rdb redis.UniversalClient, keys delivery.Key
 			if !ok {
 				return nil
 			}
+			if delivery.Unsubscribed(m) {
+				delivery.SlotMoved(rdb)
+				return nil
+			}
+			msg, isMsg := m.(*redis.Message)
+			if !isMsg {
+				continue // a resubscription after a reconnect
+			}
 			select {
-			case out <- Parse(m.Payload):
+			case out <- Parse(msg.Payload):
 			case <-ctx.Done():
 				return nil
 			}

@@ -447,18 +447,26 @@ type RedisClusterClientOpt struct {
 	// TLS Config used to connect to a server.
 	// TLS will be negotiated only if this field is set.
 	TLSConfig *tls.Config
+
+	// ClusterStateReloadInterval is how old the client's view of which node
+	// serves which slot may get before a command reloads it. A dead master is
+	// only forgotten at a reload (a refused connection does not trigger one), so
+	// this bounds how long commands keep failing after its replica took over.
+	// Default is go-redis' (60 seconds).
+	ClusterStateReloadInterval time.Duration
 }
 
 func (opt RedisClusterClientOpt) MakeRedisClient() interface{} {
 	return redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs:        opt.Addrs,
-		MaxRedirects: opt.MaxRedirects,
-		Username:     opt.Username,
-		Password:     opt.Password,
-		DialTimeout:  opt.DialTimeout,
-		ReadTimeout:  opt.ReadTimeout,
-		WriteTimeout: opt.WriteTimeout,
-		TLSConfig:    opt.TLSConfig,
+		Addrs:                      opt.Addrs,
+		MaxRedirects:               opt.MaxRedirects,
+		Username:                   opt.Username,
+		Password:                   opt.Password,
+		DialTimeout:                opt.DialTimeout,
+		ReadTimeout:                opt.ReadTimeout,
+		WriteTimeout:               opt.WriteTimeout,
+		TLSConfig:                  opt.TLSConfig,
+		ClusterStateReloadInterval: opt.ClusterStateReloadInterval,
 	})
 }
 
