@@ -18,9 +18,10 @@ import (
 func (s *Store) UseKeyring(k *secrets.Keyring) { s.keys = k }
 
 // GroupSecretsReseal rewrites every group secret (signing secrets and endpoint
-// credentials), every push key and every db node DSN that is not sealed under the primary key (plaintext
-// rows, or rows sealed under an older key), and returns how many rows changed. Each row is updated only if it still holds what was read, so concurrent
-// rotations win. It returns an error wrapping secrets.ErrUnknownKey when a row names
+// credentials), every push key and every db node DSN that is not sealed under the
+// primary key (plaintext rows, or rows sealed under an older key), and returns how
+// many rows changed. Each row is updated only if it still holds what was read, so
+// concurrent rotations win. It returns an error wrapping secrets.ErrUnknownKey when a row names
 // a key the Keyring lacks.
 func (s *Store) GroupSecretsReseal(ctx context.Context) (int, error) {
 	if !s.keys.Enabled() {
