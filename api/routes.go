@@ -93,6 +93,11 @@ var routeTable = []route{
 	{http.MethodPost, "/api/v1/users/:id/revoke-tokens", (*Server).userRevokeTokens, admin},
 
 	{http.MethodGet, "/api/v1/audit-log", (*Server).auditList, admin},
+
+	{http.MethodGet, "/api/v1/nodes", (*Server).nodeList, viewer},
+	{http.MethodPost, "/api/v1/nodes", (*Server).nodeCreate, admin},
+	{http.MethodGet, "/api/v1/nodes/:id", (*Server).nodeGet, viewer},
+	{http.MethodPatch, "/api/v1/nodes/:id", (*Server).nodeUpdate, admin},
 }
 
 // register adds routeTable to e. Routes under /v1 and /api/v1 hang off groups

@@ -19,7 +19,8 @@ const (
 // MaxQueuesPerTopic caps the queue count given when a topic is created.
 const MaxQueuesPerTopic = 64
 
-// Topic is a named stream publishers write to. Its queues all live on NodeID.
+// Topic is a named stream publishers write to. NodeID is PrimaryNodeID (PMQ's
+// topics.node_id); each of its Queues names the db node it is placed on.
 // RetentionHours (default DefaultRetentionHours) is how long its messages are kept
 // and RetentionPolicy (default RetentionConsumed) whether a lagging group holds
 // older ones back.

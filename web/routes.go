@@ -77,4 +77,8 @@ func (s *Console) Routes(e *echo.Echo) {
 	con.POST("/users/:id/revoke", page(adm(s.consoleUserRevoke)))
 	con.POST("/users/:id/delete", page(adm(s.consoleUserDelete)))
 	con.GET("/audit", page(adm(s.consoleAudit)))
+	con.GET("/nodes", page(s.consoleNodes))
+	con.POST("/nodes", page(adm(s.consoleNodeCreate)))
+	con.POST("/nodes/:id/weight", page(adm(s.consoleNodeWeight)))
+	con.POST("/nodes/:id/retire", page(adm(s.consoleNodeRetire)))
 }

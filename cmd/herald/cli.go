@@ -84,6 +84,7 @@ func init() {
 	cliResources["group"] = groupCommands
 	cliResources["dead-letters"] = deadLetterCommands
 	cliResources["key"] = keyCommands
+	cliResources["node"] = nodeCommands
 }
 
 // topUsage is the answer to `herald --help`.

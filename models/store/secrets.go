@@ -18,9 +18,10 @@ import (
 func (s *Store) UseKeyring(k *secrets.Keyring) { s.keys = k }
 
 // GroupSecretsReseal rewrites every group secret (signing secrets and endpoint
-// credentials) and every push key that is not sealed under the primary key (plaintext
-// rows, or rows sealed under an older key), and returns how many rows changed. Each row is updated only if it still holds what was read, so concurrent
-// rotations win. It returns an error wrapping secrets.ErrUnknownKey when a row names
+// credentials), every push key and every db node DSN that is not sealed under the
+// primary key (plaintext rows, or rows sealed under an older key), and returns how
+// many rows changed. Each row is updated only if it still holds what was read, so
+// concurrent rotations win. It returns an error wrapping secrets.ErrUnknownKey when a row names
 // a key the Keyring lacks.
 func (s *Store) GroupSecretsReseal(ctx context.Context) (int, error) {
 	if !s.keys.Enabled() {
@@ -63,7 +64,11 @@ func (s *Store) GroupSecretsReseal(ctx context.Context) (int, error) {
 		n += int(res.RowsAffected)
 	}
 	pk, err := s.pushKeysReseal(ctx)
-	return n + pk, err
+	if err != nil {
+		return n + pk, err
+	}
+	nd, err := s.nodeDSNsReseal(ctx)
+	return n + pk + nd, err
 }
 
 // pushKeysReseal reseals push keys not sealed under the primary key.
@@ -118,4 +123,28 @@ func (s *Store) GroupRotateSecret(ctx context.Context, id int64, secret string, 
 		}
 		return nil
 	})
+}
+
+// nodeDSNsReseal reseals db node DSNs not sealed under the primary key.
+func (s *Store) nodeDSNsReseal(ctx context.Context) (int, error) {
+	var rows []nodeRow
+	if err := s.db.WithContext(ctx).Where("dsn_enc IS NOT NULL").Find(&rows).Error; err != nil {
+		return 0, fmt.Errorf("read node dsns: %w", err)
+	}
+	n := 0
+	for _, r := range rows {
+		if s.keys.Current(*r.DsnEnc) {
+			continue
+		}
+		plain, err := s.keys.Open(*r.DsnEnc)
+		if err != nil {
+			return n, fmt.Errorf("node %d dsn: %w", r.ID, err)
+		}
+		res := s.db.WithContext(ctx).Exec("UPDATE db_nodes SET dsn_enc = ? WHERE id = ? AND dsn_enc = ?", s.keys.Seal(plain), r.ID, *r.DsnEnc)
+		if res.Error != nil {
+			return n, fmt.Errorf("reseal dsn of node %d: %w", r.ID, res.Error)
+		}
+		n += int(res.RowsAffected)
+	}
+	return n, nil
 }

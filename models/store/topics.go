@@ -51,7 +51,8 @@ const queueDDL = `CREATE TABLE IF NOT EXISTS %s (
   KEY idx_created_at (created_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci`
 
-// TopicCreate creates topic name with n queues on node 1, each with its queue table.
+// TopicCreate creates topic name with n queues, each with its queue table, placed on
+// read-write db nodes by models.PlaceQueues (ErrNoWritableNode when there is none).
 // It returns ErrConflict when the name is taken and ErrInvalid for a bad name, a
 // reserved `.dlq` name or n outside [1, MaxQueuesPerTopic].
 func (s *Store) TopicCreate(ctx context.Context, name string, n int) (*models.Topic, error) {
@@ -79,7 +80,7 @@ func (s *Store) topicCreate(ctx context.Context, name string, n int, reserved bo
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	tr := topicRow{Name: name, NodeID: 1, RetentionHours: models.DefaultRetentionHours, RetentionPolicy: string(models.RetentionConsumed), CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}
+	tr := topicRow{Name: name, NodeID: models.PrimaryNodeID, RetentionHours: models.DefaultRetentionHours, RetentionPolicy: string(models.RetentionConsumed), CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}
 	var qs []queueRow
 	err := s.WithTx(ctx, func(tx *Store) error {
 		if err := tx.db.Create(&tr).Error; err != nil {
@@ -88,9 +89,13 @@ func (s *Store) topicCreate(ctx context.Context, name string, n int, reserved bo
 			}
 			return fmt.Errorf("insert topic: %w", err)
 		}
+		placed, err := tx.placeQueues(ctx, n)
+		if err != nil {
+			return err
+		}
 		qs = make([]queueRow, n)
 		for i := range qs {
-			qs[i] = queueRow{TopicID: tr.ID, NodeID: 1, Position: i, State: string(models.QueueReadWrite), CreatedAt: tr.CreatedAt}
+			qs[i] = queueRow{TopicID: tr.ID, NodeID: placed[i], Position: i, State: string(models.QueueReadWrite), CreatedAt: tr.CreatedAt}
 		}
 		if err := tx.db.Create(&qs).Error; err != nil {
 			return fmt.Errorf("insert queues: %w", err)
@@ -404,18 +409,28 @@ func (s *Store) TopicAddQueues(ctx context.Context, t *models.Topic, n int) erro
 	// so no publish picks them yet), then their tables and cursors, then writable.
 	now := time.Now().UTC()
 	var added []queueRow
-	for i := len(t.Queues); i < n; i++ {
-		added = append(added, queueRow{TopicID: t.ID, NodeID: t.NodeID, Position: i, State: string(models.QueueReadOnly), CreatedAt: now})
-	}
-	if err := s.db.WithContext(ctx).Create(&added).Error; err != nil {
-		return fmt.Errorf("insert queues: %w", err)
+	err := s.WithTx(ctx, func(tx *Store) error {
+		placed, err := tx.placeQueues(ctx, n-len(t.Queues))
+		if err != nil {
+			return err
+		}
+		for i := len(t.Queues); i < n; i++ {
+			added = append(added, queueRow{TopicID: t.ID, NodeID: placed[i-len(t.Queues)], Position: i, State: string(models.QueueReadOnly), CreatedAt: now})
+		}
+		if err := tx.db.Create(&added).Error; err != nil {
+			return fmt.Errorf("insert queues: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for _, q := range added {
 		if _, err := s.sql.ExecContext(ctx, fmt.Sprintf(queueDDL, models.QueueTableName(q.ID))); err != nil {
 			return fmt.Errorf("create queue table %d: %w", q.ID, err)
 		}
 	}
-	err := s.WithTx(ctx, func(tx *Store) error {
+	err = s.WithTx(ctx, func(tx *Store) error {
 		for _, q := range added {
 			err := tx.db.Exec(`INSERT INTO cursors (group_id, queue_id, committed_offset, holes, version, owner, updated_at)
 				SELECT group_id, ?, 0, '[]', 1, '', NOW(3) FROM subscriptions WHERE topic_id = ?`, q.ID, t.ID).Error

@@ -1,0 +1,89 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/heraldhq/herald/control"
+	"github.com/heraldhq/herald/models"
+)
+
+// NodeDTO is a db node as every read shows it: the DSN masked (user, address and
+// database; never the password), its placement weight, state and how many queues it
+// holds.
+type NodeDTO struct {
+	ID        int64  `json:"id"`
+	Name      string `json:"name"`
+	DSN       string `json:"dsn"`
+	Weight    int    `json:"weight"`
+	State     string `json:"state"`
+	Queues    int    `json:"queues"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+func nodeDTO(n *models.Node) NodeDTO {
+	return NodeDTO{ID: n.ID, Name: n.Name, DSN: n.DSNMasked, Weight: n.Weight, State: string(n.State), Queues: n.Queues,
+		CreatedAt: n.CreatedAt.UTC().Format(control.TimeFormat), UpdatedAt: n.UpdatedAt.UTC().Format(control.TimeFormat)}
+}
+
+// nodeCreateRequest registers a node; weight defaults to 100 and state to read-only.
+type nodeCreateRequest struct {
+	Name   string           `json:"name"`
+	DSN    string           `json:"dsn"`
+	Weight int              `json:"weight"`
+	State  models.NodeState `json:"state"`
+}
+
+// nodeUpdateRequest is a merge patch of a node; absent fields stay.
+type nodeUpdateRequest struct {
+	Name   *string           `json:"name"`
+	DSN    *string           `json:"dsn"`
+	Weight *int              `json:"weight"`
+	State  *models.NodeState `json:"state"`
+}
+
+func (s *Server) nodeList(c echo.Context) error {
+	return respondList(c, s.ctl.ListNodes, nodeDTO)
+}
+
+func (s *Server) nodeCreate(c echo.Context) error {
+	var req nodeCreateRequest
+	if err := bodyOf(c, 16<<10, &req); err != nil {
+		return err
+	}
+	n, err := s.ctl.CreateNode(c.Request().Context(), actor(c), control.NodeSpec(req))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, nodeDTO(n))
+}
+
+func (s *Server) nodeGet(c echo.Context) error {
+	id, err := control.ParseID(c.Param("id"), "node")
+	if err != nil {
+		return err
+	}
+	n, err := s.ctl.GetNode(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, nodeDTO(n))
+}
+
+func (s *Server) nodeUpdate(c echo.Context) error {
+	var req nodeUpdateRequest
+	if err := bodyOf(c, 16<<10, &req); err != nil {
+		return err
+	}
+	id, err := control.ParseID(c.Param("id"), "node")
+	if err != nil {
+		return err
+	}
+	n, err := s.ctl.PatchNode(c.Request().Context(), actor(c), id, control.NodePatch(req))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, nodeDTO(n))
+}

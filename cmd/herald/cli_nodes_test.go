@@ -1,0 +1,44 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/heraldtest"
+)
+
+// TestCLINodes registers, lists, patches and retires a db node through the built
+// binary; drain and read-write are refused with the server's reason.
+func TestCLINodes(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.StartHerald(t, nil)
+	e := newCLIEnv(t, h.BaseURL)
+	code, _, errOut := e.run(heraldtest.AdminPassword+"\n", nil, "login", "--username", heraldtest.AdminUser)
+	require.Equal(t, 0, code, errOut)
+	dsn, _ := heraldtest.Database(t)
+
+	e.exit(exitUsage, "node", "add", "data-2")
+	require.Contains(t, e.exit(exitInvalid, "node", "add", "data-2", "--dsn", dsn, "--state", "read-write"), "not placed on nodes other than node 1")
+	code, out, errOut := e.run(dsn+"\n", nil, "node", "add", "data-2", "--dsn", "-", "--weight", "30", "--output", "json")
+	require.Equal(t, 0, code, errOut)
+	n := jsonOf[struct {
+		ID     int64
+		State  string
+		Weight int
+	}](t, out)
+	require.Equal(t, "read-only", n.State)
+	require.Equal(t, 30, n.Weight)
+	id := itoa(n.ID)
+	require.Regexp(t, `(?m)^ID\s+NAME\s+STATE`, e.ok("node", "list"))
+	require.Regexp(t, `(?m)^1\s+primary\s+read-write`, e.ok("node", "list"))
+
+	e.exit(exitUsage, "node", "patch", id)
+	e.exit(exitUsage, "node", "patch", "two", "--weight", "2")
+	require.Contains(t, e.ok("node", "patch", id, "--weight", "60", "--name", "data-two"), "data-two")
+	require.Contains(t, e.exit(exitInvalid, "node", "drain", id), "not built yet")
+	e.exit(exitNotFound, "node", "retire", "99")
+	require.True(t, strings.Contains(e.ok("node", "retire", id), "retired"))
+	require.Contains(t, e.exit(exitConflict, "node", "patch", id, "--weight", "1"), "retired")
+}
