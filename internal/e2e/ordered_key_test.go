@@ -179,7 +179,9 @@ func orderedByKeyFlaky(t *testing.T, batch int) {
 	apiKey := h.CreateAPIKey("ord")
 	start := time.Now()
 	publishRounds(t, h, apiKey, "ord", keys, n)
-	require.Eventually(t, func() bool { return o.complete(keys, n) }, 60*time.Second, 20*time.Millisecond, "not every message was acknowledged within a minute")
+	// A liveness bound, not the goal: the time goal (under a minute on a quiet
+	// machine) lives in `make bench-ordered`; this test runs beside the whole suite.
+	require.Eventually(t, func() bool { return o.complete(keys, n) }, 4*time.Minute, 20*time.Millisecond, "not every message was acknowledged")
 	took := time.Since(start)
 	t.Logf("batch size %d: %d messages of %d keys in %v; at most %d POSTs open", batch, n*len(keys), len(keys), took, o.maxInFight)
 	requireKeysInOrder(t, o, keys, n)
@@ -340,7 +342,7 @@ func TestOrderedByKeyBound(t *testing.T) {
 		"ordered_on_exhausted": "pause", "max_in_flight": 32})))
 	apiKey := h.CreateAPIKey("ord")
 	publishRounds(t, h, apiKey, "ord", keys, n)
-	require.Eventually(t, func() bool { return o.complete(healthy, n) }, 90*time.Second, 20*time.Millisecond, "the healthy keys did not finish")
+	require.Eventually(t, func() bool { return o.complete(healthy, n) }, 4*time.Minute, 20*time.Millisecond, "the healthy keys did not finish")
 	requireKeysInOrder(t, o, healthy, n)
 	require.Eventually(t, func() bool { _, c := blockedKeyStats(t, h, "g"); return c == 300 }, 20*time.Second, 50*time.Millisecond, "not every failing key showed blocked")
 	bs, _ := blockedKeyStats(t, h, "g")
@@ -379,7 +381,7 @@ func TestOrderedByKeyBound(t *testing.T) {
 	for k := range failing {
 		h.Admin("POST", "/groups/g/blocked-keys/resume", map[string]any{"key": k}, 202)
 	}
-	require.Eventually(t, func() bool { return o.complete(keys, n) }, 60*time.Second, 20*time.Millisecond, "blocked keys did not finish after resume")
+	require.Eventually(t, func() bool { return o.complete(keys, n) }, 3*time.Minute, 20*time.Millisecond, "blocked keys did not finish after resume")
 	requireKeysInOrder(t, o, keys, n)
 	require.Eventually(t, func() bool { _, c := blockedKeyStats(t, h, "g"); return c == 0 }, 10*time.Second, 50*time.Millisecond)
 }
