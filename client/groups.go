@@ -6,10 +6,15 @@ import (
 	"net/url"
 )
 
-// Subscription binds a group to a topic; empty Tags means every tag.
+// Subscription binds a group to a topic; empty Tags means every tag. Filter is an
+// attribute filter on the publisher's x-* headers, modelled on Google Pub/Sub's
+// subscription filters (e.g. `attributes.x-region = "eu" AND NOT
+// attributes:x-test`); "" means every message. A message is delivered when it
+// passes both Tags and Filter.
 type Subscription struct {
-	Topic string   `json:"topic"`
-	Tags  []string `json:"tags"`
+	Topic  string   `json:"topic"`
+	Tags   []string `json:"tags"`
+	Filter string   `json:"filter"`
 }
 
 // MaskedValue is what reads show in place of a write-only value (an endpoint
@@ -34,8 +39,9 @@ type BasicAuth struct {
 
 // GroupSettings are every writable setting of a group, as GET shows them (units
 // in the names: ms, bytes, hours; RateLimit in messages per second, 0 =
-// unlimited; RetrySchedule in seconds). OrderedOnExhausted is dead_letter or
-// pause; ConsumeFrom earliest, latest or an RFC 3339 time. PushAuth and BasicAuth
+// unlimited; RetrySchedule in seconds). Ordering is key (one POST at a time per
+// message key, the default for an ordered group) or queue, and "" when not
+// Ordered; OrderedOnExhausted is dead_letter or pause; ConsumeFrom earliest, latest or an RFC 3339 time. PushAuth and BasicAuth
 // are nil when off; EndpointHeaders' values and BasicAuth's password read
 // MaskedValue. In a GroupSpec a zero value takes the server's default.
 type GroupSettings struct {
@@ -50,6 +56,7 @@ type GroupSettings struct {
 	MaxAttempts              int               `json:"max_attempts"`
 	RetrySchedule            []int             `json:"retry_schedule"`
 	Ordered                  bool              `json:"ordered"`
+	Ordering                 string            `json:"ordering"`
 	OrderedOnExhausted       string            `json:"ordered_on_exhausted"`
 	ConsumeFrom              string            `json:"consume_from"`
 	DeadLetterRetentionHours int               `json:"dead_letter_retention_hours"`

@@ -24,6 +24,24 @@ func (f *subscriptionsFlag) Set(v string) error {
 	return nil
 }
 
+// filtersFlag collects --filter topic=expression (repeatable): the attribute
+// filter of that topic's --subscribe in the same command.
+type filtersFlag map[string]string
+
+func (f filtersFlag) String() string { return "" }
+
+func (f filtersFlag) Set(v string) error {
+	topic, expr, ok := strings.Cut(v, "=")
+	if !ok || topic == "" {
+		return fmt.Errorf(`want topic=expression, e.g. orders='attributes.x-region = "eu"'`)
+	}
+	if _, dup := f[topic]; dup {
+		return fmt.Errorf("a second filter for topic %s: combine them with AND or OR in one", topic)
+	}
+	f[topic] = expr
+	return nil
+}
+
 // headersFlag collects --header name=value (repeatable).
 type headersFlag map[string]string
 
@@ -56,9 +74,11 @@ func (f *namesFlag) Set(v string) error {
 type groupSettingFlags struct {
 	endpoint                                   string
 	subs                                       subscriptionsFlag
+	filters                                    filtersFlag
 	batchSize, batchMaxBytes, batchWindowMS    int
 	maxInFlight, rateLimit, timeoutMS, retries int
 	retrySchedule, consumeFrom, onExhausted    string
+	ordering                                   string
 	ordered                                    bool
 	dlRetentionHours                           int
 	headers                                    headersFlag
@@ -70,8 +90,11 @@ type groupSettingFlags struct {
 
 func (g *groupSettingFlags) register(fs *flag.FlagSet) {
 	g.headers = headersFlag{}
+	g.filters = filtersFlag{}
 	fs.StringVar(&g.endpoint, "endpoint", "", "endpoint URL Herald POSTs to")
 	fs.Var(&g.subs, "subscribe", "topic or topic:tag1,tag2 (repeat for several; replaces them all on patch)")
+	fs.Var(g.filters, "filter", "topic=expression: an attribute filter on the publisher's x-* headers for that topic's\n"+
+		"--subscribe in the same command (Pub/Sub filter syntax, e.g. orders='attributes.x-region = \"eu\"'; repeatable)")
 	fs.IntVar(&g.batchSize, "batch-size", 0, "messages per POST, 1 to 1000 (1 = classic webhook; default 1)")
 	fs.IntVar(&g.batchMaxBytes, "batch-max-bytes", 0, "body bytes per POST, 1024 to 16 MiB (default 1 MiB)")
 	fs.IntVar(&g.batchWindowMS, "batch-window-ms", 0, "ms a partial batch may wait for more, 0 to 60000 (default 0)")
@@ -81,6 +104,8 @@ func (g *groupSettingFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&g.retries, "max-attempts", 0, "attempts before a message becomes a dead letter, 1 to 100 (default 10)")
 	fs.StringVar(&g.retrySchedule, "retry-schedule", "", "comma-separated seconds between attempts, e.g. 5,300,1800 ('' for the default)")
 	fs.BoolVar(&g.ordered, "ordered", false, "deliver each queue's messages in order, one POST at a time (--ordered=false to stop)")
+	fs.StringVar(&g.ordering, "ordering", "", "ordered groups: key (default: one POST at a time per message key) or queue\n"+
+		"(one per queue); only with --ordered")
 	fs.StringVar(&g.onExhausted, "ordered-on-exhausted", "", "ordered groups, after max attempts: dead_letter (default) or pause")
 	fs.StringVar(&g.consumeFrom, "consume-from", "", "where new cursors start: earliest, latest (default) or an RFC 3339 time")
 	fs.IntVar(&g.dlRetentionHours, "dead-letter-retention-hours", 0, "hours dead letters are kept, 1 to 8760 (default 336)")
@@ -98,6 +123,17 @@ func (g *groupSettingFlags) register(fs *flag.FlagSet) {
 func (g *groupSettingFlags) patch(fs *flag.FlagSet) (map[string]any, error) {
 	p := map[string]any{}
 	var err error
+	for topic, expr := range g.filters {
+		found := false
+		for i := range g.subs {
+			if g.subs[i].Topic == topic {
+				g.subs[i].Filter, found = expr, true
+			}
+		}
+		if !found {
+			return nil, usagef("--filter %s: no --subscribe %s in this command to attach it to", topic, topic)
+		}
+	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "endpoint":
@@ -134,6 +170,8 @@ func (g *groupSettingFlags) patch(fs *flag.FlagSet) (map[string]any, error) {
 			p["retry_schedule"] = secs
 		case "ordered":
 			p["ordered"] = g.ordered
+		case "ordering":
+			p["ordering"] = g.ordering
 		case "ordered-on-exhausted":
 			p["ordered_on_exhausted"] = g.onExhausted
 		case "consume-from":
