@@ -56,6 +56,14 @@ func TestGroupSettingsRoundTrip(t *testing.T) {
 		return g
 	}
 	require.Equal(t, want, sameAsAPI("billing").GroupSettings)
+	require.Empty(t, sameAsAPI("billing").SigningSecret, "a plain read shows no secret")
+	withSecret, err := c.GroupSecret(ctx, "billing")
+	require.NoError(t, err)
+	require.NotEmpty(t, g.SigningSecret)
+	require.Equal(t, g.SigningSecret, withSecret.SigningSecret)
+	require.Equal(t, want, withSecret.GroupSettings)
+	_, err = c.GroupSecret(ctx, "nope")
+	require.ErrorIs(t, err, client.ErrNotFound)
 
 	// Send the read back as it is, with push auth instead of basic auth.
 	g.BasicAuth, g.PushAuth = nil, &client.PushAuth{Audience: "https://aud.example"}

@@ -253,6 +253,39 @@ func groupCommand(name, summary, example string, call func(*client.Client, conte
 		}}
 }
 
+// blockedKeyCommand is a skip or resume of a blocked key (--key, --queue) that
+// prints the blocked keys it applies to.
+func blockedKeyCommand(name, summary, example string,
+	call func(*client.Client, context.Context, string, string, int64) ([]client.BlockedKey, error)) cliCommand {
+	return cliCommand{name: name, args: "<group>", nargs: 1, summary: summary, example: example,
+		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
+			key := fs.String("key", "", "the blocked message key (required)")
+			queue := fs.Int64("queue", 0, "only this queue id (default: every queue where the key is blocked)")
+			return func(ctx context.Context, s *session, a []string) error {
+				seen := false
+				fs.Visit(func(f *flag.Flag) { seen = seen || f.Name == "key" })
+				if !seen {
+					return usagef("herald %s needs --key", name)
+				}
+				if *queue < 0 {
+					return usagef("--queue: want a queue id")
+				}
+				if err := s.auth(ctx); err != nil {
+					return err
+				}
+				ks, err := call(s.c, ctx, a[0], *key, *queue)
+				if err != nil {
+					return err
+				}
+				rows := make([][]string, 0, len(ks))
+				for _, k := range ks {
+					rows = append(rows, []string{itoa(k.Queue), k.Key, k.MessageID, itoa(k.Count), itoa(k.Attempts), orDash(k.Action)})
+				}
+				return s.print(nonNil(ks), []string{"QUEUE", "KEY", "HEAD", "COUNT", "ATTEMPTS", "ACTION"}, rows)
+			}
+		}}
+}
+
 var groupCommands = []cliCommand{
 	{name: "group create", args: "<name>", nargs: 1,
 		summary: "Create a consumer group: an endpoint, its subscriptions and delivery settings (unset numbers take\n" +
@@ -304,7 +337,32 @@ var groupCommands = []cliCommand{
 				return s.print(nonNil(gs), groupHead, groupRows(gs...))
 			}
 		}},
-	groupCommand("group get", "Show a consumer group's settings and status.", "  herald group get billing --output json", (*client.Client).GetGroup),
+	{name: "group get", args: "<group>", nargs: 1,
+		summary: "Show a consumer group's settings and status. --show-secret adds its signing secret (operators and\n" +
+			"admins; the server audits each read as group.secret.read).",
+		example: "  herald group get billing --output json\n  herald group get billing --show-secret --output json | jq -r .signing_secret",
+		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
+			secret := fs.Bool("show-secret", false, "include the signing secret (whsec_…); role operator or admin")
+			return func(ctx context.Context, s *session, a []string) error {
+				if err := s.auth(ctx); err != nil {
+					return err
+				}
+				if !*secret {
+					g, err := s.c.GetGroup(ctx, a[0])
+					if err != nil {
+						return err
+					}
+					return s.print(g, groupHead, groupRows(*g))
+				}
+				g, err := s.c.GroupSecret(ctx, a[0])
+				if err != nil {
+					return err
+				}
+				rows := groupRows(*g)
+				rows[0] = append(rows[0], g.SigningSecret)
+				return s.print(g, append(groupHead, "SIGNING-SECRET"), rows)
+			}
+		}},
 	{name: "group patch", args: "<group>", nargs: 1, summary: "Change the settings given as flags; the others stay (a JSON merge patch).",
 		example: "  herald group patch billing --rate-limit 50 --max-in-flight 4\n  herald group patch billing --subscribe orders --subscribe refunds:created\n" +
 			"  herald group patch billing --header x-api-key=$NEW_KEY --remove-header x-old\n" +
@@ -390,6 +448,13 @@ var groupCommands = []cliCommand{
 				return s.report(d, line)
 			}
 		}},
+	blockedKeyCommand("group key-skip", "Skip the messages a blocked key of a group ordered by key waits on: they become dead\n"+
+		"letters and the key's later messages go on. Applied by the owning dispatcher within a heartbeat.",
+		"  herald group key-skip billing --key customer-42\n  herald group key-skip billing --key customer-42 --queue 12",
+		(*client.Client).SkipBlockedKey),
+	blockedKeyCommand("group key-resume", "Send the messages a blocked key waits on again now, with a fresh count of attempts\n"+
+		"(also after a pause on exhausted attempts). Applied by the owning dispatcher within a heartbeat.",
+		"  herald group key-resume billing --key customer-42", (*client.Client).ResumeBlockedKey),
 	{name: "group stats", args: "<group>", nargs: 1, summary: "Show a group's lag, effective rate, breaker, retries and dead letters.",
 		example: "  herald group stats billing\n  herald group stats billing --output json | jq .lag_messages",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
@@ -401,9 +466,11 @@ var groupCommands = []cliCommand{
 				if err != nil {
 					return err
 				}
-				return s.print(st, []string{"GROUP", "STATUS", "LAG", "LAG-S", "RATE", "EFFECTIVE", "BREAKER", "RETRIES", "DEAD-LETTERS"},
+				return s.print(st, []string{"GROUP", "STATUS", "LAG", "LAG-S", "RATE", "EFFECTIVE", "BREAKER", "RETRIES", "DEAD-LETTERS",
+					"BLOCKED-KEYS"},
 					[][]string{{st.Group, st.Status, itoa(st.LagMessages), strconv.FormatFloat(st.LagSeconds, 'f', 1, 64), itoa(st.RateLimit),
-						strconv.FormatFloat(st.EffectiveRate, 'f', 1, 64), st.Breaker, itoa(st.RetryMessages), itoa(st.DeadLetters)}})
+						strconv.FormatFloat(st.EffectiveRate, 'f', 1, 64), st.Breaker, itoa(st.RetryMessages), itoa(st.DeadLetters),
+						itoa(st.BlockedKeyCount)}})
 			}
 		}},
 }
