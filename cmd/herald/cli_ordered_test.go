@@ -47,7 +47,9 @@ func TestCLIBlockedKeys(t *testing.T) {
 		map[string]any{"key": "other", "body": map[string]int{"n": 0}})
 	recv.WaitCount(1, 15*time.Second) // the other key is not held up by the stuck one
 
-	stats := func() client.GroupStats { return jsonOf[client.GroupStats](t, e.ok("group", "stats", "g", "--output", "json")) }
+	stats := func() client.GroupStats {
+		return jsonOf[client.GroupStats](t, e.ok("group", "stats", "g", "--output", "json"))
+	}
 	pausedAlone := func() bool {
 		st := stats()
 		return st.BlockedKeyCount == 1 && len(st.BlockedKeys) == 1 && st.BlockedKeys[0].Paused && st.BlockedKeys[0].Action == ""
