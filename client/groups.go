@@ -41,9 +41,9 @@ type BasicAuth struct {
 // in the names: ms, bytes, hours; RateLimit in messages per second, 0 =
 // unlimited; RetrySchedule in seconds). Ordering is key (one POST at a time per
 // message key, the default for an ordered group) or queue, and "" when not
-// Ordered; OrderedOnExhausted is dead_letter or pause; ConsumeFrom earliest, latest or an RFC 3339 time. PushAuth and BasicAuth
-// are nil when off; EndpointHeaders' values and BasicAuth's password read
-// MaskedValue. In a GroupSpec a zero value takes the server's default.
+// Ordered; OrderedOnExhausted is dead_letter or pause; ConsumeFrom earliest,
+// latest or an RFC 3339 time. PushAuth and BasicAuth are nil when off;
+// EndpointHeaders' values and BasicAuth's password read MaskedValue. In a GroupSpec a zero value takes the server's default.
 type GroupSettings struct {
 	EndpointURL              string            `json:"endpoint_url"`
 	Subscriptions            []Subscription    `json:"subscriptions"`
@@ -101,8 +101,9 @@ func (s GroupSpec) MarshalJSON() ([]byte, error) {
 
 // Group is a consumer group as the admin API shows it. SigningSecret (whsec_…)
 // is only filled by CreateGroup, GroupSecret and secret rotation ("" from
-// GetGroup, PatchGroup and the others). Unreadable, set only for a group whose stored secrets or endpoint
-// auth cannot be read back, says why (nothing is delivered for it);
+// GetGroup, PatchGroup and the others). Unreadable, set only for a group whose
+// stored secrets or endpoint auth cannot be read back, says why (nothing is
+// delivered for it);
 // PreviousSecretExpiresAt ends the overlap of the last secret rotation (nil when
 // none is open).
 type Group struct {

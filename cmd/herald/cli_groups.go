@@ -103,7 +103,8 @@ func (g *groupSettingFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&g.timeoutMS, "timeout-ms", 0, "POST timeout in ms, 100 to 30000 (default 15000)")
 	fs.IntVar(&g.retries, "max-attempts", 0, "attempts before a message becomes a dead letter, 1 to 100 (default 10)")
 	fs.StringVar(&g.retrySchedule, "retry-schedule", "", "comma-separated seconds between attempts, e.g. 5,300,1800 ('' for the default)")
-	fs.BoolVar(&g.ordered, "ordered", false, "deliver each queue's messages in order, one POST at a time (--ordered=false to stop)")
+	fs.BoolVar(&g.ordered, "ordered", false, "deliver in order, one POST at a time per key or per queue (see --ordering;\n"+
+		"--ordered=false to stop)")
 	fs.StringVar(&g.ordering, "ordering", "", "ordered groups: key (default: one POST at a time per message key) or queue\n"+
 		"(one per queue); only with --ordered")
 	fs.StringVar(&g.onExhausted, "ordered-on-exhausted", "", "ordered groups, after max attempts: dead_letter (default) or pause")
