@@ -6,10 +6,15 @@ import (
 	"net/url"
 )
 
-// Subscription binds a group to a topic; empty Tags means every tag.
+// Subscription binds a group to a topic; empty Tags means every tag. Filter is an
+// attribute filter on the publisher's x-* headers, modelled on Google Pub/Sub's
+// subscription filters (e.g. `attributes.x-region = "eu" AND NOT
+// attributes:x-test`); "" means every message. A message is delivered when it
+// passes both Tags and Filter.
 type Subscription struct {
-	Topic string   `json:"topic"`
-	Tags  []string `json:"tags"`
+	Topic  string   `json:"topic"`
+	Tags   []string `json:"tags"`
+	Filter string   `json:"filter"`
 }
 
 // MaskedValue is what reads show in place of a write-only value (an endpoint
@@ -34,10 +39,11 @@ type BasicAuth struct {
 
 // GroupSettings are every writable setting of a group, as GET shows them (units
 // in the names: ms, bytes, hours; RateLimit in messages per second, 0 =
-// unlimited; RetrySchedule in seconds). OrderedOnExhausted is dead_letter or
-// pause; ConsumeFrom earliest, latest or an RFC 3339 time. PushAuth and BasicAuth
-// are nil when off; EndpointHeaders' values and BasicAuth's password read
-// MaskedValue. In a GroupSpec a zero value takes the server's default.
+// unlimited; RetrySchedule in seconds). Ordering is key (one POST at a time per
+// message key, the default for an ordered group) or queue, and "" when not
+// Ordered; OrderedOnExhausted is dead_letter or pause; ConsumeFrom earliest,
+// latest or an RFC 3339 time. PushAuth and BasicAuth are nil when off;
+// EndpointHeaders' values and BasicAuth's password read MaskedValue. In a GroupSpec a zero value takes the server's default.
 type GroupSettings struct {
 	EndpointURL              string            `json:"endpoint_url"`
 	Subscriptions            []Subscription    `json:"subscriptions"`
@@ -50,6 +56,7 @@ type GroupSettings struct {
 	MaxAttempts              int               `json:"max_attempts"`
 	RetrySchedule            []int             `json:"retry_schedule"`
 	Ordered                  bool              `json:"ordered"`
+	Ordering                 string            `json:"ordering"`
 	OrderedOnExhausted       string            `json:"ordered_on_exhausted"`
 	ConsumeFrom              string            `json:"consume_from"`
 	DeadLetterRetentionHours int               `json:"dead_letter_retention_hours"`
@@ -93,9 +100,10 @@ func (s GroupSpec) MarshalJSON() ([]byte, error) {
 }
 
 // Group is a consumer group as the admin API shows it. SigningSecret (whsec_…)
-// is only filled by CreateGroup, GetGroup for operators and admins, and secret
-// rotation. Unreadable, set only for a group whose stored secrets or endpoint
-// auth cannot be read back, says why (nothing is delivered for it);
+// is only filled by CreateGroup, GroupSecret and secret rotation ("" from
+// GetGroup, PatchGroup and the others). Unreadable, set only for a group whose
+// stored secrets or endpoint auth cannot be read back, says why (nothing is
+// delivered for it);
 // PreviousSecretExpiresAt ends the overlap of the last secret rotation (nil when
 // none is open).
 type Group struct {
@@ -114,7 +122,9 @@ type Group struct {
 
 // GroupStats is a group's live state: lag, effective rate, breaker, retries and
 // pending dead letters. Times are RFC 3339 (nil when unset); BlockedQueues lists,
-// for an ordered group, each queue stopped on a failed head.
+// for a group ordered by queue, each queue stopped on a failed head; BlockedKeys,
+// for a group ordered by key, the keys stopped on a failed POST (the server lists
+// a bounded number of them; BlockedKeyCount counts them all).
 type GroupStats struct {
 	Group               string         `json:"group"`
 	Status              string         `json:"status"`
@@ -136,6 +146,27 @@ type GroupStats struct {
 	RetryMessages       int64          `json:"retry_messages"`
 	DeadLetters         int64          `json:"dead_letters_pending"`
 	BlockedQueues       []BlockedQueue `json:"blocked_queues"`
+	BlockedKeys         []BlockedKey   `json:"blocked_keys"`
+	BlockedKeyCount     int            `json:"blocked_key_count"`
+}
+
+// BlockedKey is one message key of a group ordered by key stopped on a failed
+// POST in one queue: Count of its messages from Offset (MessageID) failed
+// Attempts times; they are sent again at NextAttemptAt (RFC 3339, nil when
+// Paused) or when an operator resumes or skips the key. Later messages of the
+// key wait; other keys do not. Action is the operator action pending on it
+// (skip or resume), "" when none.
+type BlockedKey struct {
+	Queue         int64   `json:"queue"`
+	Key           string  `json:"key"`
+	MessageID     string  `json:"message_id"`
+	Offset        int64   `json:"offset"`
+	Count         int     `json:"count"`
+	Attempts      int     `json:"attempts"`
+	NextAttemptAt *string `json:"next_attempt_at"`
+	Paused        bool    `json:"paused"`
+	LastError     string  `json:"last_error"`
+	Action        string  `json:"pending_action,omitempty"`
 }
 
 // BlockedQueue is one queue of an ordered group stopped on a failed head message:
@@ -204,6 +235,15 @@ func (c *Client) GetGroup(ctx context.Context, name string) (*Group, error) {
 	return &g, c.do(ctx, request{method: "GET", path: groupPath(name)}, &g)
 }
 
+// GroupSecret returns one group with its signing secret (GET
+// /api/v1/groups/{g}?include=secret): operators and admins only, and the server
+// audits each read as group.secret.read. Errors: ErrNotFound, ErrForbidden (role
+// viewer).
+func (c *Client) GroupSecret(ctx context.Context, name string) (*Group, error) {
+	var g Group
+	return &g, c.do(ctx, request{method: "GET", path: groupPath(name), query: url.Values{"include": {"secret"}}}, &g)
+}
+
 // PatchGroup applies a JSON merge patch of settings (e.g. {"rate_limit": 50}).
 // Errors: ErrNotFound, ErrInvalid.
 func (c *Client) PatchGroup(ctx context.Context, name string, patch map[string]any) (*Group, error) {
@@ -241,6 +281,38 @@ func (c *Client) GroupOffsets(ctx context.Context, name string) ([]Cursor, error
 func (c *Client) GroupStats(ctx context.Context, name string) (*GroupStats, error) {
 	var s GroupStats
 	return &s, c.do(ctx, request{method: "GET", path: groupPath(name, "stats")}, &s)
+}
+
+// keyAction names a blocked key; Queue 0 means every queue where it is blocked.
+type keyAction struct {
+	Key   string `json:"key"`
+	Queue int64  `json:"queue,omitempty"`
+}
+
+// SkipBlockedKey drops the failed head messages of a blocked key of a group
+// ordered by key (POST /api/v1/groups/{g}/blocked-keys/skip) so its later
+// messages go on; the skipped ones become dead letters. Queue limits it to one
+// queue id (0: every queue where the key is blocked). The owning dispatcher
+// applies it within a heartbeat; the answer lists the blocked keys it applies to,
+// with their pending action. Operators and admins. Errors: ErrNotFound (group,
+// or key not blocked), ErrInvalid, ErrForbidden.
+func (c *Client) SkipBlockedKey(ctx context.Context, group, key string, queue int64) ([]BlockedKey, error) {
+	return c.blockedKeyAction(ctx, group, "skip", key, queue)
+}
+
+// ResumeBlockedKey sends the messages a blocked key waits on again now, with a
+// fresh count of attempts (POST /api/v1/groups/{g}/blocked-keys/resume), also
+// after a pause on exhausted attempts. Queue, answer and errors as SkipBlockedKey.
+func (c *Client) ResumeBlockedKey(ctx context.Context, group, key string, queue int64) ([]BlockedKey, error) {
+	return c.blockedKeyAction(ctx, group, "resume", key, queue)
+}
+
+func (c *Client) blockedKeyAction(ctx context.Context, group, action, key string, queue int64) ([]BlockedKey, error) {
+	var out struct {
+		BlockedKeys []BlockedKey `json:"blocked_keys"`
+	}
+	err := c.do(ctx, request{method: "POST", path: groupPath(group, "blocked-keys", action), body: keyAction{Key: key, Queue: queue}}, &out)
+	return out.BlockedKeys, err
 }
 
 // GroupDeletion is what DeleteGroup removed: the group, whether its dead letters

@@ -36,7 +36,7 @@ func TestGroupSettingsRoundTrip(t *testing.T) {
 	settings := client.GroupSettings{EndpointURL: recv.URL,
 		Subscriptions: []client.Subscription{{Topic: "orders", Tags: []string{"created"}}, {Topic: "refunds", Tags: []string{}}},
 		BatchSize:     20, BatchMaxBytes: 2048, BatchWindowMS: 250, MaxInFlight: 3, RateLimit: 40, TimeoutMS: 2500,
-		MaxAttempts: 4, RetrySchedule: []int{7, 70}, Ordered: true, OrderedOnExhausted: "pause", ConsumeFrom: "earliest",
+		MaxAttempts: 4, RetrySchedule: []int{7, 70}, Ordered: true, Ordering: "queue", OrderedOnExhausted: "pause", ConsumeFrom: "earliest",
 		DeadLetterRetentionHours: 48, EndpointHeaders: map[string]string{"x-api-key": "k1"},
 		BasicAuth: &client.BasicAuth{Username: "ops", Password: "s3cret"}}
 	g, err := c.CreateGroup(ctx, client.GroupSpec{Name: "billing", GroupSettings: settings})
@@ -56,6 +56,14 @@ func TestGroupSettingsRoundTrip(t *testing.T) {
 		return g
 	}
 	require.Equal(t, want, sameAsAPI("billing").GroupSettings)
+	require.Empty(t, sameAsAPI("billing").SigningSecret, "a plain read shows no secret")
+	withSecret, err := c.GroupSecret(ctx, "billing")
+	require.NoError(t, err)
+	require.NotEmpty(t, g.SigningSecret)
+	require.Equal(t, g.SigningSecret, withSecret.SigningSecret)
+	require.Equal(t, want, withSecret.GroupSettings)
+	_, err = c.GroupSecret(ctx, "nope")
+	require.ErrorIs(t, err, client.ErrNotFound)
 
 	// Send the read back as it is, with push auth instead of basic auth.
 	g.BasicAuth, g.PushAuth = nil, &client.PushAuth{Audience: "https://aud.example"}

@@ -24,6 +24,24 @@ func (f *subscriptionsFlag) Set(v string) error {
 	return nil
 }
 
+// filtersFlag collects --filter topic=expression (repeatable): the attribute
+// filter of that topic's --subscribe in the same command.
+type filtersFlag map[string]string
+
+func (f filtersFlag) String() string { return "" }
+
+func (f filtersFlag) Set(v string) error {
+	topic, expr, ok := strings.Cut(v, "=")
+	if !ok || topic == "" {
+		return fmt.Errorf(`want topic=expression, e.g. orders='attributes.x-region = "eu"'`)
+	}
+	if _, dup := f[topic]; dup {
+		return fmt.Errorf("a second filter for topic %s: combine them with AND or OR in one", topic)
+	}
+	f[topic] = expr
+	return nil
+}
+
 // headersFlag collects --header name=value (repeatable).
 type headersFlag map[string]string
 
@@ -56,9 +74,11 @@ func (f *namesFlag) Set(v string) error {
 type groupSettingFlags struct {
 	endpoint                                   string
 	subs                                       subscriptionsFlag
+	filters                                    filtersFlag
 	batchSize, batchMaxBytes, batchWindowMS    int
 	maxInFlight, rateLimit, timeoutMS, retries int
 	retrySchedule, consumeFrom, onExhausted    string
+	ordering                                   string
 	ordered                                    bool
 	dlRetentionHours                           int
 	headers                                    headersFlag
@@ -70,8 +90,11 @@ type groupSettingFlags struct {
 
 func (g *groupSettingFlags) register(fs *flag.FlagSet) {
 	g.headers = headersFlag{}
+	g.filters = filtersFlag{}
 	fs.StringVar(&g.endpoint, "endpoint", "", "endpoint URL Herald POSTs to")
 	fs.Var(&g.subs, "subscribe", "topic or topic:tag1,tag2 (repeat for several; replaces them all on patch)")
+	fs.Var(g.filters, "filter", "topic=expression: an attribute filter on the publisher's x-* headers for that topic's\n"+
+		"--subscribe in the same command (Pub/Sub filter syntax, e.g. orders='attributes.x-region = \"eu\"'; repeatable)")
 	fs.IntVar(&g.batchSize, "batch-size", 0, "messages per POST, 1 to 1000 (1 = classic webhook; default 1)")
 	fs.IntVar(&g.batchMaxBytes, "batch-max-bytes", 0, "body bytes per POST, 1024 to 16 MiB (default 1 MiB)")
 	fs.IntVar(&g.batchWindowMS, "batch-window-ms", 0, "ms a partial batch may wait for more, 0 to 60000 (default 0)")
@@ -80,7 +103,10 @@ func (g *groupSettingFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&g.timeoutMS, "timeout-ms", 0, "POST timeout in ms, 100 to 30000 (default 15000)")
 	fs.IntVar(&g.retries, "max-attempts", 0, "attempts before a message becomes a dead letter, 1 to 100 (default 10)")
 	fs.StringVar(&g.retrySchedule, "retry-schedule", "", "comma-separated seconds between attempts, e.g. 5,300,1800 ('' for the default)")
-	fs.BoolVar(&g.ordered, "ordered", false, "deliver each queue's messages in order, one POST at a time (--ordered=false to stop)")
+	fs.BoolVar(&g.ordered, "ordered", false, "deliver in order, one POST at a time per key or per queue (see --ordering;\n"+
+		"--ordered=false to stop)")
+	fs.StringVar(&g.ordering, "ordering", "", "ordered groups: key (default: one POST at a time per message key) or queue\n"+
+		"(one per queue); only with --ordered")
 	fs.StringVar(&g.onExhausted, "ordered-on-exhausted", "", "ordered groups, after max attempts: dead_letter (default) or pause")
 	fs.StringVar(&g.consumeFrom, "consume-from", "", "where new cursors start: earliest, latest (default) or an RFC 3339 time")
 	fs.IntVar(&g.dlRetentionHours, "dead-letter-retention-hours", 0, "hours dead letters are kept, 1 to 8760 (default 336)")
@@ -98,6 +124,17 @@ func (g *groupSettingFlags) register(fs *flag.FlagSet) {
 func (g *groupSettingFlags) patch(fs *flag.FlagSet) (map[string]any, error) {
 	p := map[string]any{}
 	var err error
+	for topic, expr := range g.filters {
+		found := false
+		for i := range g.subs {
+			if g.subs[i].Topic == topic {
+				g.subs[i].Filter, found = expr, true
+			}
+		}
+		if !found {
+			return nil, usagef("--filter %s: no --subscribe %s in this command to attach it to", topic, topic)
+		}
+	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "endpoint":
@@ -134,6 +171,8 @@ func (g *groupSettingFlags) patch(fs *flag.FlagSet) (map[string]any, error) {
 			p["retry_schedule"] = secs
 		case "ordered":
 			p["ordered"] = g.ordered
+		case "ordering":
+			p["ordering"] = g.ordering
 		case "ordered-on-exhausted":
 			p["ordered_on_exhausted"] = g.onExhausted
 		case "consume-from":
@@ -215,6 +254,39 @@ func groupCommand(name, summary, example string, call func(*client.Client, conte
 		}}
 }
 
+// blockedKeyCommand is a skip or resume of a blocked key (--key, --queue) that
+// prints the blocked keys it applies to.
+func blockedKeyCommand(name, summary, example string,
+	call func(*client.Client, context.Context, string, string, int64) ([]client.BlockedKey, error)) cliCommand {
+	return cliCommand{name: name, args: "<group>", nargs: 1, summary: summary, example: example,
+		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
+			key := fs.String("key", "", "the blocked message key (required)")
+			queue := fs.Int64("queue", 0, "only this queue id (default: every queue where the key is blocked)")
+			return func(ctx context.Context, s *session, a []string) error {
+				seen := false
+				fs.Visit(func(f *flag.Flag) { seen = seen || f.Name == "key" })
+				if !seen {
+					return usagef("herald %s needs --key", name)
+				}
+				if *queue < 0 {
+					return usagef("--queue: want a queue id")
+				}
+				if err := s.auth(ctx); err != nil {
+					return err
+				}
+				ks, err := call(s.c, ctx, a[0], *key, *queue)
+				if err != nil {
+					return err
+				}
+				rows := make([][]string, 0, len(ks))
+				for _, k := range ks {
+					rows = append(rows, []string{itoa(k.Queue), k.Key, k.MessageID, itoa(k.Count), itoa(k.Attempts), orDash(k.Action)})
+				}
+				return s.print(nonNil(ks), []string{"QUEUE", "KEY", "HEAD", "COUNT", "ATTEMPTS", "ACTION"}, rows)
+			}
+		}}
+}
+
 var groupCommands = []cliCommand{
 	{name: "group create", args: "<name>", nargs: 1,
 		summary: "Create a consumer group: an endpoint, its subscriptions and delivery settings (unset numbers take\n" +
@@ -266,7 +338,32 @@ var groupCommands = []cliCommand{
 				return s.print(nonNil(gs), groupHead, groupRows(gs...))
 			}
 		}},
-	groupCommand("group get", "Show a consumer group's settings and status.", "  herald group get billing --output json", (*client.Client).GetGroup),
+	{name: "group get", args: "<group>", nargs: 1,
+		summary: "Show a consumer group's settings and status. --show-secret adds its signing secret (operators and\n" +
+			"admins; the server audits each read as group.secret.read).",
+		example: "  herald group get billing --output json\n  herald group get billing --show-secret --output json | jq -r .signing_secret",
+		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
+			secret := fs.Bool("show-secret", false, "include the signing secret (whsec_…); role operator or admin")
+			return func(ctx context.Context, s *session, a []string) error {
+				if err := s.auth(ctx); err != nil {
+					return err
+				}
+				if !*secret {
+					g, err := s.c.GetGroup(ctx, a[0])
+					if err != nil {
+						return err
+					}
+					return s.print(g, groupHead, groupRows(*g))
+				}
+				g, err := s.c.GroupSecret(ctx, a[0])
+				if err != nil {
+					return err
+				}
+				rows := groupRows(*g)
+				rows[0] = append(rows[0], g.SigningSecret)
+				return s.print(g, append(groupHead, "SIGNING-SECRET"), rows)
+			}
+		}},
 	{name: "group patch", args: "<group>", nargs: 1, summary: "Change the settings given as flags; the others stay (a JSON merge patch).",
 		example: "  herald group patch billing --rate-limit 50 --max-in-flight 4\n  herald group patch billing --subscribe orders --subscribe refunds:created\n" +
 			"  herald group patch billing --header x-api-key=$NEW_KEY --remove-header x-old\n" +
@@ -352,6 +449,13 @@ var groupCommands = []cliCommand{
 				return s.report(d, line)
 			}
 		}},
+	blockedKeyCommand("group key-skip", "Skip the messages a blocked key of a group ordered by key waits on: they become dead\n"+
+		"letters and the key's later messages go on. Applied by the owning dispatcher within a heartbeat.",
+		"  herald group key-skip billing --key customer-42\n  herald group key-skip billing --key customer-42 --queue 12",
+		(*client.Client).SkipBlockedKey),
+	blockedKeyCommand("group key-resume", "Send the messages a blocked key waits on again now, with a fresh count of attempts\n"+
+		"(also after a pause on exhausted attempts). Applied by the owning dispatcher within a heartbeat.",
+		"  herald group key-resume billing --key customer-42", (*client.Client).ResumeBlockedKey),
 	{name: "group stats", args: "<group>", nargs: 1, summary: "Show a group's lag, effective rate, breaker, retries and dead letters.",
 		example: "  herald group stats billing\n  herald group stats billing --output json | jq .lag_messages",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
@@ -363,9 +467,11 @@ var groupCommands = []cliCommand{
 				if err != nil {
 					return err
 				}
-				return s.print(st, []string{"GROUP", "STATUS", "LAG", "LAG-S", "RATE", "EFFECTIVE", "BREAKER", "RETRIES", "DEAD-LETTERS"},
+				return s.print(st, []string{"GROUP", "STATUS", "LAG", "LAG-S", "RATE", "EFFECTIVE", "BREAKER", "RETRIES", "DEAD-LETTERS",
+					"BLOCKED-KEYS"},
 					[][]string{{st.Group, st.Status, itoa(st.LagMessages), strconv.FormatFloat(st.LagSeconds, 'f', 1, 64), itoa(st.RateLimit),
-						strconv.FormatFloat(st.EffectiveRate, 'f', 1, 64), st.Breaker, itoa(st.RetryMessages), itoa(st.DeadLetters)}})
+						strconv.FormatFloat(st.EffectiveRate, 'f', 1, 64), st.Breaker, itoa(st.RetryMessages), itoa(st.DeadLetters),
+						itoa(st.BlockedKeyCount)}})
 			}
 		}},
 }

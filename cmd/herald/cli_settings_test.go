@@ -66,17 +66,17 @@ func TestCLIGroupSettingsRoundTrip(t *testing.T) {
 	}
 
 	created := jsonOf[map[string]any](t, e.ok("group", "create", "billing", "--output", "json",
-		"--endpoint", recv.URL, "--subscribe", "orders:created,paid", "--subscribe", "refunds",
+		"--endpoint", recv.URL, "--subscribe", "orders:created,paid", "--subscribe", "refunds", "--filter", `refunds=attributes.x-region = "eu"`,
 		"--batch-size", "20", "--batch-max-bytes", "2048", "--batch-window-ms", "250", "--max-in-flight", "3",
 		"--rate-limit", "40", "--timeout-ms", "2500", "--max-attempts", "4", "--retry-schedule", "7,70",
-		"--ordered", "--ordered-on-exhausted", "pause", "--consume-from", "earliest",
+		"--ordered", "--ordering", "queue", "--ordered-on-exhausted", "pause", "--consume-from", "earliest",
 		"--dead-letter-retention-hours", "48", "--header", "X-Api-Key=k1", "--header", "x-tenant=t1",
 		"--basic-auth", "ops:s3cret"))
 	recv.SetSecret(created["signing_secret"].(string))
 	check(get("billing"), `{"endpoint_url":"`+recv.URL+`",
-		"subscriptions":[{"topic":"orders","tags":["created","paid"]},{"topic":"refunds","tags":[]}],
+		"subscriptions":[{"topic":"orders","tags":["created","paid"],"filter":""},{"topic":"refunds","tags":[],"filter":"attributes.x-region = \"eu\""}],
 		"batch_size":20,"batch_max_bytes":2048,"batch_window_ms":250,"max_in_flight":3,"rate_limit":40,
-		"timeout_ms":2500,"max_attempts":4,"retry_schedule":[7,70],"ordered":true,"ordered_on_exhausted":"pause",
+		"timeout_ms":2500,"max_attempts":4,"retry_schedule":[7,70],"ordered":true,"ordering":"queue","ordered_on_exhausted":"pause",
 		"consume_from":"earliest","dead_letter_retention_hours":48,"push_auth":null,
 		"endpoint_headers":{"x-api-key":"********","x-tenant":"********"},"basic_auth":{"username":"ops","password":"********"}}`)
 
@@ -94,7 +94,7 @@ func TestCLIGroupSettingsRoundTrip(t *testing.T) {
 	}
 
 	e.ok("group", "patch", "billing", "--basic-auth", "", "--push-audience", "https://aud.example", "--ordered=false", "--retry-schedule", "")
-	check(get("billing"), `{"basic_auth":null,"push_auth":{"audience":"https://aud.example"},"ordered":false,
+	check(get("billing"), `{"basic_auth":null,"push_auth":{"audience":"https://aud.example"},"ordered":false,"ordering":"",
 		"retry_schedule":`+mustJSON(t, defaults["retry_schedule"])+`}`)
 	e.ok("group", "patch", "billing", "--push-auth=false")
 	check(get("billing"), `{"push_auth":null,"endpoint_headers":{"x-api-key":"********"}}`)
@@ -108,6 +108,11 @@ func TestCLIGroupSettingsRoundTrip(t *testing.T) {
 	e.exit(exitUsage, "group", "patch", "billing", "--header", "x-a=1", "--remove-header", "x-a")
 	e.exit(exitUsage, "group", "patch", "billing", "--basic-auth", "no-colon")
 	e.exit(exitUsage, "group", "create", "more", "--endpoint", recv.URL, "--remove-header", "x-a")
+	require.Contains(t, e.exit(exitUsage, "group", "patch", "billing", "--subscribe", "orders", "--filter", "refunds=attributes:x-a"),
+		"no --subscribe refunds")
+	e.exit(exitUsage, "group", "patch", "billing", "--filter", "orders=attributes:x-a")
+	e.exit(exitUsage, "group", "patch", "billing", "--subscribe", "orders", "--filter", "orders=attributes:x-a", "--filter", "orders=attributes:x-b")
+	e.exit(exitInvalid, "group", "patch", "billing", "--subscribe", "orders", "--filter", "orders=attributes.x-a ~ 1")
 }
 
 func jsonEqual(t *testing.T, a, b any) bool {
