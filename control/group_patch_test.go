@@ -47,3 +47,22 @@ func TestPatchGroupChangesOnlyItsFields(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, es, len(patches), "each patch is audited once")
 }
+
+// TestPatchGroupEmptyRetryScheduleIsTheDefault: an empty retry schedule, like
+// null, means the default schedule, as the API documents; it is never stored
+// empty (a group with no schedule would show [] and retry on a schedule it
+// does not show).
+func TestPatchGroupEmptyRetryScheduleIsTheDefault(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.ctl.CreateTopic(b.ctx, b.actor, control.TopicSpec{Name: "orders", Queues: ptr(1)})
+	require.NoError(t, err)
+	_, err = b.ctl.CreateGroup(b.ctx, b.actor, control.GroupSpec{Name: "billing", EndpointURL: "http://8.8.8.8/hook",
+		Subscriptions: []models.Subscription{{Topic: "orders"}}, RetrySchedule: []int{1, 2}})
+	require.NoError(t, err)
+	_, err = b.ctl.PatchGroup(b.ctx, b.actor, "billing", control.GroupPatch{RetrySchedule: &[]int{}})
+	require.NoError(t, err)
+	g, err := b.ctl.GetGroup(b.ctx, "billing")
+	require.NoError(t, err)
+	require.Equal(t, models.DefaultRetrySchedule, g.RetrySchedule)
+}

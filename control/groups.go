@@ -73,7 +73,7 @@ func (spec GroupSpec) apply(g *models.Group) {
 	g.TimeoutMS = orDefault(spec.TimeoutMS, d.TimeoutMS)
 	g.MaxAttempts = orDefault(spec.MaxAttempts, d.MaxAttempts)
 	g.RetrySchedule = spec.RetrySchedule
-	if g.RetrySchedule == nil {
+	if len(g.RetrySchedule) == 0 { // null and [] both mean the default schedule
 		g.RetrySchedule = d.RetrySchedule
 	}
 	g.Ordered = spec.Ordered
