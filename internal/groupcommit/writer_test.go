@@ -23,6 +23,19 @@ type flushes struct {
 	all [][]notify.Event
 }
 
+// rows counts the rows of every recorded notification.
+func (f *flushes) rows() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, evs := range f.all {
+		for _, ev := range evs {
+			n += len(ev.Rows)
+		}
+	}
+	return n
+}
+
 func (f *flushes) Published(_ context.Context, evs []notify.Event) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -68,6 +81,10 @@ func TestFlushPutsKeylessMessagesInOneQueue(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// Requests are answered before their flush is notified, so the last
+	// notification may still be on its way when the last Submit returns.
+	require.Eventually(t, func() bool { return rec.rows() >= publishers*each }, 10*time.Second, time.Millisecond,
+		"every committed row is notified")
 
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
