@@ -31,6 +31,7 @@ type keyLog struct {
 	lastN      int
 	maxInFight int
 	inFlight   int
+	maxKeys    int // the most keys one POST carried
 }
 
 func newKeyLog(lastN int) *keyLog {
@@ -76,6 +77,7 @@ func (o *keyLog) respond(r *heraldtest.Receiver, slow time.Duration, fail func(m
 		}
 		o.inFlight++
 		o.maxInFight = max(o.maxInFight, o.inFlight)
+		o.maxKeys = max(o.maxKeys, len(keys))
 		tried := make([]int, len(ms))
 		for i, m := range ms {
 			id := m.K + "/" + strconv.Itoa(m.N)
@@ -125,7 +127,7 @@ func (o *keyLog) complete(keys []string, n int) bool {
 }
 
 // requireKeysInOrder requires every key's accepted sequence to be exactly 0..n-1.
-func requireKeysInOrder(t *testing.T, o *keyLog, keys []string, n int) {
+func requireKeysInOrder(t testing.TB, o *keyLog, keys []string, n int) {
 	t.Helper()
 	for _, k := range keys {
 		require.Equal(t, seq(n), o.ackedOf(k), "key %s acknowledged out of order or twice", k)
@@ -138,7 +140,7 @@ func requireKeysInOrder(t *testing.T, o *keyLog, keys []string, n int) {
 
 // publishRounds publishes n messages of every key: round i holds message i of each
 // key (one request per 500 keys), so a key's messages are in publish order.
-func publishRounds(t *testing.T, h *heraldtest.Herald, apiKey, topic string, keys []string, n int) {
+func publishRounds(t testing.TB, h *heraldtest.Herald, apiKey, topic string, keys []string, n int) {
 	t.Helper()
 	for i := range n {
 		for from := 0; from < len(keys); from += 500 { // at most 500 messages a request
@@ -153,9 +155,9 @@ func publishRounds(t *testing.T, h *heraldtest.Herald, apiKey, topic string, key
 
 // TestOrderedByKeyFlaky publishes 100 messages for each of 40 keys on 4 queues to a
 // group ordered by key whose endpoint fails 15 % of POSTs, retried after 1 s: all
-// 4,000 are acknowledged within a minute, publishing included (ordered by queue,
-// 2,587 in two minutes; 32 s measured alone under -race), every key exactly in order, never two POSTs of one key open at once,
-// and keys of one queue in parallel.
+// 4,000 are acknowledged (the goal, under a minute, is BenchmarkOrderedKeysFlaky's;
+// ordered by queue, 2,587 in two minutes), every key exactly in order, never two
+// POSTs of one key open at once, and keys of one queue in parallel.
 func TestOrderedByKeyFlaky(t *testing.T) {
 	t.Parallel()
 	orderedByKeyFlaky(t, 1)
@@ -168,7 +170,9 @@ func TestOrderedByKeyBatches(t *testing.T) {
 	orderedByKeyFlaky(t, 5)
 }
 
-func orderedByKeyFlaky(t *testing.T, batch int) {
+// orderedByKeyFlaky runs the 40-key scenario at batch size batch and returns how
+// long publishing and delivering all 4,000 messages took.
+func orderedByKeyFlaky(t testing.TB, batch int) time.Duration {
 	h := heraldtest.StartHerald(t, nil)
 	h.CreateTopic("ord", 4)
 	r := heraldtest.NewReceiver(t)
@@ -185,7 +189,14 @@ func orderedByKeyFlaky(t *testing.T, batch int) {
 	took := time.Since(start)
 	t.Logf("batch size %d: %d messages of %d keys in %v; at most %d POSTs open", batch, n*len(keys), len(keys), took, o.maxInFight)
 	requireKeysInOrder(t, o, keys, n)
-	require.Greater(t, o.maxInFight, 4, "keys did not flow in parallel beyond one per queue")
+	if batch == 1 {
+		require.Greater(t, o.maxInFight, 4, "keys did not flow in parallel beyond one per queue")
+	} else {
+		// A batch takes the heads of several keys of its queue at once, so keys flow
+		// in parallel inside one POST; how many POSTs open beside it depends on timing.
+		require.Greater(t, o.maxKeys, 1, "no POST carried several keys")
+	}
+	return took
 }
 
 // blockedKeyStats reads the stats endpoint's blocked keys and their count.
