@@ -46,8 +46,10 @@ func StartMariaDB(t testing.TB, name string) string {
 		"--bind-address=127.0.0.1", "--socket="+filepath.Join(dir, "s"), "--pid-file="+filepath.Join(dir, "pid"),
 		"--user=root", "--skip-log-bin", "--innodb-buffer-pool-size=32M", "--log-error="+filepath.Join(dir, "err.log"))
 	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited closes when mariadbd has exited; waitErr (read after that) says how.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -70,9 +72,9 @@ func StartMariaDB(t testing.TB, name string) string {
 			break
 		}
 		select {
-		case e := <-exited:
+		case <-exited:
 			log, _ := os.ReadFile(filepath.Join(dir, "err.log"))
-			require.FailNow(t, "mariadbd exited", "%v\n%s", e, log)
+			require.FailNow(t, "mariadbd exited", "%v\n%s", waitErr, log)
 		case <-ctx.Done():
 			require.FailNow(t, "mariadbd did not answer", "%v", err)
 		case <-time.After(50 * time.Millisecond): // polling the port: the server gives no other signal that it is up

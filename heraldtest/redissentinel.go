@@ -67,7 +67,7 @@ func StartRedisSentinel(t testing.TB) *RedisSentinel {
 			c := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr})
 			peers, err1 := c.Sentinels(ctx, SentinelMasterName).Result()
 			replicas, err2 := c.Replicas(ctx, SentinelMasterName).Result()
-			c.Close()
+			_ = c.Close()
 			if err1 != nil || err2 != nil || len(peers) != 2 || len(replicas) != 1 {
 				return false
 			}
@@ -102,7 +102,7 @@ func (s *RedisSentinel) WaitPromoted() {
 		for _, sn := range s.Sentinels {
 			c := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr})
 			addr, err := c.GetMasterAddrByName(ctx, SentinelMasterName).Result()
-			c.Close()
+			_ = c.Close()
 			if err != nil || len(addr) != 2 || addr[1] != strconv.Itoa(s.Replica.Port) {
 				return false
 			}

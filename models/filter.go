@@ -307,15 +307,15 @@ func (p *filterParser) str() (string, error) {
 	var b strings.Builder
 	for p.pos < len(p.src) {
 		c := p.src[p.pos]
-		switch {
-		case c == q:
+		switch c {
+		case q:
 			p.pos++
 			s := b.String()
 			if !ValidHeaderValue(s) {
 				return "", p.fail("strings are UTF-8 without control characters")
 			}
 			return s, nil
-		case c == '\\':
+		case '\\':
 			if p.pos+1 >= len(p.src) || strings.IndexByte(`\"'`, p.src[p.pos+1]) < 0 {
 				return "", p.fail(`only \\, \" and \' escapes are allowed`)
 			}
