@@ -110,10 +110,9 @@ func (d *Dispatcher) cutOrdered(ctx context.Context, gs *groupState, cs *cursorS
 	return d.startJob(ctx, &jobState{job: j, group: gs, cursor: cs}, taken, now)
 }
 
-// applyInPlace takes an ordered job's failed POST back from in flight: its messages
-// return to the head of the to-send set and the cursor is blocked on them until
-// ip's time (or an operator, when paused).
-func (d *Dispatcher) applyInPlace(cs *cursorState, js *jobState, ip *delivery.InPlace) []pendingMsg {
+// takeBack removes from in flight the messages of ip's failed POST that js still
+// holds and returns them, in offset order, ready to be sent again.
+func takeBack(cs *cursorState, js *jobState, ip *delivery.InPlace) []pendingMsg {
 	var back []pendingMsg
 	for _, off := range delivery.Expand(ip.Offsets) {
 		inf, ok := cs.inflight[off]
@@ -124,6 +123,14 @@ func (d *Dispatcher) applyInPlace(cs *cursorState, js *jobState, ip *delivery.In
 		delete(js.remaining, off)
 		back = append(back, pendingMsg{offset: off, createdAt: inf.createdAt, returns: inf.returns, key: inf.key})
 	}
+	return back
+}
+
+// applyInPlace takes an ordered job's failed POST back from in flight: its messages
+// return to the head of the to-send set and the cursor is blocked on them until
+// ip's time (or an operator, when paused).
+func (d *Dispatcher) applyInPlace(cs *cursorState, js *jobState, ip *delivery.InPlace) []pendingMsg {
+	back := takeBack(cs, js, ip)
 	if len(back) == 0 {
 		return nil
 	}

@@ -181,16 +181,7 @@ func (c *cursorState) blockKeys(back []pendingMsg, attempts int, at time.Time, p
 // flight: its messages return to the to-send set and their keys are blocked until
 // ip's time (or an operator, when paused).
 func (d *Dispatcher) applyInPlaceKey(cs *cursorState, js *jobState, ip *delivery.InPlace) []pendingMsg {
-	var back []pendingMsg
-	for _, off := range delivery.Expand(ip.Offsets) {
-		inf, ok := cs.inflight[off]
-		if !ok || inf.job != js {
-			continue
-		}
-		delete(cs.inflight, off)
-		delete(js.remaining, off)
-		back = append(back, pendingMsg{offset: off, createdAt: inf.createdAt, returns: inf.returns, key: inf.key})
-	}
+	back := takeBack(cs, js, ip)
 	if len(back) == 0 {
 		return nil
 	}

@@ -48,13 +48,7 @@ func (k Keys) ReportsPattern() string { return globEscape(k.Namespace) + ":repor
 // ReportsOwner returns the dispatcher id of a key named by Reports, and false for
 // any other key.
 func (k Keys) ReportsOwner(key string) (string, bool) {
-	owner, ok := strings.CutPrefix(key, k.Namespace+":reports:")
-	if ok && k.HashTags {
-		var pre, suf bool
-		owner, pre = strings.CutPrefix(owner, "{d")
-		owner, suf = strings.CutSuffix(owner, "}")
-		ok = pre && suf
-	}
+	owner, ok := k.untag(key, ":reports:", "d")
 	return owner, ok && owner != ""
 }
 
@@ -109,13 +103,7 @@ func (k Keys) FencePattern() string { return globEscape(k.Namespace) + ":fence:*
 
 // FenceGroup returns the group id of a key named by Fence, and false for any other key.
 func (k Keys) FenceGroup(key string) (int64, bool) {
-	g, ok := strings.CutPrefix(key, k.Namespace+":fence:")
-	if ok && k.HashTags {
-		var pre, suf bool
-		g, pre = strings.CutPrefix(g, "{g")
-		g, suf = strings.CutSuffix(g, "}")
-		ok = pre && suf
-	}
+	g, ok := k.untag(key, ":fence:", "g")
 	id, err := strconv.ParseInt(g, 10, 64)
 	return id, ok && err == nil
 }
@@ -132,3 +120,16 @@ func (k Keys) FenceChannel() string { return k.Namespace + ":fence" }
 // instead of at their next poll (JobsWaker, config.Worker.TaskCheckInterval):
 // `<ns>:jobs`. Messages carry no payload.
 func (k Keys) JobsChannel() string { return k.Namespace + ":jobs" }
+
+// untag returns what follows `<ns><infix>` in key, without the hash tag
+// `{<kind>…}` that HashTags adds, and false when key is not of that form.
+func (k Keys) untag(key, infix, kind string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, k.Namespace+infix)
+	if ok && k.HashTags {
+		var pre, suf bool
+		rest, pre = strings.CutPrefix(rest, "{"+kind)
+		rest, suf = strings.CutSuffix(rest, "}")
+		ok = pre && suf
+	}
+	return rest, ok
+}
