@@ -3,15 +3,14 @@ package redisconn
 import (
 	"context"
 	"errors"
-	"net"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // newClusterClient returns a cluster client that starts a reload of its slot map
 // (ClusterClient.ReloadState: one CLUSTER SLOTS in the background, at most one
-// every 200 ms) as soon as a node cannot be reached: a refused or failed dial, or
-// a connection that broke under a command. go-redis itself reloads on MOVED and on
+// every 200 ms) as soon as a command fails because its node cannot be reached: a
+// refused dial, or a connection that broke under it. go-redis itself reloads on MOVED and on
 // its periodic tick (clusterStateReload) but not on a dead master, whose slots
 // keep pointing at it until a reload sees the promoted replica. Reloading on the
 // failure itself means the reload after the promotion comes within about 200 ms
@@ -41,26 +40,22 @@ func unreachable(err error) bool {
 	return !errors.Is(err, redis.ErrClosed)
 }
 
-func (h reloadOnFailure) check(err error) {
-	if unreachable(err) {
+func (h reloadOnFailure) check(cmd redis.Cmder, err error) {
+	if unreachable(err) && (cmd == nil || cmd.Name() != "cluster") { // not the reload's own CLUSTER SLOTS
 		h.cluster.ReloadState(context.Background())
 	}
 }
 
-// DialHook reloads after a failed dial.
-func (h reloadOnFailure) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := next(ctx, network, addr)
-		h.check(err)
-		return conn, err
-	}
-}
+// DialHook adds nothing: a failed dial surfaces as the failed command's error,
+// while the dials of the reload itself (to a dead seed node) must not start
+// another.
+func (h reloadOnFailure) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 // ProcessHook reloads after a command failed for want of the node.
 func (h reloadOnFailure) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		h.check(err)
+		h.check(cmd, err)
 		return err
 	}
 }
@@ -69,7 +64,7 @@ func (h reloadOnFailure) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h reloadOnFailure) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
-		h.check(err)
+		h.check(nil, err)
 		return err
 	}
 }
