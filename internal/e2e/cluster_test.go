@@ -110,23 +110,23 @@ func TestClusterMasterKilled(t *testing.T) {
 		if r.Count() >= 100 {
 			once.Do(func() { close(halfway) })
 		}
-		time.Sleep(10 * time.Millisecond) // stands for a receiver's latency, so the drain lasts seconds
+		time.Sleep(20 * time.Millisecond) // stands for a receiver's latency, so the drain lasts seconds
 		return 204
 	}
 	h, key := startClusterHerald(t, cluster, r)
+	queueSlot := cluster.Slot("asynq:{" + delivery.Keys{Namespace: h.Cfg.Namespace, HashTags: true}.AsynqQueue() + "}:pending")
+	victim := cluster.Master(queueSlot) // found before the drain, so the kill comes right at its 100th delivery
 	ids := publishNumbered(t, h, key, 400)
 	select {
 	case <-halfway:
 	case <-time.After(60 * time.Second):
 		t.Fatal("the drain never reached 100 deliveries")
 	}
-	queue := delivery.Keys{Namespace: h.Cfg.Namespace, HashTags: true}.AsynqQueue()
-	victim := cluster.Master(cluster.Slot("asynq:{" + queue + "}:pending"))
 	killed := time.Now()
 	victim.Kill()
 	require.Less(t, r.Count(), 400, "the master died mid-drain")
 	failedOver := make(chan time.Time, 1)
-	go func() { failedOver <- cluster.WaitFailover(cluster.Slot("asynq:{"+queue+"}:pending"), victim) }()
+	go func() { failedOver <- cluster.WaitFailover(queueSlot, victim) }()
 	for id := range publishNumbered(t, h, key, 100) {
 		ids[id] = true
 	}
