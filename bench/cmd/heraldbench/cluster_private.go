@@ -275,3 +275,32 @@ func parseCommandstats(info string) map[string]int64 {
 	}
 	return out
 }
+
+// keySlot returns the cluster slot of key (CLUSTER KEYSLOT on a live node).
+func (c *privateCluster) keySlot(ctx context.Context, key string) (int, error) {
+	for _, n := range c.live() {
+		slot, err := n.rdb.ClusterKeySlot(ctx, key).Result()
+		if err == nil {
+			return int(slot), nil
+		}
+	}
+	return 0, errors.New("no live node answers CLUSTER KEYSLOT")
+}
+
+// serves reports whether the master at addr serves slot, as the first live node
+// answering CLUSTER SLOTS sees it.
+func (c *privateCluster) serves(ctx context.Context, addr string, slot int) (bool, error) {
+	for _, n := range c.live() {
+		ranges, err := n.rdb.ClusterSlots(ctx).Result() //nolint:staticcheck // slot ranges with their master
+		if err != nil {
+			continue
+		}
+		for _, r := range ranges {
+			if slot >= r.Start && slot <= r.End && len(r.Nodes) > 0 {
+				return r.Nodes[0].Addr == addr, nil
+			}
+		}
+		return false, nil
+	}
+	return false, errors.New("no live node answers CLUSTER SLOTS")
+}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	heralddelivery "github.com/heraldhq/herald/internal/delivery"
 )
 
 // Goals of scenario k's master kill: deliveries resume within clusterTakeoverGoal of
@@ -47,7 +49,7 @@ func (b *bench) scenarioCluster(ctx context.Context) *result {
 	if err != nil {
 		return r.fail(err)
 	}
-	defer func() { b.logf("k: stopping cluster herald: %s", kh.stop(15*time.Second)) }()
+	defer func() { b.logf("k: stopping cluster herald: %s", kh.stop(15*time.Second)) }() // the last one started
 	main := b.c
 	defer func() { b.c = main }()
 	b.c = kh.client
@@ -84,11 +86,30 @@ func (b *bench) scenarioCluster(ctx context.Context) *result {
 	r.info("Redis commands per message by node", perNodeRow(perNode, masters, len(ps.ids)))
 	r.note("k's MySQL counts include the main Herald's idle statements (its groups paused; scenario e measures that rate)")
 
-	victim := busiestMaster(perNode, masters)
-	if victim == "" {
-		return r.fail(errors.New("no master served a command"))
+	// The kill: herald all passes notifications, jobs and reports in memory, so
+	// losing a master hardly touches its deliveries (measured: no pause). Restarted
+	// with HERALD_IN_PROCESS=false every job goes through asynq's queue, reports
+	// and wake-ups through Redis, as between separate processes; the master
+	// killed is the one holding the delivery queue's slot.
+	b.logf("k: restarting the cluster herald with HERALD_IN_PROCESS=false: %s", kh.stop(15*time.Second))
+	if kh, err = b.restartClusterHerald(ctx, kh, "HERALD_IN_PROCESS=false"); err != nil {
+		return r.fail(err)
 	}
-	b.killMaster(ctx, r, pc, lt, victim, masters[victim], n, rate)
+	b.c = kh.client
+	queueSlot, err := pc.keySlot(ctx, "asynq:{"+heralddelivery.Keys{Namespace: kh.settings.namespace, HashTags: true}.AsynqQueue()+"}:pending")
+	if err != nil {
+		return r.fail(err)
+	}
+	victim := ""
+	for addr := range masters {
+		if owns, err := pc.serves(ctx, addr, queueSlot); err == nil && owns {
+			victim = addr
+		}
+	}
+	if victim == "" {
+		return r.fail(fmt.Errorf("no master serves the delivery queue's slot %d", queueSlot))
+	}
+	b.killMaster(ctx, r, pc, lt, victim, queueSlot, n, rate)
 	if err := b.c.pauseGroup(ctx, "bench-k"); err != nil {
 		r.note("pause bench-k: %v", err)
 	}
@@ -124,7 +145,8 @@ func (b *bench) killMaster(ctx context.Context, r *result, pc *privateCluster, l
 	_, lost := lt.latencies(ps.ids)
 	st := lt.sk.stats()
 	resumed := resumedAfter(lt.sk, killed)
-	r.info("master killed", fmt.Sprintf("%s, the busiest in the measured phase, %s into %d more publishes at %d/s", victim, killAfter, n, rate))
+	r.info("master killed", fmt.Sprintf("%s, holding the delivery queue (slot %d), %s into %d more publishes at %d/s; Herald restarted with HERALD_IN_PROCESS=false",
+		victim, slot, killAfter, n, rate))
 	if promotion >= 0 {
 		r.info("replica promoted (cluster's failure detection)", fmt.Sprintf("%s after the kill", promotion.Round(time.Millisecond)))
 	} else {
@@ -191,9 +213,10 @@ func resumedAfter(s *sink, since time.Time) time.Duration {
 
 // clusterHerald is scenario k's `herald all` on the private cluster.
 type clusterHerald struct {
-	proc   *heraldProc
-	client *apiClient
-	schema string
+	proc     *heraldProc
+	client   *apiClient
+	schema   string
+	settings heraldSettings
 }
 
 func (k *clusterHerald) stop(grace time.Duration) string { return k.proc.stop(grace) }
@@ -220,12 +243,26 @@ func (b *bench) startClusterHerald(ctx context.Context, pc *privateCluster) (*cl
 	if err := migrateUp(ctx, hs); err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(b.opts.results, b.start.Format("2006-01-02-1504")+"-k.herald.log")
+	return b.launchClusterHerald(ctx, hs, cfg.DBName, "-k.herald.log")
+}
+
+// restartClusterHerald starts k's Herald again (k stopped) on the same database and
+// cluster with extra settings added.
+func (b *bench) restartClusterHerald(ctx context.Context, k *clusterHerald, extra ...string) (*clusterHerald, error) {
+	hs := k.settings
+	hs.extra = append(slices.Clone(hs.extra), extra...)
+	return b.launchClusterHerald(ctx, hs, k.schema, "-k2.herald.log")
+}
+
+// launchClusterHerald starts `herald all` with hs and logs in with an API key for
+// bench.*; its log is the run's stem + suffix.
+func (b *bench) launchClusterHerald(ctx context.Context, hs heraldSettings, schema, suffix string) (*clusterHerald, error) {
+	logPath := filepath.Join(b.opts.results, b.start.Format("2006-01-02-1504")+suffix)
 	hp, err := startHerald(hs, logPath)
 	if err != nil {
 		return nil, err
 	}
-	k := &clusterHerald{proc: hp, schema: cfg.DBName, client: newAPIClient(hp.baseURL)}
+	k := &clusterHerald{proc: hp, schema: schema, client: newAPIClient(hp.baseURL), settings: hs}
 	if err := hp.waitReady(ctx, 60*time.Second); err != nil {
 		hp.stop(5 * time.Second)
 		return nil, errors.Join(err, logTailError(hp.logPath))
@@ -295,17 +332,6 @@ func (w *clusterWin) end(ctx context.Context) (liveUse, map[string]int64, error)
 		}
 	}
 	return liveUse{counts: counts, cpu: w.p0.until(p1)}, perNode, nil
-}
-
-// busiestMaster returns the master that ran the most commands.
-func busiestMaster(perNode map[string]int64, masters map[string]int) string {
-	best, bestN := "", int64(-1)
-	for addr := range masters {
-		if perNode[addr] > bestN {
-			best, bestN = addr, perNode[addr]
-		}
-	}
-	return best
 }
 
 // perNodeRow writes each node's commands per message, masters first.
