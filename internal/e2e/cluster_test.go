@@ -266,6 +266,7 @@ func TestSentinelMasterKilled(t *testing.T) {
 	sentinel.WaitPromoted()
 	promoted := time.Since(killed)
 	requireExactlyDelivered(t, r, ids, 90*time.Second)
-	t.Logf("replica promoted %s after the kill, all delivered after %s; %d distinct, %d with repeats",
-		promoted.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond), r.Count(), repeats(r, ids))
+	_, resumed := resumedAfter(r, killed)
+	t.Logf("replica promoted %s after the kill, deliveries resumed after %s, all delivered after %s; %d distinct, %d with repeats",
+		promoted.Round(time.Millisecond), resumed.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond), r.Count(), repeats(r, ids))
 }
