@@ -96,6 +96,7 @@ func (b *bench) scenarioCluster(ctx context.Context) *result {
 		return r.fail(err)
 	}
 	b.c = kh.client
+	b.splitCounts(ctx, r, pc, kh, lt, n/2, rate)
 	queueSlot, err := pc.keySlot(ctx, "asynq:{"+heralddelivery.Keys{Namespace: kh.settings.namespace, HashTags: true}.AsynqQueue()+"}:pending")
 	if err != nil {
 		return r.fail(err)
@@ -114,6 +115,37 @@ func (b *bench) scenarioCluster(ctx context.Context) *result {
 		r.note("pause bench-k: %v", err)
 	}
 	return r
+}
+
+// splitCounts publishes n messages at rate to k's Herald running with
+// HERALD_IN_PROCESS=false and reports Redis commands per message, summed and per
+// node: every job then goes through asynq's one queue, so its master carries most
+// of them (design §11, spreading the queue).
+func (b *bench) splitCounts(ctx context.Context, r *result, pc *privateCluster, kh *clusterHerald, lt *latencyRun, n, rate int) {
+	st0 := lt.sk.stats()
+	w, err := b.clusterWindow(ctx, pc, kh.proc.pid())
+	if err != nil {
+		r.note("HERALD_IN_PROCESS=false counts: %v", err)
+		return
+	}
+	ps := lt.paced(ctx, n, time.Second/time.Duration(rate))
+	wctx, cancel := context.WithTimeout(ctx, b.opts.phaseTimeout)
+	lt.sk.waitDistinct(wctx, int(st0.distinct)+len(ps.ids))
+	cancel()
+	use, perNode, err := w.end(ctx)
+	if err != nil {
+		r.note("HERALD_IN_PROCESS=false counts: %v", err)
+		return
+	}
+	masters, err := pc.masters(ctx)
+	if err != nil {
+		r.note("HERALD_IN_PROCESS=false counts: %v", err)
+		return
+	}
+	phase := fmt.Sprintf(" (HERALD_IN_PROCESS=false, %d messages)", len(ps.ids))
+	r.info("Redis commands per message"+phase, fmt.Sprintf("%s (%d for %d)", fmtRate(float64(use.counts.redisTotal)/float64(max(len(ps.ids), 1))), use.counts.redisTotal, len(ps.ids)))
+	r.info("Redis commands by name, per message"+phase, top(use.counts.redis, 12, float64(max(len(ps.ids), 1))))
+	r.info("Redis commands per message by node"+phase, perNodeRow(perNode, masters, len(ps.ids)))
 }
 
 // killMaster publishes n more messages at rate and, killAfter into it, kills -9 the
