@@ -28,7 +28,7 @@ const killAfter = 3 * time.Second
 // and a second `herald all` in HERALD_REDIS_MODE=cluster on its own database
 // (<schema>_k) of the same MariaDB, with the shape of (h): single-message publishes
 // paced at -trickle-rate for -trickle-duration to one group (batch 1). It reports
-// Redis commands per message summed over the nodes and per node, MySQL statements,
+// Redis commands per message summed over the masters and per node, MySQL statements,
 // CPU (Redis = every node) and latency. Then the same pacing again, and killAfter
 // into it the master that served the most commands is killed -9: takeover (kill →
 // deliveries resume, the end of the longest pause in receipts after the kill), lost
@@ -333,14 +333,19 @@ func (b *bench) clusterWindow(ctx context.Context, pc *privateCluster, heraldPid
 	return w, nil
 }
 
-// end waits liveSettle and returns the window's use (Redis: every node summed, the
-// window's own INFO calls removed) and each node's commands.
+// end waits liveSettle and returns the window's use (Redis: the masters summed,
+// since a replica's commandstats repeat its master's writes; the window's own
+// INFO calls removed) and each node's commands, replicas included.
 func (w *clusterWin) end(ctx context.Context) (liveUse, map[string]int64, error) {
 	select {
 	case <-ctx.Done():
 	case <-time.After(liveSettle):
 	}
 	nodes1, err := w.pc.commandstats(ctx)
+	if err != nil {
+		return liveUse{}, nil, err
+	}
+	masters, err := w.pc.masters(ctx)
 	if err != nil {
 		return liveUse{}, nil, err
 	}
@@ -356,10 +361,13 @@ func (w *clusterWin) end(ctx context.Context) (liveUse, map[string]int64, error)
 			if cmd == "info" {
 				d-- // the window's own INFO commandstats on this node
 			}
-			if d > 0 {
+			if d <= 0 {
+				continue
+			}
+			perNode[addr] += d
+			if _, master := masters[addr]; master { // a replica's count repeats its master's writes
 				counts.redis[cmd] += d
 				counts.redisTotal += d
-				perNode[addr] += d
 			}
 		}
 	}
