@@ -310,7 +310,7 @@ func (b *bench) launchClusterHerald(ctx context.Context, hs heraldSettings, sche
 	return k, nil
 }
 
-// clusterWin is a live window of scenario k: counts summed over the nodes and per
+// clusterWin is a live window of scenario k: counts summed over the masters and per
 // node, CPU of the cluster Herald, MariaDB and every node.
 type clusterWin struct {
 	pc     *privateCluster
