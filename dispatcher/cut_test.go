@@ -223,7 +223,7 @@ func TestCutGates(t *testing.T) {
 }
 
 // TestCutEnqueueFails: a job asynq refuses gives its credits back and its messages
-// return to the to-send set after a second's backoff.
+// return to the to-send set after enqueueRetry (250 ms).
 func TestCutEnqueueFails(t *testing.T) {
 	t.Parallel()
 	b := setupCut(t, 16, 10)
@@ -236,9 +236,9 @@ func TestCutEnqueueFails(t *testing.T) {
 	require.Len(t, cs.pending, 3)
 	require.Empty(t, cs.inflight)
 	for _, p := range cs.pending {
-		require.Equal(t, b.now.Add(time.Second).UnixMilli(), p.notBefore)
+		require.Equal(t, b.now.Add(enqueueRetry).UnixMilli(), p.notBefore)
 	}
-	require.True(t, b.now.Add(time.Second).Equal(b.d.wakeAt), "wake at %v", b.d.wakeAt)
+	require.True(t, b.now.Add(enqueueRetry).Equal(b.d.wakeAt), "wake at %v", b.d.wakeAt)
 }
 
 // TestCommitDropsLostCursors: a cursor whose fence the commit lost is dropped with its

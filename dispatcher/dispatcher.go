@@ -159,12 +159,16 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return eg.Wait()
 }
 
+// resubscribeDelay is the pause before a notify subscription that failed (Redis
+// unreachable, a failover under way) is tried again.
+const resubscribeDelay = 200 * time.Millisecond
+
 func (d *Dispatcher) subscribe(ctx context.Context, events chan<- notify.Event) error {
 	for ctx.Err() == nil {
 		if err := notify.Subscribe(ctx, d.rdb, d.keys, events); err != nil && ctx.Err() == nil {
 			d.log.Warn("notify subscription dropped; fallback poll covers it", "err", err)
 			select {
-			case <-time.After(time.Second):
+			case <-time.After(resubscribeDelay):
 			case <-ctx.Done():
 			}
 		}

@@ -202,11 +202,17 @@ func (d *Dispatcher) enqueueJob(ctx context.Context, js *jobState, now time.Time
 	d.jobs[id] = js
 	if err := d.enqueue(ctx, js, now); err != nil {
 		d.log.Warn("enqueue delivery job", "task", id, "retry", js.job.Retry, "ordered", js.job.Ordered, "generation", js.job.Generation, "err", err)
-		d.finishJob(js, time.Second)
+		d.finishJob(js, enqueueRetry)
 		return false
 	}
 	return true
 }
+
+// enqueueRetry is how long a job's messages wait after its enqueue failed before
+// they are cut into a job again. Short, because the usual cause is a Redis
+// failover, and the first enqueue after the new master is known should not wait
+// out more than this (it was 1 s, most of Herald's share of a cluster takeover).
+const enqueueRetry = 250 * time.Millisecond
 
 // carried returns the messages of take (offset order) when a local notification
 // brought every one of them, else nil (the worker loads them).

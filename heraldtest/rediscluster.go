@@ -106,6 +106,34 @@ func (c *RedisCluster) server(addr string) *RedisServer {
 // answering CLUSTER SLOTS sees it; it fails the test when none does.
 func (c *RedisCluster) Master(slot int) *RedisServer {
 	c.t.Helper()
+	if m := c.masterOf(slot); m != nil {
+		return m
+	}
+	c.t.Fatalf("no live master serves slot %d", slot)
+	return nil
+}
+
+// WaitFailover waits (up to 30 s, polling every 10 ms) until a live master other
+// than old serves slot, as the first live node answering CLUSTER SLOTS sees it,
+// and returns when that was first seen: the moment the cluster finished its
+// failover, whatever its clients have noticed yet.
+func (c *RedisCluster) WaitFailover(slot int, old *RedisServer) time.Time {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m := c.masterOf(slot); m != nil && m != old {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("no replica took over slot %d within 30 s", slot)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a server state that sends no signal
+	}
+}
+
+// masterOf returns the running master that serves slot, as the first live node
+// answering CLUSTER SLOTS sees it, or nil.
+func (c *RedisCluster) masterOf(slot int) *RedisServer {
 	ctx := context.Background()
 	for _, s := range c.alive() {
 		n := redis.NewClient(&redis.Options{Addr: s.Addr})
@@ -122,7 +150,6 @@ func (c *RedisCluster) Master(slot int) *RedisServer {
 			}
 		}
 	}
-	c.t.Fatalf("no live master serves slot %d", slot)
 	return nil
 }
 

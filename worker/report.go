@@ -121,16 +121,43 @@ func (r *reporter) flush(final bool) {
 		return
 	}
 	b, _ := json.Marshal(rep)
-	pipe := r.w.rdb.Pipeline()
-	pipe.RPush(ctx, r.w.keys.Reports(r.job.Owner), b)
-	if final && r.beating.Load() {
-		pipe.Del(ctx, r.w.keys.Heartbeat(r.job.Owner, r.taskID))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		// The dispatcher re-dispatches jobs whose reports never arrive: a duplicate, never a loss.
+	pctx, pcancel := context.WithTimeout(context.Background(), reportPushFor)
+	defer pcancel()
+	for wait := reportPushRetry; ; wait = min(2*wait, time.Second) {
+		pipe := r.w.rdb.Pipeline()
+		pipe.RPush(pctx, r.w.keys.Reports(r.job.Owner), b)
+		if final && r.beating.Load() {
+			pipe.Del(pctx, r.w.keys.Heartbeat(r.job.Owner, r.taskID))
+		}
+		_, err := pipe.Exec(pctx)
+		if err == nil {
+			return
+		}
+		select {
+		case <-time.After(wait):
+			continue
+		case <-pctx.Done():
+		case <-r.w.stopping:
+		}
+		// The dispatcher re-dispatches jobs whose reports never arrive (at their
+		// deadline, ≥ JobDeadlineBase): a duplicate, never a loss.
 		r.w.log.Warn("push report", "task", r.taskID, "err", err)
+		return
 	}
 }
+
+// reportPushFor is how long a worker keeps trying to push a report while Redis
+// refuses it (a failover under way: a cluster promotes a replica within about
+// twice cluster-node-timeout, Sentinel within down-after-milliseconds plus its
+// election). A report given up on costs the job's messages a repeat at the
+// dispatcher's deadline (≥ JobDeadlineBase, 40 s), so a failover that outlasted
+// one push turned a 4 s takeover into a 40 s one. A push that failed after Redis
+// took it may arrive twice: its offsets are done once, its counters (metrics)
+// count twice.
+const reportPushFor = 15 * time.Second
+
+// reportPushRetry is the first pause between report pushes; it doubles up to 1 s.
+const reportPushRetry = 50 * time.Millisecond
 
 // heartbeat flushes progress every interval and at once when the job is fenced,
 // and, from a third of HeartbeatTTL on,

@@ -158,7 +158,7 @@ func run(ctx context.Context, o options) error {
 	scenarios := map[string]func(context.Context) *result{
 		"a": b.scenarioDrain1K, "b": b.scenarioDrainGitHub, "c": b.scenarioPublish, "d": b.scenarioLatency,
 		"e": b.scenarioIdle, "f": b.scenarioIdleGroups, "g": b.scenarioLone, "h": b.scenarioTrickle,
-		"l": b.scenarioLoneRate, "o": b.scenarioFanout, "s": b.scenarioSaturation,
+		"k": b.scenarioCluster, "l": b.scenarioLoneRate, "o": b.scenarioFanout, "s": b.scenarioSaturation,
 	}
 	var results []*result
 	for _, key := range o.selected() {
