@@ -117,7 +117,7 @@ func decodeStrict(body []byte, v any) error {
 
 // publish stores a request's messages, all or none, and answers 201 with their ids.
 func (s *Server) publish(c echo.Context) error {
-	stagetrace.Mark(stagetrace.PublishStart)
+	traceStart := stagetrace.Now()
 	ctx := c.Request().Context()
 	name := c.Param("topic")
 	key := apiKeyFrom(c)
@@ -172,7 +172,7 @@ func (s *Server) publish(c echo.Context) error {
 		pr.Idempotency = &groupcommit.IdempotencyRecord{APIKeyID: key.ID, TopicID: topic.ID, Key: idemKey, RequestHash: reqHash}
 	}
 	expected()
-	stagetrace.Mark(stagetrace.PublishSubmit)
+	traceSubmit := stagetrace.Now()
 	if err := s.writer.Submit(ctx, pr); err != nil {
 		if idemKey != "" && errors.Is(err, models.ErrConflict) {
 			// A concurrent request with the same key won the race: answer as it did.
@@ -185,7 +185,14 @@ func (s *Server) publish(c echo.Context) error {
 	metrics.Published.WithLabelValues(name).Add(float64(len(msgs)))
 	s.stats.addPublished(topic.ID, len(msgs))
 	status, out := respond(pr.Messages)
-	stagetrace.Mark(stagetrace.PublishAnswered)
+	if stagetrace.Enabled() {
+		answered := time.Now()
+		for _, m := range pr.Messages {
+			stagetrace.Mark(stagetrace.PublishStart, traceStart, m.QueueID, m.Offset)
+			stagetrace.Mark(stagetrace.PublishSubmit, traceSubmit, m.QueueID, m.Offset)
+			stagetrace.Mark(stagetrace.PublishAnswered, answered, m.QueueID, m.Offset)
+		}
+	}
 	return c.JSONBlob(status, out)
 }
 

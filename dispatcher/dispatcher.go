@@ -276,7 +276,11 @@ func (d *Dispatcher) onEvent(ev notify.Event) {
 			return
 		}
 		if len(ev.Rows) > 0 {
-			stagetrace.Mark(stagetrace.DispatchEvent)
+			if at := stagetrace.Now(); !at.IsZero() {
+				for _, r := range ev.Rows {
+					stagetrace.Mark(stagetrace.DispatchEvent, at, ev.Queue, r.ID)
+				}
+			}
 			d.applyRows(ev)
 		} else {
 			d.dirtyQ[ev.Queue] = true

@@ -251,7 +251,11 @@ func (d *Dispatcher) jobLifetime(g *models.Group, msgs, par int) time.Duration {
 func (d *Dispatcher) enqueue(ctx context.Context, js *jobState, now time.Time) error {
 	dl := d.jobLifetime(js.group.g, len(js.remaining), js.job.Parallelism)
 	js.deadline = now.Add(dl)
-	stagetrace.Mark(stagetrace.JobHandOff)
+	if at := stagetrace.Now(); !at.IsZero() {
+		for _, o := range delivery.Expand(js.job.Offsets) {
+			stagetrace.Mark(stagetrace.JobHandOff, at, js.job.Queue, o)
+		}
+	}
 	if d.local != nil && d.local.Offer(js.job, dl) {
 		return nil
 	}

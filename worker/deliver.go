@@ -36,7 +36,7 @@ const heartbeatDelay = 100 * time.Millisecond
 // run runs job j: fence and group checks, messages (carried or loaded), batches
 // sent with at most j.Parallelism POSTs at once, and every outcome reported.
 func (w *Worker) run(ctx context.Context, j delivery.Job) {
-	stagetrace.Mark(stagetrace.WorkerStart)
+	traceStart := stagetrace.Now()
 	rep := newReporter(w, j)
 	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHB()
@@ -48,6 +48,11 @@ func (w *Worker) run(ctx context.Context, j delivery.Job) {
 	defer rep.flush(true)
 
 	offsets := delivery.Expand(j.Offsets)
+	if !traceStart.IsZero() {
+		for _, o := range offsets {
+			stagetrace.Mark(stagetrace.WorkerStart, traceStart, j.Queue, o)
+		}
+	}
 	if w.isStopping() {
 		rep.returned(delivery.ReasonShutdown, offsets, delivery.Counters{})
 		return

@@ -29,9 +29,15 @@ func (w *Worker) post(ctx context.Context, g *cachedGroup, topic string, attempt
 			return w.pushToken(ctx, g, id, iat)
 		}
 	}
-	stagetrace.Mark(stagetrace.PostStart)
+	traceStart := stagetrace.Now()
 	res, err := webhook.Send(ctx, w.client, p, time.Duration(g.TimeoutMS)*time.Millisecond, w.cfg.ResponseCapBytes)
-	stagetrace.Mark(stagetrace.PostDone)
+	if !traceStart.IsZero() {
+		done := time.Now()
+		for _, m := range msgs {
+			stagetrace.Mark(stagetrace.PostStart, traceStart, m.QueueID, m.Offset)
+			stagetrace.Mark(stagetrace.PostDone, done, m.QueueID, m.Offset)
+		}
+	}
 	if err != nil {
 		w.log.Warn("make webhook request", "group", g.Name, "err", err)
 		return webhook.Outcome{Kind: webhook.KindFailed, Class: delivery.ClassOther}, nil

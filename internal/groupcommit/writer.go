@@ -193,7 +193,7 @@ func (w *Writer) lane(ctx context.Context) {
 				return
 			}
 		}
-		stagetrace.Mark(stagetrace.FlushStart)
+		traceStart := stagetrace.Now()
 		g := &gathering{}
 		if g.take(first); len(g.items) == 0 {
 			continue
@@ -214,7 +214,7 @@ func (w *Writer) lane(ctx context.Context) {
 		carry = g.carry
 		// A flush outlives shutdown (it finishes what it took) but never FlushTimeout.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.flushTimeout())
-		w.flush(fctx, g.items)
+		w.flush(fctx, g.items, traceStart)
 		cancel()
 		if w.OnFlush != nil {
 			w.OnFlush(len(g.items), g.rows)
@@ -280,14 +280,16 @@ func (w *Writer) assign(reqs []*store.PublishRequest) {
 	}
 }
 
-func (w *Writer) flush(ctx context.Context, batch []*item) {
+// flush stores batch, answers its requests and notifies; traceStart is when the
+// lane took its first request (stagetrace).
+func (w *Writer) flush(ctx context.Context, batch []*item, traceStart time.Time) {
 	reqs := make([]*store.PublishRequest, len(batch))
 	for i, it := range batch {
 		reqs[i] = it.req
 	}
 	w.assign(reqs)
 	err := w.st.MessagesInsert(ctx, reqs)
-	stagetrace.Mark(stagetrace.FlushCommitted)
+	traceCommitted := stagetrace.Now()
 	errs := make([]error, len(batch))
 	if err != nil && ctx.Err() != nil {
 		// The deadline cut the statement or the commit: whether it committed is unknown,
@@ -330,9 +332,23 @@ func (w *Writer) flush(ctx context.Context, batch []*item) {
 			slices.SortFunc(rows, func(a, b notify.Row) int { return cmp.Compare(a.ID, b.ID) })
 			evs[i] = notify.Event{Queue: q, Rows: rows, Keyed: true}
 		}
-		stagetrace.Mark(stagetrace.Notified)
+		if stagetrace.Enabled() {
+			traceFlush(evs, traceStart, traceCommitted, time.Now())
+		}
 		if err := w.notify.Published(ctx, evs); err != nil {
 			w.log.Warn("notify after publish", "err", err)
+		}
+	}
+}
+
+// traceFlush marks the flush's start, its commit and its notification for every
+// message it stored (stagetrace).
+func traceFlush(evs []notify.Event, start, committed, notified time.Time) {
+	for _, ev := range evs {
+		for _, r := range ev.Rows {
+			stagetrace.Mark(stagetrace.FlushStart, start, ev.Queue, r.ID)
+			stagetrace.Mark(stagetrace.FlushCommitted, committed, ev.Queue, r.ID)
+			stagetrace.Mark(stagetrace.Notified, notified, ev.Queue, r.ID)
 		}
 	}
 }

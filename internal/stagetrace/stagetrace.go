@@ -2,8 +2,8 @@
 // handler, group-commit flush, commit, notification, dispatch, job hand-off, POST), so
 // a benchmark can break one message's publish-to-receipt time down from timestamps.
 // It is off unless Enable was called (HERALD_STAGE_TRACE): then Mark costs one atomic
-// load and a predicted branch. Marks carry no message id: a lone message is the only
-// one on the path, so the marks between its publish and its receipt are its own.
+// load and a predicted branch. Each mark names its message by queue and offset, so
+// messages in a crowd are broken down as well as a lone one.
 package stagetrace
 
 import (
@@ -57,8 +57,9 @@ func (s Stage) String() string {
 	return "unknown"
 }
 
-// capacity is how many marks are kept; older ones are overwritten.
-const capacity = 1 << 16
+// capacity is how many marks are kept (about 8 MiB); older ones are overwritten. It
+// holds the marks of 20,000 messages, each passing every stage once.
+const capacity = 1 << 18
 
 var (
 	on   atomic.Bool
@@ -69,8 +70,9 @@ var (
 )
 
 type mark struct {
-	stage Stage
-	at    int64 // Unix ns
+	stage         Stage
+	at            int64 // Unix ns
+	queue, offset int64
 }
 
 // Enable starts recording. It is meant to be called once at startup; calling it again
@@ -87,25 +89,37 @@ func Enable() {
 // Enabled reports whether marks are recorded.
 func Enabled() bool { return on.Load() }
 
-// Mark records that the path passed stage s now; a no-op unless Enable was called.
-func Mark(s Stage) {
+// Now is the time to pass to Mark: the current time while recording, else zero
+// (no clock read).
+func Now() time.Time {
+	if !on.Load() {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// Mark records that the message at offset of queue passed stage s at `at` (taken
+// with Now, or time.Now when already at hand); a no-op unless Enable was called.
+func Mark(s Stage, at time.Time, queue, offset int64) {
 	if !on.Load() {
 		return
 	}
-	at := time.Now().UnixNano()
 	mu.Lock()
-	ring[next] = mark{stage: s, at: at}
+	ring[next] = mark{stage: s, at: at.UnixNano(), queue: queue, offset: offset}
 	if next++; next == len(ring) {
 		next, full = 0, true
 	}
 	mu.Unlock()
 }
 
-// Event is one mark as the handler lists it: the stage's name and the wall-clock time
-// in Unix nanoseconds (comparable across processes on one machine).
+// Event is one mark as the handler lists it: the stage's name, the wall-clock time
+// in Unix nanoseconds (comparable across processes on one machine) and the message's
+// queue and offset (its id is models.MessageID of the two).
 type Event struct {
-	Stage string `json:"stage"`
-	At    int64  `json:"at"`
+	Stage  string `json:"stage"`
+	At     int64  `json:"at"`
+	Queue  int64  `json:"queue"`
+	Offset int64  `json:"offset"`
 }
 
 // Drain returns every mark kept, oldest first, and forgets them.
@@ -115,7 +129,7 @@ func Drain() []Event {
 	var out []Event
 	add := func(ms []mark) {
 		for _, m := range ms {
-			out = append(out, Event{Stage: m.stage.String(), At: m.at})
+			out = append(out, Event{Stage: m.stage.String(), At: m.at, Queue: m.queue, Offset: m.offset})
 		}
 	}
 	if full {

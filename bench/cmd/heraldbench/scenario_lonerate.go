@@ -14,9 +14,11 @@ import (
 // (default 1,000) msg/s from -lone-busy-publishers (16) for -lone-busy-duration
 // (10 s); then -lone-n (100) messages at -lone-rate (5) msg/s from one publisher, each
 // alone on the path. Latency runs from just before the publish request to the
-// receiver's handler being entered (the POST's head read). With Herald's stage trace
-// on (-stage-trace), the lone messages' time is broken down by stage from Herald's
-// own timestamps. Goals: lone median ≤ 2 ms, p99 ≤ 5 ms.
+// receiver's handler being entered (the POST's head read); the publisher's
+// connections are kept alive, so the lone publisher reuses a warm one. With Herald's
+// stage trace on (-stage-trace), the time of lone and crowd messages is broken down by
+// stage from Herald's own timestamps, which name each message. Goals: lone median
+// ≤ 2 ms, p99 ≤ 5 ms.
 func (b *bench) scenarioLoneRate(ctx context.Context) *result {
 	o := b.opts
 	r := &result{key: "l", title: fmt.Sprintf("lone messages at %d msg/s beside %d msg/s from %d publishers (one group, batch 1, 1 KiB)",
@@ -28,6 +30,7 @@ func (b *bench) scenarioLoneRate(ctx context.Context) *result {
 
 	// The crowd.
 	n := o.loneBusyRate * int(o.loneBusyDur/time.Second)
+	traced := b.drainStageTrace(ctx) == nil
 	end := b.startWindow(ctx)
 	ps := lt.pacedBy(ctx, n, time.Second/time.Duration(o.loneBusyRate), o.loneBusyPublishers)
 	wctx, cancel := context.WithTimeout(ctx, o.phaseTimeout)
@@ -39,10 +42,20 @@ func (b *bench) scenarioLoneRate(ctx context.Context) *result {
 	r.latencyRows(fmt.Sprintf("%d msg/s latency", o.loneBusyRate), lats, missing, 0, 0)
 	r.publishRows(ps, lt.firstErr)
 	r.addLiveRows(fmt.Sprintf(" (%d msg/s)", o.loneBusyRate), use, perMessage(len(ps.ids)), liveGoals{})
+	var crowdMarks []stageMark
+	if traced {
+		var err error
+		if crowdMarks, err = b.fetchStageTrace(ctx); err != nil {
+			r.note("stage trace: %v", err)
+			traced = false
+		}
+	}
 
 	// The trickle. The pause lets the crowd's last reports and commits settle.
 	time.Sleep(2 * time.Second)
-	traced := b.drainStageTrace(ctx) == nil
+	if traced {
+		traced = b.drainStageTrace(ctx) == nil
+	}
 	interval := time.Second / time.Duration(o.loneRate)
 	end = b.startWindow(ctx)
 	var ids []string
@@ -69,7 +82,7 @@ func (b *bench) scenarioLoneRate(ctx context.Context) *result {
 		if marks, err := b.fetchStageTrace(ctx); err != nil {
 			r.note("stage trace: %v", err)
 		} else {
-			r.breakdownRows(lt, ids, marks)
+			r.breakdownRows(lt, fmt.Sprintf("lone | %d msg/s", o.loneBusyRate), ids, marks, ps.ids, crowdMarks)
 		}
 	}
 	if err := b.c.pauseGroup(ctx, "bench-l"); err != nil {
@@ -97,8 +110,10 @@ func (lt *latencyRun) firstByte(ids []string) ([]time.Duration, int) {
 
 // stageMark is one mark of Herald's stage trace (internal/stagetrace.Event).
 type stageMark struct {
-	Stage string `json:"stage"`
-	At    int64  `json:"at"` // Unix ns
+	Stage  string `json:"stage"`
+	At     int64  `json:"at"` // Unix ns
+	Queue  int64  `json:"queue"`
+	Offset int64  `json:"offset"`
 }
 
 // fetchStageTrace reads and clears Herald's stage marks (GET /debug/stagetrace on the
@@ -143,32 +158,41 @@ var segments = []struct{ from, to, label string }{
 	{"post_start", "", "POST → receiver handler"},
 }
 
-// breakdownRows adds, per segment of the path, the median and p90 over the lone
-// messages whose every mark was found between their publish's start and receipt (a
-// lone message is the only one on the path then, so those marks are its own).
-func (r *result) breakdownRows(lt *latencyRun, ids []string, marks []stageMark) {
-	slices.SortFunc(marks, func(a, b stageMark) int { return int(a.At - b.At) })
+// stageTimes gives, per segment, the sorted times of the messages ids whose every
+// mark was found (the first of each stage for its queue and offset), and how many
+// those were.
+func stageTimes(lt *latencyRun, ids []string, marks []stageMark) ([][]time.Duration, int) {
+	type msgKey struct{ q, o int64 }
+	byMsg := map[msgKey]map[string]int64{}
+	for _, m := range marks {
+		k := msgKey{m.Queue, m.Offset}
+		st := byMsg[k]
+		if st == nil {
+			st = map[string]int64{}
+			byMsg[k] = st
+		}
+		if at, seen := st[m.Stage]; !seen || m.At < at {
+			st[m.Stage] = m.At
+		}
+	}
 	per := make([][]time.Duration, len(segments))
 	used := 0
 	for _, id := range ids {
+		var k msgKey
+		if _, err := fmt.Sscanf(id, "msg_%d_%d", &k.q, &k.o); err != nil {
+			continue
+		}
 		d, ok := lt.sk.lookup(id)
-		if !ok {
+		st := byMsg[k]
+		if !ok || st == nil {
 			continue
 		}
 		start, stop := lt.sentAt(id).UnixNano(), d.first.UnixNano()
-		first := map[string]int64{}
-		for _, m := range marks {
-			if m.At >= start && m.At <= stop {
-				if _, seen := first[m.Stage]; !seen {
-					first[m.Stage] = m.At
-				}
-			}
-		}
 		at := func(stage string, dflt int64) (int64, bool) {
 			if stage == "" {
 				return dflt, true
 			}
-			v, ok := first[stage]
+			v, ok := st[stage]
 			return v, ok
 		}
 		var row []time.Duration
@@ -189,16 +213,39 @@ func (r *result) breakdownRows(lt *latencyRun, ids []string, marks []stageMark) 
 			per[i] = append(per[i], v)
 		}
 	}
-	if used == 0 {
-		r.note("stage trace: no lone message had every mark between its publish and receipt (%d marks)", len(marks))
+	for i := range per {
+		slices.Sort(per[i])
+	}
+	return per, used
+}
+
+// breakdownRows adds, per segment of the path, the median and p90 of two sets of
+// messages side by side (named in label, "a | b"): each message's marks are found
+// by its queue and offset, the segments before and after Herald by the publish's
+// start and the receipt.
+func (r *result) breakdownRows(lt *latencyRun, label string, aIDs []string, aMarks []stageMark, bIDs []string, bMarks []stageMark) {
+	a, aUsed := stageTimes(lt, aIDs, aMarks)
+	b, bUsed := stageTimes(lt, bIDs, bMarks)
+	if aUsed == 0 && bUsed == 0 {
+		r.note("stage trace: no message had every mark (%d and %d marks)", len(aMarks), len(bMarks))
 		return
 	}
-	var sum time.Duration
-	for i, s := range segments {
-		slices.Sort(per[i])
-		med := pct(per[i], 0.5)
-		sum += med
-		r.info("breakdown: "+s.label+", median / p90", ms(med)+" / "+ms(pct(per[i], 0.9)))
+	cell := func(per []time.Duration) string {
+		if len(per) == 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f / %.2f", float64(pct(per, 0.5))/1e6, float64(pct(per, 0.9))/1e6)
 	}
-	r.info("breakdown: sum of medians", fmt.Sprintf("%s (%d of %d lone messages fully traced)", ms(sum), used, len(ids)))
+	var aSum, bSum time.Duration
+	for i, s := range segments {
+		if len(a[i]) > 0 {
+			aSum += pct(a[i], 0.5)
+		}
+		if len(b[i]) > 0 {
+			bSum += pct(b[i], 0.5)
+		}
+		r.info("breakdown: "+s.label+", median / p90 ms ("+label+")", cell(a[i])+" | "+cell(b[i]))
+	}
+	r.info("breakdown: sum of medians ("+label+")", fmt.Sprintf("%s (%d of %d traced) | %s (%d of %d traced)",
+		ms(aSum), aUsed, len(aIDs), ms(bSum), bUsed, len(bIDs)))
 }
