@@ -4,9 +4,12 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 
 	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/groupcommit"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -199,4 +203,88 @@ func keysOnNodes(t *testing.T, h *heraldtest.Herald, topic string, onNode map[in
 	}
 	require.Len(t, out, 2)
 	return out
+}
+
+// TestNodeOutageIsLocal kills node 2's mariadbd (SIGKILL) under a topic spanning
+// both nodes: a keyed message whose queue is on node 2 gets 503 queue-unavailable
+// with Retry-After; keyless publishes go on (after at most a few failures they
+// avoid the dead node) and are delivered from node 1; /readyz stays ready and
+// reports node 2 down.
+func TestNodeOutageIsLocal(t *testing.T) {
+	t.Parallel()
+	nodeDSN := heraldtest.StartMariaDB(t, "herald_node2")
+	h := heraldtest.StartHerald(t, nil)
+	var node struct {
+		ID int64 `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(h.Admin("POST", "/nodes", map[string]any{"name": "data-2", "dsn": nodeDSN, "state": "read-write"}, 201), &node))
+	tp, err := func() (*models.Topic, error) {
+		h.CreateTopic("t", 4)
+		return h.Store.TopicGetByName(t.Context(), "t")
+	}()
+	require.NoError(t, err)
+	onNode := map[int64]int64{}
+	for _, q := range tp.Queues {
+		onNode[q.ID] = q.NodeID
+	}
+	keys := keysOnNodes(t, h, "t", onNode)
+	r := heraldtest.NewReceiver(t)
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "subscriptions": []map[string]any{{"topic": "t"}}}))
+	key := h.CreateAPIKey("t")
+	h.Publish(key, "t", map[string]any{"body": "before", "key": keys[node.ID]})
+
+	db2, err := sql.Open("mysql", nodeDSN)
+	require.NoError(t, err)
+	defer db2.Close()
+	var pidFile string
+	require.NoError(t, db2.QueryRow("SELECT @@pid_file").Scan(&pidFile))
+	b, err := os.ReadFile(pidFile)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	require.Eventually(t, func() bool { return db2.Ping() != nil }, 10*time.Second, 50*time.Millisecond)
+
+	code, body, hdr := h.Do("POST", "/v1/topics/t/messages", key, map[string]any{"messages": []any{map[string]any{"body": 1, "key": keys[node.ID]}}})
+	requireProblem(t, code, body, hdr, 503, "queue-unavailable")
+	require.NotEmpty(t, hdr.Get("Retry-After"))
+
+	var stored []string
+	failures := 0
+	began := time.Now()
+	for i := range 20 {
+		code, body, _ := h.Do("POST", "/v1/topics/t/messages", key, map[string]any{"messages": []any{map[string]any{"body": i}}})
+		if code != 201 {
+			require.Equal(t, 503, code, string(body))
+			failures++
+			continue
+		}
+		var out struct{ Messages []heraldtest.Published }
+		require.NoError(t, json.Unmarshal(body, &out))
+		require.Equal(t, models.PrimaryNodeID, onNode[out.Messages[0].Queue])
+		stored = append(stored, out.Messages[0].ID)
+	}
+	t.Logf("keyless publishes after the kill: %d stored, %d refused", len(stored), failures)
+	// A failed flush keeps keyless requests off the node for NodeDownFor: at most one
+	// failure per NodeDownFor (plus the first) reaches a publisher.
+	require.LessOrEqual(t, failures, 1+int(time.Since(began)/groupcommit.NodeDownFor))
+	require.Eventually(t, func() bool {
+		for _, id := range stored {
+			if len(r.Get(id)) == 0 {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 20*time.Millisecond, "node 1's messages are delivered while node 2 is down")
+
+	code, body, _ = h.Do("GET", "/readyz", "", nil)
+	require.Equal(t, 200, code, string(body))
+	var ready struct {
+		Status string            `json:"status"`
+		Nodes  map[string]string `json:"nodes"`
+	}
+	require.NoError(t, json.Unmarshal(body, &ready))
+	require.Equal(t, "ready", ready.Status)
+	require.Equal(t, "up", ready.Nodes["1"])
+	require.True(t, strings.HasPrefix(ready.Nodes[strconv.FormatInt(node.ID, 10)], "down"), ready.Nodes)
 }

@@ -54,6 +54,17 @@ func (s *Store) MessagesInsert(ctx context.Context, reqs []*PublishRequest) erro
 	if err != nil {
 		return err
 	}
+	err = s.messagesInsert(ctx, reqs, ins)
+	if err != nil && ctx.Err() == nil && Unavailable(err) && !(len(ins.nodes) == 1 && ins.nodes[0] == models.PrimaryNodeID) {
+		// A db node other than the control database did not answer: its queues are
+		// unavailable, the rest of Herald is not.
+		return fmt.Errorf("%w: %w", models.ErrQueueUnavailable, err)
+	}
+	return err
+}
+
+func (s *Store) messagesInsert(ctx context.Context, reqs []*PublishRequest, ins *insertPlan) error {
+	var err error
 	if len(ins.nodes) > 1 || (ins.nodes[0] != models.PrimaryNodeID && hasIdempotency(reqs)) {
 		return s.messagesInsertXA(ctx, reqs, ins)
 	}
