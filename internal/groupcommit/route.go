@@ -131,13 +131,24 @@ func (w *Writer) flushAlone(ctx context.Context, it *item) error {
 }
 
 // XARecoverInterval is how often a running Writer resolves prepared XA branches
-// left by a crashed api process (store.XARecover), starting at Run.
+// left by a crashed api process (store.XARecover): once at Run, then every interval
+// while this process has reached a db node other than 1.
 const XARecoverInterval = 30 * time.Second
 
 func (w *Writer) recoverXA(ctx context.Context) {
 	t := time.NewTicker(XARecoverInterval)
 	defer t.Stop()
-	for {
+	for first := true; ; first = false {
+		// After the first pass (a crash's leftovers), only a process that reached
+		// another node can have prepared branches: one node costs no statement.
+		if !first && !w.st.NodesOpened() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			continue
+		}
 		if n, err := w.st.XARecover(ctx); err != nil && ctx.Err() == nil {
 			w.log.Warn("resolve prepared xa branches", "err", err, "resolved", n)
 		} else if n > 0 {

@@ -265,3 +265,11 @@ func (s *Store) NodesPing(ctx context.Context) (map[int64]error, error) {
 	}
 	return out, nil
 }
+
+// NodesOpened reports whether this Store has opened a db node other than node 1
+// (so it may have written XA branches).
+func (s *Store) NodesOpened() bool {
+	s.npool.mu.Lock()
+	defer s.npool.mu.Unlock()
+	return len(s.npool.dbs) > 0
+}
