@@ -36,7 +36,7 @@ func exerciseNodes(t *testing.T, sc *specClient, tok string) {
 	require.Equal(t, "read-only", n.State)
 	require.Equal(t, 100, n.Weight)
 	sc.do("POST", "/api/v1/nodes", tok, map[string]any{"name": "data-3", "dsn": dsn}, 409)
-	sc.do("POST", "/api/v1/nodes", tok, map[string]any{"name": "data-3", "dsn": dsn, "state": "read-write"}, 422)
+	sc.do("POST", "/api/v1/nodes", tok, map[string]any{"name": "data-3", "dsn": dsn, "state": "draining"}, 422)
 	sc.do("GET", fmt.Sprintf("/api/v1/nodes/%d", n.ID), tok, nil, 200)
 	sc.do("GET", "/api/v1/nodes/999", tok, nil, 404)
 	require.Equal(t, 7, decode[node](t, sc.do("PATCH", fmt.Sprintf("/api/v1/nodes/%d", n.ID), tok, map[string]any{"weight": 7}, 200)).Weight)
@@ -73,7 +73,6 @@ func TestNodeRegistry(t *testing.T) {
 		detail string
 	}{
 		{map[string]any{"name": "data-2", "dsn": dsn, "state": "draining"}, "not built"},
-		{map[string]any{"name": "data-2", "dsn": dsn, "state": "read-write"}, "not placed on nodes other than node 1"},
 		{map[string]any{"name": "data-2", "dsn": dsn, "state": "retired"}, "cannot start retired"},
 		{map[string]any{"name": "data-2", "dsn": dsn, "weight": 10001}, "/weight"},
 		{map[string]any{"name": "Data 2", "dsn": dsn}, "/name"},

@@ -16,8 +16,8 @@ const NodeProbeTimeout = 10 * time.Second
 // NodeSpec registers a db node. Name matches models.ValidName; DSN is a
 // go-sql-driver DSN naming a database (at most models.MaxNodeDSNBytes); Weight is
 // its share of new queues, 1 to models.MaxNodeWeight (0: models.DefaultNodeWeight);
-// State is read-only (the default, and the only state a new node may take until
-// queues can be placed on nodes other than the primary).
+// State is read-only (the default: the node takes no queues until it is made
+// read-write) or read-write (it takes new queues by weight at once).
 type NodeSpec struct {
 	Name   string
 	DSN    string
@@ -34,9 +34,7 @@ type NodePatch struct {
 }
 
 // stateRefusal says why state cannot be asked of node id ("" when it can):
-// draining is not built; read-write on a node other than the primary waits for
-// placement, publishing and dispatching across nodes; the primary keeps
-// read-write until a second node can take its writes.
+// draining is not built; the primary (the control database) keeps read-write.
 func stateRefusal(id int64, s models.NodeState) string {
 	switch {
 	case !s.Valid():
@@ -45,8 +43,6 @@ func stateRefusal(id int64, s models.NodeState) string {
 		return "draining (moving a node's queues to other nodes) is not built yet"
 	case id == models.PrimaryNodeID && s != models.NodeReadWrite:
 		return "node 1 is the control database and stays read-write until another node can take its writes"
-	case id != models.PrimaryNodeID && s == models.NodeReadWrite:
-		return "queues are not placed on nodes other than node 1 yet (placement, publishing and reading across nodes are not built): register the node read-only"
 	}
 	return ""
 }

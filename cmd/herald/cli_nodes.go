@@ -67,14 +67,14 @@ func nodeStateCommand(verb, state, summary string) cliCommand {
 
 var nodeCommands = []cliCommand{
 	{name: "node add", args: "<name>", nargs: 1,
-		summary: "Register a MySQL server as a db node (read-only for now); Herald checks --dsn by connecting.",
+		summary: "Register a MySQL server as a db node; Herald checks --dsn by connecting.",
 		example: "  # the server must answer, hold the database and have auto_increment_increment = 1\n" +
 			"  herald node add data-2 --dsn 'herald:secret@tcp(db2:3306)/herald' --weight 100\n" +
 			"  herald node add data-2 --dsn - < dsn.txt",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
 			dsn := fs.String("dsn", "", "go-sql-driver DSN naming a database (required; - reads it from standard input)")
 			weight := fs.Int("weight", 0, "share of new queues among read-write nodes, 1 to 10000 (default 100)")
-			state := fs.String("state", "", "read-only (the default and, for now, the only state a new node may take)")
+			state := fs.String("state", "", "read-only (the default: takes no new queues) or read-write (takes new queues by weight)")
 			return func(ctx context.Context, s *session, a []string) error {
 				if *dsn == "" {
 					return usagef("herald node add needs --dsn")
@@ -148,6 +148,8 @@ var nodeCommands = []cliCommand{
 				return s.print(n, nodeHead, nodeRows(*n))
 			}
 		}},
+	nodeStateCommand("open", "read-write", "Let a node take new queues by weight (read-write)."),
+	nodeStateCommand("close", "read-only", "Place no more new queues on a node (read-only); its queues keep working."),
 	nodeStateCommand("drain", "draining", "Move a node's queues to other nodes (not built yet: Herald refuses it)."),
 	nodeStateCommand("retire", "retired", "Retire a node for good; refused while queues are placed on it."),
 }

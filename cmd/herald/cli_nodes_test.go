@@ -10,7 +10,7 @@ import (
 )
 
 // TestCLINodes registers, lists, patches and retires a db node through the built
-// binary; drain and read-write are refused with the server's reason.
+// binary; drain is refused with the server's reason.
 func TestCLINodes(t *testing.T) {
 	t.Parallel()
 	h := heraldtest.StartHerald(t, nil)
@@ -20,7 +20,7 @@ func TestCLINodes(t *testing.T) {
 	dsn, _ := heraldtest.Database(t)
 
 	e.exit(exitUsage, "node", "add", "data-2")
-	require.Contains(t, e.exit(exitInvalid, "node", "add", "data-2", "--dsn", dsn, "--state", "read-write"), "not placed on nodes other than node 1")
+	require.Contains(t, e.exit(exitInvalid, "node", "add", "data-2", "--dsn", dsn, "--state", "draining"), "not built yet")
 	code, out, errOut := e.run(dsn+"\n", nil, "node", "add", "data-2", "--dsn", "-", "--weight", "30", "--output", "json")
 	require.Equal(t, 0, code, errOut)
 	n := jsonOf[struct {

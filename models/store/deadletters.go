@@ -220,6 +220,13 @@ func (d deadLetterOrigin) headers(published []byte) (string, error) {
 // appendDeadLetter copies d's message to dlqQueue with the origin headers and marks
 // d appended, in one transaction.
 func (s *Store) appendDeadLetter(ctx context.Context, d deadLetterOrigin, dlqQueue int64) error {
+	nodes, err := s.queueNodes(ctx, []int64{d.queue, dlqQueue})
+	if err != nil && !errors.Is(err, models.ErrNotFound) {
+		return err
+	}
+	if nodes[d.queue] != models.PrimaryNodeID || nodes[dlqQueue] != models.PrimaryNodeID {
+		return s.appendDeadLetterAcross(ctx, d, dlqQueue, nodes[d.queue], nodes[dlqQueue])
+	}
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return err
@@ -251,6 +258,76 @@ func (s *Store) appendDeadLetter(ctx context.Context, d deadLetterOrigin, dlqQue
 		newID, err = res.LastInsertId()
 		if n, _ := res.RowsAffected(); err != nil || n == 0 {
 			newID = 0
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE dead_letters SET dlq_queue_id = ?, dlq_offset = ? WHERE id = ?", dlqQueue, newID, d.id); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// deadLetterCopyWindow bounds how far back appendDeadLetterAcross looks for a copy
+// an interrupted earlier append left in the dead-letter queue.
+const deadLetterCopyWindow = 24 * time.Hour
+
+// appendDeadLetterAcross is appendDeadLetter when the origin queue or the
+// dead-letter queue is not on the control database: the origin row is read on its
+// node, then copied into the dead-letter queue's node in autocommit, then d is
+// marked appended on the control database. A crash between the copy and the mark
+// leaves d pending: the next append finds the copy (by its herald-origin-id and
+// herald-origin-group headers, created within deadLetterCopyWindow) instead of
+// appending it twice.
+func (s *Store) appendDeadLetterAcross(ctx context.Context, d deadLetterOrigin, dlqQueue, srcNode, dstNode int64) error {
+	tx, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var pending sql.NullInt64
+	if err := tx.QueryRowContext(ctx, "SELECT dlq_offset FROM dead_letters WHERE id = ? FOR UPDATE", d.id).Scan(&pending); err != nil || pending.Valid {
+		return err // already appended by another owner
+	}
+	var newID int64
+	var m models.Message
+	var tag, key, published []byte
+	var srcErr error
+	if srcNode == 0 {
+		srcErr = sql.ErrNoRows // the origin queue is gone
+	} else if src, err := s.nodeConn(ctx, srcNode); err != nil {
+		return err
+	} else {
+		srcErr = src.QueryRowContext(ctx, "SELECT tag, msg_key, headers, body, content_type, trace_id, producer_ip FROM "+models.QueueTableName(d.queue)+" WHERE id = ?", d.offset).
+			Scan(&tag, &key, &published, &m.Body, &m.ContentType, &m.TraceID, &m.ProducerIP)
+	}
+	switch {
+	case errors.Is(srcErr, sql.ErrNoRows):
+		// The origin row is gone (retention): nothing to append.
+	case srcErr != nil:
+		return fmt.Errorf("read dead letter %d: %w", d.id, srcErr)
+	default:
+		headers, err := d.headers(published)
+		if err != nil {
+			return fmt.Errorf("append dead letter %d: %w", d.id, err)
+		}
+		dst, err := s.nodeConn(ctx, dstNode)
+		if err != nil {
+			return err
+		}
+		table := models.QueueTableName(dlqQueue)
+		now := time.Now()
+		err = dst.QueryRowContext(ctx, "SELECT id FROM "+table+" WHERE created_at >= ? AND JSON_VALUE(headers, '$.\""+models.HeaderOriginID+"\"') = ? AND JSON_VALUE(headers, '$.\""+models.HeaderOriginGroup+"\"') = ? ORDER BY id LIMIT 1",
+			now.Add(-deadLetterCopyWindow).UnixMilli(), models.MessageID(d.queue, d.offset), d.groupName).Scan(&newID)
+		if errors.Is(err, sql.ErrNoRows) {
+			res, err := dst.ExecContext(ctx, "INSERT INTO "+table+" "+insertColumns+" VALUES (?,?,?,?,?,?,?,?)",
+				tag, key, headers, m.Body, m.ContentType, m.TraceID, now.UnixMilli(), m.ProducerIP)
+			if err != nil {
+				return fmt.Errorf("append dead letter %d: %w", d.id, err)
+			}
+			if newID, err = res.LastInsertId(); err != nil {
+				return fmt.Errorf("append dead letter %d: %w", d.id, err)
+			}
+		} else if err != nil {
+			return fmt.Errorf("look for an earlier copy of dead letter %d: %w", d.id, err)
 		}
 	}
 	if _, err := tx.ExecContext(ctx, "UPDATE dead_letters SET dlq_queue_id = ?, dlq_offset = ? WHERE id = ?", dlqQueue, newID, d.id); err != nil {

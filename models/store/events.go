@@ -49,7 +49,11 @@ func (s *Store) EventAppend(ctx context.Context, ev models.Event) (int64, error)
 		return 0, fmt.Errorf("encode event: %w", err)
 	}
 	q := t.Queues[0].ID
-	_, err = s.sql.ExecContext(ctx, "INSERT INTO "+models.QueueTableName(q)+" (tag, msg_key, headers, body, content_type, trace_id, created_at, producer_ip) VALUES (?, ?, '{}', ?, 'application/json', '', ?, '')",
+	c, err := s.nodeConn(ctx, t.Queues[0].NodeID)
+	if err != nil {
+		return 0, fmt.Errorf("append %s event: %w", ev.Type, err)
+	}
+	_, err = c.ExecContext(ctx, "INSERT INTO "+models.QueueTableName(q)+" (tag, msg_key, headers, body, content_type, trace_id, created_at, producer_ip) VALUES (?, ?, '{}', ?, 'application/json', '', ?, '')",
 		string(ev.Type), ev.Group, body, ev.Time.UnixMilli())
 	if err != nil {
 		return 0, fmt.Errorf("append %s event: %w", ev.Type, err)

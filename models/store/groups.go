@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -170,6 +171,13 @@ func nonNil(s []string) []string {
 // or after it, or the max offset when none is.
 func (s *Store) startOffset(ctx context.Context, queueID int64, from string) (int64, error) {
 	table := models.QueueTableName(queueID)
+	node, err := s.QueueNode(ctx, queueID)
+	if err != nil {
+		return 0, err
+	}
+	if node != models.PrimaryNodeID {
+		return s.startOffsetOn(ctx, node, queueID, from)
+	}
 	var off int64
 	switch from {
 	case models.ConsumeEarliest:
@@ -185,6 +193,36 @@ func (s *Store) startOffset(ctx context.Context, queueID int64, from string) (in
 		err = s.db.WithContext(ctx).Raw("SELECT COALESCE((SELECT MIN(id) - 1 FROM "+table+" WHERE created_at >= ?), (SELECT "+maxOffsetExpr(queueID)+"))", ts.UnixMilli()).Scan(&off).Error
 		return off, err
 	}
+}
+
+// startOffsetOn is startOffset for a queue on db node node (not the control
+// database): the queue table's statement there, pruned_through from control.
+func (s *Store) startOffsetOn(ctx context.Context, node, queueID int64, from string) (int64, error) {
+	if from == models.ConsumeEarliest {
+		return 0, nil
+	}
+	if from != models.ConsumeLatest {
+		ts, err := time.Parse(time.RFC3339Nano, from)
+		if err != nil {
+			return 0, fmt.Errorf("consume_from: %w", models.ErrInvalid)
+		}
+		c, err := s.nodeConn(ctx, node)
+		if err != nil {
+			return 0, err
+		}
+		var off sql.NullInt64
+		if err := c.QueryRowContext(ctx, "SELECT MIN(id) - 1 FROM "+models.QueueTableName(queueID)+" WHERE created_at >= ?", ts.UnixMilli()).Scan(&off); err != nil {
+			return 0, fmt.Errorf("resolve consume_from on queue %d: %w", queueID, err)
+		}
+		if off.Valid {
+			return off.Int64, nil
+		}
+	}
+	maxes, err := s.QueueMaxIDs(ctx, []int64{queueID})
+	if err != nil {
+		return 0, err
+	}
+	return maxes[queueID], nil
 }
 
 // GroupGetByName returns the group with its subscriptions, or ErrNotFound (also, without

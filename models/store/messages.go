@@ -1,10 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,94 +50,164 @@ const insertColumns = "(tag, msg_key, headers, body, content_type, trace_id, cre
 // younger than IdempotencyTTL fails the whole flush with models.ErrConflict so the
 // caller can retry each alone (an expired row is replaced).
 func (s *Store) MessagesInsert(ctx context.Context, reqs []*PublishRequest) error {
-	type ref struct{ req, msg int }
-	byQueue := map[int64][]ref{}
-	var order []int64
-	for ri, r := range reqs {
-		for mi := range r.Messages {
-			q := r.Messages[mi].QueueID
-			if q <= 0 {
-				return fmt.Errorf("publish: message %d of request %d has no queue: %w", mi, ri, models.ErrInvalid)
-			}
-			if _, ok := byQueue[q]; !ok {
-				order = append(order, q)
-			}
-			byQueue[q] = append(byQueue[q], ref{ri, mi})
-		}
+	ins, err := s.planInsert(ctx, reqs)
+	if err != nil {
+		return err
+	}
+	err = s.messagesInsert(ctx, reqs, ins)
+	if err != nil && ctx.Err() == nil && Unavailable(err) && !(len(ins.nodes) == 1 && ins.nodes[0] == models.PrimaryNodeID) {
+		// A db node other than the control database did not answer: its queues are
+		// unavailable, the rest of Herald is not.
+		return fmt.Errorf("%w: %w", models.ErrQueueUnavailable, err)
+	}
+	return err
+}
+
+func (s *Store) messagesInsert(ctx context.Context, reqs []*PublishRequest, ins *insertPlan) error {
+	var err error
+	if len(ins.nodes) > 1 || (ins.nodes[0] != models.PrimaryNodeID && hasIdempotency(reqs)) {
+		return s.messagesInsertXA(ctx, reqs, ins)
+	}
+	h, err := s.node(ctx, ins.nodes[0])
+	if err != nil {
+		return err
 	}
 	// One INSERT and nothing else is atomic on its own: autocommit saves the BEGIN
 	// and COMMIT round trips, which dominate single-message publishes.
-	var tx execer = s.sql
+	var tx execer = h.conn
 	var commit func() error
-	if len(order) > 1 || hasIdempotency(reqs) {
-		t, err := s.begin(ctx)
+	if len(ins.order) > 1 || hasIdempotency(reqs) {
+		var t txConn
+		if h.id == models.PrimaryNodeID {
+			t, err = s.begin(ctx)
+		} else {
+			t, err = h.db.BeginTx(ctx, nil)
+		}
 		if err != nil {
 			return fmt.Errorf("begin publish: %w", err)
 		}
 		defer t.Rollback()
 		tx, commit = t, t.Commit
 	}
-	var sb strings.Builder
-	for _, q := range order {
-		refs := byQueue[q]
-		sb.Reset()
-		sb.WriteString("INSERT INTO ")
-		sb.WriteString(models.QueueTableName(q))
-		sb.WriteString(" ")
-		sb.WriteString(insertColumns)
-		sb.WriteString(" VALUES ")
-		args := make([]any, 0, len(refs)*8)
-		for i, rf := range refs {
-			if i > 0 {
-				sb.WriteByte(',')
-			}
-			sb.WriteString("(?,?,?,?,?,?,?,?)")
-			m := &reqs[rf.req].Messages[rf.msg]
-			var headers any
-			if len(m.Headers) > 0 {
-				b, _ := json.Marshal(m.Headers)
-				headers = string(b)
-			}
-			args = append(args, []byte(m.Tag), []byte(m.Key), headers, m.Body, m.ContentType, m.TraceID, m.CreatedAt, m.ProducerIP)
-		}
-		ids := make([]int64, 0, len(refs))
-		if s.mariadb {
-			sb.WriteString(" RETURNING id")
-			rows, err := tx.QueryContext(ctx, sb.String(), args...)
-			if err != nil {
-				return fmt.Errorf("insert into queue %d: %w", q, err)
-			}
-			for rows.Next() {
-				var id int64
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return err
-				}
-				ids = append(ids, id)
-			}
-			if err := rows.Close(); err != nil {
-				return fmt.Errorf("insert into queue %d: %w", q, err)
-			}
-		} else {
-			res, err := tx.ExecContext(ctx, sb.String(), args...)
-			if err != nil {
-				return fmt.Errorf("insert into queue %d: %w", q, err)
-			}
-			first, err := res.LastInsertId()
-			if err != nil {
-				return err
-			}
-			for i := range refs {
-				ids = append(ids, first+int64(i))
-			}
-		}
-		if len(ids) != len(refs) {
-			return fmt.Errorf("insert into queue %d: got %d ids for %d rows", q, len(ids), len(refs))
-		}
-		for i, rf := range refs {
-			reqs[rf.req].Messages[rf.msg].Offset = ids[i]
+	for _, q := range ins.order {
+		if err := insertQueueRows(ctx, tx, h.mariadb, reqs, q, ins.byQueue[q]); err != nil {
+			return err
 		}
 	}
+	if err := insertIdempotency(ctx, tx, reqs); err != nil {
+		return err
+	}
+	if commit != nil {
+		if err := commit(); err != nil {
+			return fmt.Errorf("commit publish: %w", err)
+		}
+	}
+	return nil
+}
+
+// msgRef names message msg of request req in a flush.
+type msgRef struct{ req, msg int }
+
+// insertPlan is a flush's messages by queue (queues in first-seen order) and the
+// db nodes those queues live on (first-seen order).
+type insertPlan struct {
+	byQueue map[int64][]msgRef
+	order   []int64
+	nodes   []int64
+	byNode  map[int64][]int64
+}
+
+func (s *Store) planInsert(ctx context.Context, reqs []*PublishRequest) (*insertPlan, error) {
+	p := &insertPlan{byQueue: map[int64][]msgRef{}}
+	for ri, r := range reqs {
+		for mi := range r.Messages {
+			q := r.Messages[mi].QueueID
+			if q <= 0 {
+				return nil, fmt.Errorf("publish: message %d of request %d has no queue: %w", mi, ri, models.ErrInvalid)
+			}
+			if _, ok := p.byQueue[q]; !ok {
+				p.order = append(p.order, q)
+			}
+			p.byQueue[q] = append(p.byQueue[q], msgRef{ri, mi})
+		}
+	}
+	if len(p.order) == 0 {
+		return nil, fmt.Errorf("publish: no messages: %w", models.ErrInvalid)
+	}
+	var err error
+	p.nodes, p.byNode, err = s.byNode(ctx, p.order)
+	if err != nil {
+		return nil, fmt.Errorf("publish: %w", err)
+	}
+	return p, nil
+}
+
+// insertQueueRows writes the referenced messages into queue q's table in one
+// multi-row INSERT and fills their offsets.
+func insertQueueRows(ctx context.Context, tx execer, mariadb bool, reqs []*PublishRequest, q int64, refs []msgRef) error {
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO ")
+	sb.WriteString(models.QueueTableName(q))
+	sb.WriteString(" ")
+	sb.WriteString(insertColumns)
+	sb.WriteString(" VALUES ")
+	args := make([]any, 0, len(refs)*8)
+	for i, rf := range refs {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString("(?,?,?,?,?,?,?,?)")
+		m := &reqs[rf.req].Messages[rf.msg]
+		var headers any
+		if len(m.Headers) > 0 {
+			b, _ := json.Marshal(m.Headers)
+			headers = string(b)
+		}
+		args = append(args, []byte(m.Tag), []byte(m.Key), headers, m.Body, m.ContentType, m.TraceID, m.CreatedAt, m.ProducerIP)
+	}
+	ids := make([]int64, 0, len(refs))
+	if mariadb {
+		sb.WriteString(" RETURNING id")
+		rows, err := tx.QueryContext(ctx, sb.String(), args...)
+		if err != nil {
+			return fmt.Errorf("insert into queue %d: %w", q, err)
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("insert into queue %d: %w", q, err)
+		}
+	} else {
+		res, err := tx.ExecContext(ctx, sb.String(), args...)
+		if err != nil {
+			return fmt.Errorf("insert into queue %d: %w", q, err)
+		}
+		first, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		for i := range refs {
+			ids = append(ids, first+int64(i))
+		}
+	}
+	if len(ids) != len(refs) {
+		return fmt.Errorf("insert into queue %d: got %d ids for %d rows", q, len(ids), len(refs))
+	}
+	for i, rf := range refs {
+		reqs[rf.req].Messages[rf.msg].Offset = ids[i]
+	}
+	return nil
+}
+
+// insertIdempotency stores the idempotency rows of reqs (on the control database's
+// connection tx); a live row of the same key fails with ErrConflict.
+func insertIdempotency(ctx context.Context, tx execer, reqs []*PublishRequest) error {
 	for _, r := range reqs {
 		if r.Idempotency == nil {
 			continue
@@ -150,11 +223,6 @@ func (s *Store) MessagesInsert(ctx context.Context, reqs []*PublishRequest) erro
 		} else if n == 0 {
 			// The key's row is younger than IdempotencyTTL: a concurrent request won.
 			return fmt.Errorf("idempotency key: %w", models.ErrConflict)
-		}
-	}
-	if commit != nil {
-		if err := commit(); err != nil {
-			return fmt.Errorf("commit publish: %w", err)
 		}
 	}
 	return nil
@@ -222,7 +290,11 @@ type RowMeta struct {
 // QueueScan reads up to limit rows with id > after in id order (never an id range:
 // ranges stall on gaps).
 func (s *Store) QueueScan(ctx context.Context, queueID, after int64, limit int) ([]RowMeta, error) {
-	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, created_at, msg_key FROM "+models.QueueTableName(queueID)+" WHERE id > ? ORDER BY id LIMIT ?", after, limit)
+	c, err := s.queueConn(ctx, queueID)
+	if err != nil {
+		return nil, fmt.Errorf("scan queue %d: %w", queueID, err)
+	}
+	rows, err := c.QueryContext(ctx, "SELECT id, tag, created_at, msg_key FROM "+models.QueueTableName(queueID)+" WHERE id > ? ORDER BY id LIMIT ?", after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("scan queue %d: %w", queueID, err)
 	}
@@ -234,7 +306,11 @@ func (s *Store) QueueRowsByIDs(ctx context.Context, queueID int64, ids []int64) 
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, created_at, msg_key FROM "+models.QueueTableName(queueID)+" WHERE id IN ("+idList(ids)+") ORDER BY id")
+	c, err := s.queueConn(ctx, queueID)
+	if err != nil {
+		return nil, fmt.Errorf("re-read holes of queue %d: %w", queueID, err)
+	}
+	rows, err := c.QueryContext(ctx, "SELECT id, tag, created_at, msg_key FROM "+models.QueueTableName(queueID)+" WHERE id IN ("+idList(ids)+") ORDER BY id")
 	if err != nil {
 		return nil, fmt.Errorf("re-read holes of queue %d: %w", queueID, err)
 	}
@@ -268,40 +344,108 @@ func idList(ids []int64) string {
 	return string(b)
 }
 
-// QueueMaxIDs returns the max offset of each listed queue in one statement per 200
-// queues: the dispatcher's fallback poll. A queue's max offset is its MAX(id), or
-// the offset retention last deleted through when that is higher (a table retention
-// emptied keeps its offset; 0 for a queue that never held a message).
+// QueueMaxIDs returns the max offset of each listed queue: the dispatcher's
+// fallback poll. A queue's max offset is its MAX(id), or the offset retention last
+// deleted through when that is higher (a table retention emptied keeps its offset;
+// 0 for a queue that never held a message). It runs one statement per db node per
+// 200 queues. pruned_through lives in the control tables: for a queue on another
+// node it can beat MAX(id) only when retention emptied the table (retention keeps
+// every row above it), so only queues off the control database whose table reads
+// empty cost one more statement on the control database, for all of them. A node
+// other than 1 that does not answer leaves its queues out of the map (never 0, which
+// would read as a table behind its cursors) and its error is returned, joined, with
+// the other nodes' offsets.
 func (s *Store) QueueMaxIDs(ctx context.Context, queueIDs []int64) (map[int64]int64, error) {
 	out := make(map[int64]int64, len(queueIDs))
-	for start := 0; start < len(queueIDs); start += 200 {
-		end := min(start+200, len(queueIDs))
+	if len(queueIDs) == 0 {
+		return out, nil
+	}
+	nodes, byNode, err := s.byNode(ctx, queueIDs)
+	if err != nil {
+		return nil, fmt.Errorf("read queue max offsets: %w", err)
+	}
+	var errs []error
+	answered := map[int64]bool{}
+	for _, n := range nodes {
+		if err := s.queueMaxIDsOn(ctx, n, byNode[n], out); err != nil {
+			if n == models.PrimaryNodeID {
+				return nil, err
+			}
+			errs = append(errs, err) // the other nodes' queues still poll
+			continue
+		}
+		answered[n] = true
+	}
+	var remote []int64
+	for _, n := range nodes {
+		if n == models.PrimaryNodeID || !answered[n] {
+			continue
+		}
+		for _, q := range byNode[n] {
+			if out[q] == 0 {
+				remote = append(remote, q)
+			}
+		}
+	}
+	if len(remote) > 0 {
+		pruned := map[int64]int64{}
+		if err := scanPairs(ctx, s.sql, "SELECT id, pruned_through FROM queues WHERE pruned_through > 0 AND id IN ("+idList(remote)+")", pruned); err != nil {
+			return nil, fmt.Errorf("read pruned offsets: %w", err)
+		}
+		for q, p := range pruned {
+			out[q] = max(out[q], p)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// queueMaxIDsOn reads MAX(id) of node's listed queues into out, one statement per
+// 200 queues (on the control database with pruned_through, maxOffsetExpr).
+func (s *Store) queueMaxIDsOn(ctx context.Context, n int64, qs []int64, out map[int64]int64) error {
+	c, err := s.nodeConn(ctx, n)
+	if err != nil {
+		return fmt.Errorf("read queue max offsets on node %d: %w", n, err)
+	}
+	for start := 0; start < len(qs); start += 200 {
+		end := min(start+200, len(qs))
 		var sb strings.Builder
-		for i, q := range queueIDs[start:end] {
+		for i, q := range qs[start:end] {
 			if i > 0 {
 				sb.WriteString(" UNION ALL ")
 			}
-			fmt.Fprintf(&sb, "SELECT %d, %s", q, maxOffsetExpr(q))
-		}
-		rows, err := s.sql.QueryContext(ctx, sb.String())
-		if err != nil {
-			return nil, fmt.Errorf("read queue max offsets: %w", err)
-		}
-		for rows.Next() {
-			var q, m int64
-			if err := rows.Scan(&q, &m); err != nil {
-				rows.Close()
-				return nil, err
+			if n == models.PrimaryNodeID {
+				fmt.Fprintf(&sb, "SELECT %d, %s", q, maxOffsetExpr(q))
+			} else {
+				fmt.Fprintf(&sb, "SELECT %d, (SELECT COALESCE(MAX(id), 0) FROM %s)", q, models.QueueTableName(q))
 			}
-			out[q] = m
 		}
-		rows.Close()
+		if err := scanPairs(ctx, c, sb.String(), out); err != nil {
+			return fmt.Errorf("read queue max offsets on node %d: %w", n, err)
+		}
 	}
-	return out, nil
+	return nil
 }
 
-// maxOffsetExpr is the SQL expression of queue q's max offset (QueueMaxIDs): two
-// primary-key reads. Only numbers reach the SQL text.
+// scanPairs runs query, which returns (int64, int64) rows, into out.
+func scanPairs(ctx context.Context, c conn, query string, out map[int64]int64) error {
+	rows, err := c.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, v int64
+		if err := rows.Scan(&k, &v); err != nil {
+			return err
+		}
+		out[k] = v
+	}
+	return rows.Err()
+}
+
+// maxOffsetExpr is the SQL expression of queue q's max offset (QueueMaxIDs) for a
+// queue on the control database: two primary-key reads. Only numbers reach the SQL
+// text.
 func maxOffsetExpr(q int64) string {
 	return fmt.Sprintf("GREATEST((SELECT COALESCE(MAX(id), 0) FROM %s), COALESCE((SELECT pruned_through FROM queues WHERE id = %d), 0))", models.QueueTableName(q), q)
 }
@@ -312,7 +456,11 @@ func (s *Store) MessagesGet(ctx context.Context, queueID int64, offsets []int64)
 	if len(offsets) == 0 {
 		return nil, nil
 	}
-	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, msg_key, headers, body, content_type, trace_id, created_at, producer_ip FROM "+
+	c, err := s.queueConn(ctx, queueID)
+	if err != nil {
+		return nil, fmt.Errorf("load messages of queue %d: %w", queueID, err)
+	}
+	rows, err := c.QueryContext(ctx, "SELECT id, tag, msg_key, headers, body, content_type, trace_id, created_at, producer_ip FROM "+
 		models.QueueTableName(queueID)+" WHERE id IN ("+idList(offsets)+") ORDER BY id")
 	if err != nil {
 		return nil, fmt.Errorf("load messages of queue %d: %w", queueID, err)
@@ -364,57 +512,92 @@ type MessageSummary struct {
 }
 
 // MessagesBrowse returns up to limit messages of topic t matching f, newest first
-// (created_at, then queue and offset descending), reading every queue in one UNION
-// statement. Key and tag filters are not indexed: on very large queues give a time
+// (created_at, then queue and offset descending), reading every queue of a db node
+// in one UNION statement and merging the nodes' pages. Key and tag filters are not indexed: on very large queues give a time
 // range, which uses the created_at index. Only numbers reach the SQL text.
 func (s *Store) MessagesBrowse(ctx context.Context, t *models.Topic, f MessageFilter, limit int) ([]MessageSummary, error) {
 	if len(t.Queues) == 0 {
 		return nil, nil
 	}
-	var parts []string
-	var args []any
+	parts := map[int64][]string{}
+	args := map[int64][]any{}
+	var nodes []int64
 	for _, q := range t.Queues {
+		n := nodeOrPrimary(q.NodeID)
+		if _, ok := parts[n]; !ok {
+			nodes = append(nodes, n)
+		}
 		var where []string
+		var a []any
 		if f.Key != "" {
 			where = append(where, "msg_key = ?")
-			args = append(args, []byte(f.Key))
+			a = append(a, []byte(f.Key))
 		}
 		if f.Tag != "" {
 			where = append(where, "tag = ?")
-			args = append(args, []byte(f.Tag))
+			a = append(a, []byte(f.Tag))
 		}
 		if f.FromMS > 0 {
 			where = append(where, "created_at >= ?")
-			args = append(args, f.FromMS)
+			a = append(a, f.FromMS)
 		}
 		if f.ToMS > 0 {
 			where = append(where, "created_at < ?")
-			args = append(args, f.ToMS)
+			a = append(a, f.ToMS)
 		}
 		if b := f.Before; b != nil {
 			switch {
 			case q.ID < b.Queue:
 				where = append(where, "created_at <= ?")
-				args = append(args, b.CreatedAtMS)
+				a = append(a, b.CreatedAtMS)
 			case q.ID == b.Queue:
 				where = append(where, "(created_at < ? OR (created_at = ? AND id < ?))")
-				args = append(args, b.CreatedAtMS, b.CreatedAtMS, b.Offset)
+				a = append(a, b.CreatedAtMS, b.CreatedAtMS, b.Offset)
 			default:
 				where = append(where, "created_at < ?")
-				args = append(args, b.CreatedAtMS)
+				a = append(a, b.CreatedAtMS)
 			}
 		}
 		cond := ""
 		if len(where) > 0 {
 			cond = " WHERE " + strings.Join(where, " AND ")
 		}
-		parts = append(parts, fmt.Sprintf("(SELECT %d AS q, id, tag, msg_key, content_type, LENGTH(body) AS n, created_at FROM %s%s ORDER BY created_at DESC, id DESC LIMIT %d)",
+		args[n] = append(args[n], a...)
+		parts[n] = append(parts[n], fmt.Sprintf("(SELECT %d AS q, id, tag, msg_key, content_type, LENGTH(body) AS n, created_at FROM %s%s ORDER BY created_at DESC, id DESC LIMIT %d)",
 			q.ID, models.QueueTableName(q.ID), cond, limit))
 	}
-	query := strings.Join(parts, " UNION ALL ") + fmt.Sprintf(" ORDER BY created_at DESC, q DESC, id DESC LIMIT %d", limit)
-	rows, err := s.sql.QueryContext(ctx, query, args...)
+	var out []MessageSummary
+	for _, n := range nodes {
+		c, err := s.nodeConn(ctx, n)
+		if err != nil {
+			return nil, fmt.Errorf("browse messages of %s: %w", t.Name, err)
+		}
+		query := strings.Join(parts[n], " UNION ALL ") + fmt.Sprintf(" ORDER BY created_at DESC, q DESC, id DESC LIMIT %d", limit)
+		page, err := browsePage(ctx, c, query, args[n])
+		if err != nil {
+			return nil, fmt.Errorf("browse messages of %s on node %d: %w", t.Name, n, err)
+		}
+		out = append(out, page...)
+	}
+	if len(nodes) > 1 {
+		slices.SortFunc(out, func(a, b MessageSummary) int {
+			if c := cmp.Compare(b.CreatedAt, a.CreatedAt); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(b.QueueID, a.QueueID); c != 0 {
+				return c
+			}
+			return cmp.Compare(b.Offset, a.Offset)
+		})
+		out = out[:min(len(out), limit)]
+	}
+	return out, nil
+}
+
+func browsePage(ctx context.Context, c conn, query string, args []any) ([]MessageSummary, error) {
+	rows, err := c.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("browse messages of %s: %w", t.Name, err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []MessageSummary

@@ -187,6 +187,12 @@ func (s *Store) nodeSameDatabase(ctx context.Context, except int64, dsn string) 
 // another node names, and change's error.
 func (s *Store) NodeUpdate(ctx context.Context, id int64, change func(n *models.Node) error) (*models.Node, error) {
 	var out *models.Node
+	dsnChanged := false
+	defer func() {
+		if dsnChanged && out != nil {
+			s.npool.forget(id) // this process reopens the node with its new DSN
+		}
+	}()
 	err := s.WithTx(ctx, func(tx *Store) error {
 		row := tx.sql.QueryRowContext(ctx, "SELECT "+nodeColumns+" FROM db_nodes n WHERE n.id = ? FOR UPDATE", id)
 		n, err := tx.scanNode(row)
@@ -204,6 +210,7 @@ func (s *Store) NodeUpdate(ctx context.Context, id int64, change func(n *models.
 			}
 			upd["dsn_enc"] = tx.keys.Seal(n.DSN)
 			n.DSNMasked = MaskDSN(n.DSN)
+			dsnChanged = true
 		}
 		if err := tx.db.WithContext(ctx).Model(&nodeRow{}).Where("id = ?", id).Updates(upd).Error; err != nil {
 			if isDuplicate(err) {
@@ -219,10 +226,8 @@ func (s *Store) NodeUpdate(ctx context.Context, id int64, change func(n *models.
 
 // placeQueues places n new queues (models.PlaceQueues) among the read-write nodes,
 // locking their registry rows in share mode until the caller's transaction ends, so
-// a concurrent retirement waits for the queues to exist and then counts them. Queue
-// tables are created on the control database's connection, so a placement on any
-// node but the primary is refused until queue tables are reached through their node
-// (the control layer keeps other nodes read-only meanwhile).
+// a concurrent retirement waits for the queues to exist and then counts them. The
+// caller creates each queue's table on its node (queueTableCreate).
 func (s *Store) placeQueues(ctx context.Context, n int) ([]int64, error) {
 	rows, err := s.sql.QueryContext(ctx, "SELECT n.id, n.state, n.weight, (SELECT COUNT(*) FROM queues q WHERE q.node_id = n.id) FROM db_nodes n WHERE n.state = ? ORDER BY n.id LOCK IN SHARE MODE", string(models.NodeReadWrite))
 	if err != nil {
@@ -245,11 +250,6 @@ func (s *Store) placeQueues(ctx context.Context, n int) ([]int64, error) {
 	placed, err := models.PlaceQueues(loads, n)
 	if err != nil {
 		return nil, fmt.Errorf("place %d queues: %w", n, err)
-	}
-	for _, id := range placed {
-		if id != models.PrimaryNodeID {
-			return nil, fmt.Errorf("place queues on node %d: queue tables on nodes other than node 1 are not built yet", id)
-		}
 	}
 	return placed, nil
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // TestTopicPlacementCountsNodes places new queues on read-write nodes and refuses,
-// creating nothing, a placement on a node whose queue tables Herald cannot reach yet.
+// creating nothing, a placement on a node whose server does not answer.
 func TestTopicPlacementCountsNodes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -29,18 +29,17 @@ func TestTopicPlacementCountsNodes(t *testing.T) {
 	require.Equal(t, 5, n.Queues)
 	require.Equal(t, models.NodeReadWrite, n.State)
 
-	// A second read-write node (the control layer refuses this state for now) with
-	// fewer queues would be chosen first: the store refuses rather than create its
-	// tables on the control database.
-	second := &models.Node{Name: "data-2", DSN: "root@tcp(127.0.0.1:3306)/herald_nodes_elsewhere", Weight: 100, State: models.NodeReadOnly}
+	// A second read-write node with fewer queues is chosen first; its server does
+	// not answer, so the topic is not created.
+	second := &models.Node{Name: "data-2", DSN: "root@tcp(127.0.0.1:1)/herald_nodes_elsewhere", Weight: 100, State: models.NodeReadOnly}
 	require.NoError(t, st.NodeCreate(ctx, second))
 	_, err = st.DB().ExecContext(ctx, "UPDATE db_nodes SET state = 'read-write' WHERE id = ?", second.ID)
 	require.NoError(t, err)
 	_, err = st.TopicCreate(ctx, "payments", 1)
-	require.ErrorContains(t, err, "not built yet")
+	require.ErrorIs(t, err, models.ErrQueueUnavailable)
 	_, err = st.TopicGetByName(ctx, "payments")
 	require.ErrorIs(t, err, models.ErrNotFound)
-	require.ErrorContains(t, st.TopicAddQueues(ctx, topic, 6), "not built yet")
+	require.ErrorIs(t, st.TopicAddQueues(ctx, topic, 6), models.ErrQueueUnavailable)
 
 	// With no read-write node at all nothing can be placed.
 	_, err = st.DB().ExecContext(ctx, "UPDATE db_nodes SET state = 'read-only'")

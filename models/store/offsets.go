@@ -139,20 +139,51 @@ func (s *Store) GroupPositions(ctx context.Context, groupIDs []int64, withAge bo
 
 // fillOldest reads the creation time of the first message after each lagging cursor.
 func (s *Store) fillOldest(ctx context.Context, ps []CursorPosition) error {
-	var parts []string
-	var args []any
+	var qids []int64
+	for _, p := range ps {
+		if p.Lag > 0 {
+			qids = append(qids, p.QueueID)
+		}
+	}
+	if len(qids) == 0 {
+		return nil
+	}
+	nodes, err := s.queueNodes(ctx, qids)
+	if err != nil {
+		return fmt.Errorf("read oldest undone messages: %w", err)
+	}
+	parts := map[int64][]string{}
+	args := map[int64][]any{}
+	var order []int64
 	for i, p := range ps {
 		if p.Lag == 0 {
 			continue
 		}
+		n := nodes[p.QueueID]
+		if _, ok := parts[n]; !ok {
+			order = append(order, n)
+		}
 		// From the first listed id: its row, or the next one (older than the oldest undone
 		// message by at most the done rows between listed ranges).
-		parts = append(parts, fmt.Sprintf("(SELECT %d AS i, created_at FROM %s WHERE id >= ? ORDER BY id LIMIT 1)", i, models.QueueTableName(p.QueueID)))
-		args = append(args, p.firstUndone)
+		parts[n] = append(parts[n], fmt.Sprintf("(SELECT %d AS i, created_at FROM %s WHERE id >= ? ORDER BY id LIMIT 1)", i, models.QueueTableName(p.QueueID)))
+		args[n] = append(args[n], p.firstUndone)
+	}
+	for _, n := range order {
+		if err := s.fillOldestOn(ctx, n, parts[n], args[n], ps); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) fillOldestOn(ctx context.Context, node int64, parts []string, args []any, ps []CursorPosition) error {
+	c, err := s.nodeConn(ctx, node)
+	if err != nil {
+		return fmt.Errorf("read oldest undone messages on node %d: %w", node, err)
 	}
 	for start := 0; start < len(parts); start += 200 {
 		end := min(start+200, len(parts))
-		rows, err := s.sql.QueryContext(ctx, strings.Join(parts[start:end], " UNION ALL "), args[start:end]...)
+		rows, err := c.QueryContext(ctx, strings.Join(parts[start:end], " UNION ALL "), args[start:end]...)
 		if err != nil {
 			return fmt.Errorf("read oldest undone messages: %w", err)
 		}

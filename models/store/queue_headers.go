@@ -20,7 +20,11 @@ type RowAttributes struct {
 // QueueScanAttributes is QueueScan with each row's headers, for cursors whose
 // group filters on attributes; the others never read the headers column.
 func (s *Store) QueueScanAttributes(ctx context.Context, queueID, after int64, limit int) ([]RowAttributes, error) {
-	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, created_at, msg_key, headers FROM "+models.QueueTableName(queueID)+" WHERE id > ? ORDER BY id LIMIT ?", after, limit)
+	c, err := s.queueConn(ctx, queueID)
+	if err != nil {
+		return nil, fmt.Errorf("scan queue %d with headers: %w", queueID, err)
+	}
+	rows, err := c.QueryContext(ctx, "SELECT id, tag, created_at, msg_key, headers FROM "+models.QueueTableName(queueID)+" WHERE id > ? ORDER BY id LIMIT ?", after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("scan queue %d with headers: %w", queueID, err)
 	}
@@ -32,7 +36,11 @@ func (s *Store) QueueRowsByIDsAttributes(ctx context.Context, queueID int64, ids
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.sql.QueryContext(ctx, "SELECT id, tag, created_at, msg_key, headers FROM "+models.QueueTableName(queueID)+" WHERE id IN ("+idList(ids)+") ORDER BY id")
+	c, err := s.queueConn(ctx, queueID)
+	if err != nil {
+		return nil, fmt.Errorf("re-read holes of queue %d with headers: %w", queueID, err)
+	}
+	rows, err := c.QueryContext(ctx, "SELECT id, tag, created_at, msg_key, headers FROM "+models.QueueTableName(queueID)+" WHERE id IN ("+idList(ids)+") ORDER BY id")
 	if err != nil {
 		return nil, fmt.Errorf("re-read holes of queue %d with headers: %w", queueID, err)
 	}

@@ -32,7 +32,11 @@ func (s *Store) ResendCandidates(ctx context.Context, queueID, fromOffset, toOff
 	}
 	q += " ORDER BY id LIMIT ?"
 	args = append(args, limit)
-	rows, err := s.sql.QueryContext(ctx, q, args...)
+	c, err := s.queueConn(ctx, queueID)
+	if err != nil {
+		return nil, fmt.Errorf("read resend candidates of queue %d: %w", queueID, err)
+	}
+	rows, err := c.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read resend candidates of queue %d: %w", queueID, err)
 	}

@@ -45,7 +45,11 @@ func (s *Store) QueueRetentionGet(ctx context.Context, queueID int64, now time.T
 	cutoffMS := now.Add(-time.Duration(t.RetentionHours) * time.Hour).UnixMilli()
 	// Ids grow with insert time, not strictly with created_at: the cutoff is the id
 	// below the first young message, so nothing younger is ever below it.
-	err = s.sql.QueryRowContext(ctx, "SELECT COALESCE((SELECT MIN(id) - 1 FROM "+table+" WHERE created_at >= ?), (SELECT COALESCE(MAX(id), 0) FROM "+table+"))", cutoffMS).Scan(&r.Cutoff)
+	qc, err := s.queueConn(ctx, queueID)
+	if err != nil {
+		return QueueRetention{}, fmt.Errorf("read retention of queue %d: %w", queueID, err)
+	}
+	err = qc.QueryRowContext(ctx, "SELECT COALESCE((SELECT MIN(id) - 1 FROM "+table+" WHERE created_at >= ?), (SELECT COALESCE(MAX(id), 0) FROM "+table+"))", cutoffMS).Scan(&r.Cutoff)
 	if err != nil {
 		return r, fmt.Errorf("read retention cutoff of queue %d: %w", queueID, err)
 	}
@@ -61,7 +65,7 @@ func (s *Store) QueueRetentionGet(ctx context.Context, queueID int64, now time.T
 		}
 	}
 	if r.Floor < r.Cutoff {
-		err := s.sql.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE id > ? AND id <= ?", r.Floor, r.Cutoff).Scan(&r.HeldBack)
+		err := qc.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE id > ? AND id <= ?", r.Floor, r.Cutoff).Scan(&r.HeldBack)
 		if err != nil {
 			return r, fmt.Errorf("count held-back messages of queue %d: %w", queueID, err)
 		}
@@ -104,8 +108,12 @@ func (s *Store) QueuePrune(ctx context.Context, queueID, through int64, chunk, m
 	table := models.QueueTableName(queueID)
 	// Read first, then write the number: a subquery in the UPDATE would take shared
 	// next-key locks in the queue table, in the way of publishes.
+	h, err := s.queueHandle(ctx, queueID)
+	if err != nil {
+		return 0, false, fmt.Errorf("prune queue %d: %w", queueID, err)
+	}
 	var last int64
-	if err := s.sql.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM "+table+" WHERE id <= ?", through).Scan(&last); err != nil {
+	if err := h.conn.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM "+table+" WHERE id <= ?", through).Scan(&last); err != nil {
 		return 0, false, fmt.Errorf("read pruned offset of queue %d: %w", queueID, err)
 	}
 	if _, err := s.sql.ExecContext(ctx, "UPDATE queues SET pruned_through = ? WHERE id = ? AND pruned_through < ?", last, queueID, last); err != nil {
@@ -113,11 +121,21 @@ func (s *Store) QueuePrune(ctx context.Context, queueID, through int64, chunk, m
 	}
 	// ORDER BY/LIMIT needs the single-table DELETE form, which takes no alias.
 	stmt := "DELETE FROM " + table + " WHERE id <= ? AND id NOT IN (SELECT msg_offset FROM retry_messages WHERE queue_id = ?) AND id NOT IN (SELECT msg_offset FROM dead_letters WHERE queue_id = ?) ORDER BY id LIMIT ?"
+	args := []any{through, queueID, queueID, chunk}
+	if h.id != models.PrimaryNodeID {
+		// The references live in the control tables: read them there, list them here.
+		refs, err := s.referencedOffsets(ctx, queueID, 0, through)
+		if err != nil {
+			return 0, false, err
+		}
+		stmt = "DELETE FROM " + table + " WHERE id <= ?" + notInList(refs) + " ORDER BY id LIMIT ?"
+		args = []any{through, chunk}
+	}
 	for i := 0; maxChunks == 0 || i < maxChunks; i++ {
 		if err := ctx.Err(); err != nil {
 			return deleted, false, err
 		}
-		res, err := s.sql.ExecContext(ctx, stmt, through, queueID, queueID, chunk)
+		res, err := h.conn.ExecContext(ctx, stmt, args...)
 		if err != nil {
 			return deleted, false, fmt.Errorf("prune queue %d: %w", queueID, err)
 		}
@@ -166,8 +184,7 @@ func (s *Store) CursorsExpire(ctx context.Context, queueID, through int64) ([]Cu
 			if floor >= through {
 				continue
 			}
-			var dropped int64
-			err := tx.sql.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" m WHERE m.id > ? AND m.id <= ? AND "+notReferenced, floor, through, queueID, queueID).Scan(&dropped)
+			dropped, err := tx.countUnreferenced(ctx, queueID, table, floor, through)
 			if err != nil {
 				return fmt.Errorf("count expired messages of cursor %d: %w", r.ID, err)
 			}
@@ -235,4 +252,53 @@ func (s *Store) GroupNames(ctx context.Context, ids []int64) (map[int64]string, 
 		out[r.ID] = r.Name
 	}
 	return out, nil
+}
+
+// countUnreferenced counts the messages of queue with lo < id ≤ hi that no retry
+// row and no dead letter names; for a queue off the control database the
+// references are read from the control tables and listed.
+func (s *Store) countUnreferenced(ctx context.Context, queueID int64, table string, lo, hi int64) (int64, error) {
+	h, err := s.queueHandle(ctx, queueID)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if h.id == models.PrimaryNodeID {
+		err = h.conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" m WHERE m.id > ? AND m.id <= ? AND "+notReferenced, lo, hi, queueID, queueID).Scan(&n)
+		return n, err
+	}
+	refs, err := s.referencedOffsets(ctx, queueID, lo, hi)
+	if err != nil {
+		return 0, err
+	}
+	err = h.conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" WHERE id > ? AND id <= ?"+notInList(refs), lo, hi).Scan(&n)
+	return n, err
+}
+
+// referencedOffsets lists the offsets of queue in (lo, hi] that a retry row or a
+// dead letter names (control tables).
+func (s *Store) referencedOffsets(ctx context.Context, queueID, lo, hi int64) ([]int64, error) {
+	rows, err := s.sql.QueryContext(ctx, "SELECT msg_offset FROM retry_messages WHERE queue_id = ? AND msg_offset > ? AND msg_offset <= ? UNION SELECT msg_offset FROM dead_letters WHERE queue_id = ? AND msg_offset > ? AND msg_offset <= ?",
+		queueID, lo, hi, queueID, lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("read referenced messages of queue %d: %w", queueID, err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var o int64
+		if err := rows.Scan(&o); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// notInList is " AND id NOT IN (…)" for a non-empty list, else "".
+func notInList(ids []int64) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return " AND id NOT IN (" + idList(ids) + ")"
 }

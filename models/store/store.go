@@ -32,6 +32,7 @@ type Store struct {
 	mariadb bool
 	dsn     string
 	keys    *secrets.Keyring // seals signing secrets at rest; nil stores plaintext (UseKeyring)
+	npool   *nodePool        // the other db nodes' pools and the queue→node cache, shared by bound Stores
 }
 
 // DSN I/O timeouts NormalizeDSN adds when a DSN sets none: a stalled server fails
@@ -98,6 +99,7 @@ func (s *Store) SetPoolSize(n int) {
 	}
 	s.pool.SetMaxOpenConns(n)
 	s.pool.SetMaxIdleConns(n)
+	s.npool.setPoolSize(n)
 }
 
 // Open connects to the db node at dsn, checks the server (auto_increment_increment
@@ -137,11 +139,15 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("open gorm: %w", err)
 	}
-	return &Store{db: gdb, sql: sqlDB, pool: sqlDB, mariadb: strings.Contains(strings.ToLower(version), "mariadb"), dsn: cfg.FormatDSN()}, nil
+	return &Store{db: gdb, sql: sqlDB, pool: sqlDB, mariadb: strings.Contains(strings.ToLower(version), "mariadb"), dsn: cfg.FormatDSN(), npool: newNodePool()}, nil
 }
 
-// Close releases the connection pool.
-func (s *Store) Close() error { return s.pool.Close() }
+// Close releases the connection pools (the control database's and every other
+// db node's).
+func (s *Store) Close() error {
+	s.npool.close()
+	return s.pool.Close()
+}
 
 // MariaDB reports whether the server is MariaDB (true) or MySQL (false).
 func (s *Store) MariaDB() bool { return s.mariadb }
@@ -166,7 +172,7 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx *Store) error) error {
 		if !ok {
 			return fmt.Errorf("begin transaction: gorm holds a %T, not a *sql.Tx", gtx.Statement.ConnPool)
 		}
-		return fn(&Store{db: gtx, sql: sqlTx, pool: s.pool, tx: sqlTx, mariadb: s.mariadb, dsn: s.dsn, keys: s.keys})
+		return fn(&Store{db: gtx, sql: sqlTx, pool: s.pool, tx: sqlTx, mariadb: s.mariadb, dsn: s.dsn, keys: s.keys, npool: s.npool})
 	})
 }
 

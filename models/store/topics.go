@@ -35,6 +35,26 @@ type queueRow struct {
 
 func (queueRow) TableName() string { return "queues" }
 
+// queueTableCreate creates queue q's table on its node.
+func (s *Store) queueTableCreate(ctx context.Context, q queueRow) error {
+	c, err := s.nodeConn(ctx, q.NodeID)
+	if err != nil {
+		return err
+	}
+	_, err = c.ExecContext(ctx, fmt.Sprintf(queueDDL, models.QueueTableName(q.ID)))
+	return err
+}
+
+// queueTableDrop drops queue q's table on node (its queues row may be gone).
+func (s *Store) queueTableDrop(ctx context.Context, q, node int64) error {
+	c, err := s.nodeConn(ctx, node)
+	if err != nil {
+		return err
+	}
+	_, err = c.ExecContext(ctx, "DROP TABLE IF EXISTS "+models.QueueTableName(q))
+	return err
+}
+
 // queueDDL is the one fixed shape of every queue table (no user string in SQL). The table name is
 // built from the queue's numeric id only. Tag and key are VARBINARY so they are stored
 // byte-exact; created_at is Unix ms.
@@ -110,8 +130,12 @@ func (s *Store) topicCreate(ctx context.Context, name string, n int, reserved bo
 	if err != nil {
 		return nil, err
 	}
-	for _, q := range qs {
-		if _, err := s.sql.ExecContext(ctx, fmt.Sprintf(queueDDL, models.QueueTableName(q.ID))); err != nil {
+	s.npool.remember(qs)
+	for i, q := range qs {
+		if err := s.queueTableCreate(ctx, q); err != nil {
+			for _, made := range qs[:i] {
+				_ = s.queueTableDrop(ctx, made.ID, made.NodeID)
+			}
 			s.db.WithContext(ctx).Where("topic_id = ?", tr.ID).Delete(&queueRow{})
 			s.db.WithContext(ctx).Delete(&tr)
 			return nil, fmt.Errorf("create queue table %d: %w", q.ID, err)
@@ -236,28 +260,45 @@ type QueueOffsets struct {
 // statement per 200 queues (primary-key reads, cheap at any size).
 func (s *Store) QueueOffsetRanges(ctx context.Context, queueIDs []int64) (map[int64]QueueOffsets, error) {
 	out := make(map[int64]QueueOffsets, len(queueIDs))
+	nodes, byNode, err := s.byNode(ctx, queueIDs)
+	if err != nil {
+		return nil, fmt.Errorf("read queue offsets: %w", err)
+	}
+	for _, n := range nodes {
+		if err := s.queueOffsetRangesOn(ctx, n, byNode[n], out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) queueOffsetRangesOn(ctx context.Context, node int64, queueIDs []int64, out map[int64]QueueOffsets) error {
+	c, err := s.nodeConn(ctx, node)
+	if err != nil {
+		return fmt.Errorf("read queue offsets on node %d: %w", node, err)
+	}
 	for start := 0; start < len(queueIDs); start += 200 {
 		end := min(start+200, len(queueIDs))
 		parts := make([]string, 0, end-start)
 		for _, q := range queueIDs[start:end] {
 			parts = append(parts, fmt.Sprintf("SELECT %d, COALESCE(MIN(id), 0), COALESCE(MAX(id), 0) FROM %s", q, models.QueueTableName(q)))
 		}
-		rows, err := s.sql.QueryContext(ctx, strings.Join(parts, " UNION ALL "))
+		rows, err := c.QueryContext(ctx, strings.Join(parts, " UNION ALL "))
 		if err != nil {
-			return nil, fmt.Errorf("read queue offsets: %w", err)
+			return fmt.Errorf("read queue offsets on node %d: %w", node, err)
 		}
 		for rows.Next() {
 			var q int64
 			var o QueueOffsets
 			if err := rows.Scan(&q, &o.Min, &o.Max); err != nil {
 				rows.Close()
-				return nil, err
+				return err
 			}
 			out[q] = o
 		}
 		rows.Close()
 	}
-	return out, nil
+	return nil
 }
 
 // TopicSubscribers returns the names of the groups subscribed to topic id, by name.
@@ -336,9 +377,9 @@ func (s *Store) TopicDelete(ctx context.Context, name string, force bool) (unsub
 	if err != nil {
 		return nil, err
 	}
-	for _, q := range qids {
-		if _, err := s.sql.ExecContext(ctx, "DROP TABLE IF EXISTS "+models.QueueTableName(q)); err != nil {
-			return unsubscribed, fmt.Errorf("drop queue table %d: %w", q, err)
+	for _, q := range t.Queues {
+		if err := s.queueTableDrop(ctx, q.ID, q.NodeID); err != nil {
+			return unsubscribed, fmt.Errorf("drop queue table %d: %w", q.ID, err)
 		}
 	}
 	_, _ = s.sql.ExecContext(ctx, "DELETE FROM stats_minutely WHERE group_id = 0 AND topic_id = ?", t.ID)
@@ -425,8 +466,9 @@ func (s *Store) TopicAddQueues(ctx context.Context, t *models.Topic, n int) erro
 	if err != nil {
 		return err
 	}
+	s.npool.remember(added)
 	for _, q := range added {
-		if _, err := s.sql.ExecContext(ctx, fmt.Sprintf(queueDDL, models.QueueTableName(q.ID))); err != nil {
+		if err := s.queueTableCreate(ctx, q); err != nil {
 			return fmt.Errorf("create queue table %d: %w", q.ID, err)
 		}
 	}
