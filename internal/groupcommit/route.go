@@ -1,13 +1,13 @@
 package groupcommit
 
 import (
-	"github.com/heraldhq/herald/internal/stagetrace"
 	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/heraldhq/herald/internal/stagetrace"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
