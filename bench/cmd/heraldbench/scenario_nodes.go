@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -438,6 +439,22 @@ func (b *bench) nodesStorage(ctx context.Context, r *result, nr *nodesRun, one, 
 	u22, err22 := queueStorage(ctx, nr.srv.db, nodeSchema, two.onNode(nr.nodeID))
 	r.info("bytes per 1 KiB message on disk after the keyless drain", fmt.Sprintf("one node: %s; two nodes: node 1 %s, node 2 %s",
 		text(u1, err1), text(u21, err21), text(u22, err22)))
+	r.info("control database: bytes per delivery_attempts row (one per delivered message, on node 1 whatever the queue's node)", text(attemptStorage(ctx, b.db, b.schema)))
+}
+
+// attemptStorage is the size of the attempt log on the control database (ANALYZE
+// TABLE, data_length + index_length over all partitions) and its exact row count.
+func attemptStorage(ctx context.Context, db *sql.DB, schema string) (storageUse, error) {
+	var u storageUse
+	if _, err := db.ExecContext(ctx, "ANALYZE TABLE delivery_attempts"); err != nil {
+		return u, err
+	}
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM delivery_attempts").Scan(&u.rows); err != nil {
+		return u, err
+	}
+	err := db.QueryRowContext(ctx, "SELECT COALESCE(SUM(data_length + index_length), 0) FROM information_schema.TABLES WHERE table_schema = ? AND table_name = 'delivery_attempts'",
+		schema).Scan(&u.bytes)
+	return u, err
 }
 
 // throughputRows adds the one-node and two-node rates of a phase side by side.
