@@ -148,6 +148,8 @@ var nodeCommands = []cliCommand{
 				return s.print(n, nodeHead, nodeRows(*n))
 			}
 		}},
+	nodeStateCommand("open", "read-write", "Let a node take new queues by weight (read-write)."),
+	nodeStateCommand("close", "read-only", "Place no more new queues on a node (read-only); its queues keep working."),
 	nodeStateCommand("drain", "draining", "Move a node's queues to other nodes (not built yet: Herald refuses it)."),
 	nodeStateCommand("retire", "retired", "Retire a node for good; refused while queues are placed on it."),
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/stagetrace"
+	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
 
@@ -54,14 +55,25 @@ type item struct {
 	done  chan error
 }
 
-// Writer is the group-commit writer of one db node. Run must be running for Submit
-// to make progress.
+// Writer is an api process's group-commit writer: one set of lanes per db node
+// (node 1's from the start, another's from its first request), so a flush writes
+// one node. A request whose messages span nodes (keyed messages whose queues live
+// on different nodes) is stored alone, under XA (store.MessagesInsert). Run must be
+// running for Submit to make progress.
 type Writer struct {
 	st     *store.Store
 	notify Notifier
-	in     chan *item
 	stop   chan struct{}
 	log    *slog.Logger
+	// nodes holds each db node's queue of requests; runCtx and running let Submit
+	// start a new node's lanes while Run runs.
+	nodesMu sync.Mutex
+	nodes   map[int64]chan *item
+	runCtx  context.Context
+	lanesWG sync.WaitGroup
+	// nodeRR is the per-topic round-robin counter that picks the node of a request's
+	// keyless messages when the topic's writable queues span nodes.
+	nodeRR map[int64]int
 	// spread is the per-topic round-robin counter of keyless placement (assign).
 	spreadMu sync.Mutex
 	spread   map[int64]int
@@ -82,7 +94,33 @@ type Writer struct {
 
 // New returns a Writer over st that notifies n after each commit.
 func New(st *store.Store, n Notifier, log *slog.Logger) *Writer {
-	return &Writer{st: st, notify: n, in: make(chan *item, 4096), stop: make(chan struct{}), log: log, spread: map[int64]int{}}
+	w := &Writer{st: st, notify: n, stop: make(chan struct{}), log: log, spread: map[int64]int{}, nodeRR: map[int64]int{},
+		nodes: map[int64]chan *item{models.PrimaryNodeID: make(chan *item, 4096)}}
+	return w
+}
+
+// nodeQueue returns node's request queue, creating it (and, while Run runs,
+// starting its lanes) on first use.
+func (w *Writer) nodeQueue(node int64) chan *item {
+	w.nodesMu.Lock()
+	defer w.nodesMu.Unlock()
+	in, ok := w.nodes[node]
+	if !ok {
+		in = make(chan *item, 4096)
+		w.nodes[node] = in
+		if w.runCtx != nil {
+			w.startLanes(w.runCtx, in)
+		}
+	}
+	return in
+}
+
+// startLanes starts Lanes lanes (default 1) on in; nodesMu is held.
+func (w *Writer) startLanes(ctx context.Context, in chan *item) {
+	for range max(w.Lanes, 1) {
+		w.lanesWG.Add(1)
+		go func() { defer w.lanesWG.Done(); w.lane(ctx, in) }()
+	}
 }
 
 // Expect announces a publish request being read that will reach Submit soon (or
@@ -111,8 +149,20 @@ func (w *Writer) Submit(ctx context.Context, req *store.PublishRequest) error {
 	for _, m := range req.Messages {
 		it.bytes += len(m.Body)
 	}
+	node, alone, err := w.route(ctx, req)
+	if err != nil {
+		return err
+	}
+	if alone {
+		return w.flushAlone(ctx, it)
+	}
 	select {
-	case w.in <- it:
+	case <-w.stop:
+		return ErrClosed
+	default:
+	}
+	select {
+	case w.nodeQueue(node) <- it:
 	case <-w.stop:
 		return ErrClosed
 	case <-ctx.Done():
@@ -132,23 +182,32 @@ func (w *Writer) Submit(ctx context.Context, req *store.PublishRequest) error {
 // other's commit. Per-key order holds: a publisher's next request starts only after
 // its previous one committed.
 func (w *Writer) Run(ctx context.Context) error {
-	defer func() {
-		close(w.stop)
+	w.nodesMu.Lock()
+	w.runCtx = ctx
+	for _, in := range w.nodes {
+		w.startLanes(ctx, in)
+	}
+	w.nodesMu.Unlock()
+	go w.recoverXA(ctx)
+	<-ctx.Done()
+	w.nodesMu.Lock()
+	w.runCtx = nil // no lane starts after this
+	w.nodesMu.Unlock()
+	w.lanesWG.Wait()
+	close(w.stop)
+	w.nodesMu.Lock()
+	defer w.nodesMu.Unlock()
+	for _, in := range w.nodes {
+	drain:
 		for {
 			select {
-			case it := <-w.in:
+			case it := <-in:
 				it.done <- ErrClosed
 			default:
-				return
+				break drain
 			}
 		}
-	}()
-	var wg sync.WaitGroup
-	for range max(w.Lanes, 1) {
-		wg.Add(1)
-		go func() { defer wg.Done(); w.lane(ctx) }()
 	}
-	wg.Wait()
 	return nil
 }
 
@@ -180,7 +239,7 @@ func (g *gathering) take(it *item) bool {
 	return true
 }
 
-func (w *Writer) lane(ctx context.Context) {
+func (w *Writer) lane(ctx context.Context, in chan *item) {
 	var carry *item
 	for {
 		var first *item
@@ -188,7 +247,7 @@ func (w *Writer) lane(ctx context.Context) {
 			first, carry = carry, nil
 		} else {
 			select {
-			case first = <-w.in:
+			case first = <-in:
 			case <-ctx.Done():
 				return
 			}
@@ -201,12 +260,12 @@ func (w *Writer) lane(ctx context.Context) {
 	drain:
 		for !g.full() {
 			select {
-			case it := <-w.in:
+			case it := <-in:
 				if !g.take(it) {
 					break drain
 				}
 			default:
-				if !w.linger(g) {
+				if !w.linger(in, g) {
 					break drain
 				}
 			}
@@ -225,7 +284,7 @@ func (w *Writer) lane(ctx context.Context) {
 // linger waits, while requests are expected (being read), for one more until
 // g.until (Linger after the flush first lingered) and takes it; it reports whether
 // the drain goes on.
-func (w *Writer) linger(g *gathering) bool {
+func (w *Writer) linger(in chan *item, g *gathering) bool {
 	if w.Linger <= 0 || w.expected.Load() == 0 {
 		return false
 	}
@@ -239,7 +298,7 @@ func (w *Writer) linger(g *gathering) bool {
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
-	case it := <-w.in:
+	case it := <-in:
 		return g.take(it)
 	case <-t.C:
 		return false

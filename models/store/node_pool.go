@@ -240,3 +240,9 @@ func (s *Store) byNode(ctx context.Context, queueIDs []int64) ([]int64, map[int6
 	}
 	return order, out, nil
 }
+
+// QueueNodes returns the db node of each listed queue (cached: queues never move;
+// misses are read in one statement). Errors wrap ErrNotFound for an unknown queue.
+func (s *Store) QueueNodes(ctx context.Context, queueIDs []int64) (map[int64]int64, error) {
+	return s.queueNodes(ctx, queueIDs)
+}

@@ -187,6 +187,12 @@ func (s *Store) nodeSameDatabase(ctx context.Context, except int64, dsn string) 
 // another node names, and change's error.
 func (s *Store) NodeUpdate(ctx context.Context, id int64, change func(n *models.Node) error) (*models.Node, error) {
 	var out *models.Node
+	dsnChanged := false
+	defer func() {
+		if dsnChanged && out != nil {
+			s.npool.forget(id) // this process reopens the node with its new DSN
+		}
+	}()
 	err := s.WithTx(ctx, func(tx *Store) error {
 		row := tx.sql.QueryRowContext(ctx, "SELECT "+nodeColumns+" FROM db_nodes n WHERE n.id = ? FOR UPDATE", id)
 		n, err := tx.scanNode(row)
@@ -204,6 +210,7 @@ func (s *Store) NodeUpdate(ctx context.Context, id int64, change func(n *models.
 			}
 			upd["dsn_enc"] = tx.keys.Seal(n.DSN)
 			n.DSNMasked = MaskDSN(n.DSN)
+			dsnChanged = true
 		}
 		if err := tx.db.WithContext(ctx).Model(&nodeRow{}).Where("id = ?", id).Updates(upd).Error; err != nil {
 			if isDuplicate(err) {

@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/models"
+)
+
+// TestTwoNodesPublishAndDeliver runs Herald on two MySQL servers: the control
+// database (node 1) and a private mariadbd added as node 2 through the API. A topic
+// whose queues span both nodes takes keyless and keyed messages through the public
+// API, and a keyed request whose keys live on both nodes (stored under XA); every
+// message is delivered with exactly its body. Statements are counted on both
+// servers: the control database sees at most 0.05 statements per message that do
+// not touch a queue table while the messages are published and delivered, and the
+// data node costs about what node 1 costs for its queues.
+func TestTwoNodesPublishAndDeliver(t *testing.T) {
+	t.Parallel()
+	nodeDSN := heraldtest.StartMariaDB(t, "herald_node2")
+	var control *heraldtest.SQLCounter
+	h := heraldtest.StartHerald(t, func(c *config.Config) {
+		control = heraldtest.NewSQLCounter(t, c.MySQLDSN)
+		c.MySQLDSN = control.ProxiedDSN(t, c.MySQLDSN)
+	})
+	data := heraldtest.NewSQLCounter(t, nodeDSN)
+	var node struct {
+		ID    int64  `json:"id"`
+		State string `json:"state"`
+	}
+	require.NoError(t, json.Unmarshal(h.Admin("POST", "/nodes", map[string]any{"name": "data-2", "dsn": data.ProxiedDSN(t, nodeDSN), "state": "read-write", "weight": 100}, 201), &node))
+	require.Equal(t, "read-write", node.State)
+
+	var topic struct {
+		Queues []struct {
+			ID   int64 `json:"id"`
+			Node int64 `json:"node"`
+		} `json:"queues"`
+	}
+	require.NoError(t, json.Unmarshal(h.Admin("POST", "/topics", map[string]any{"name": "orders", "queues": 4}, 201), &topic))
+	onNode := map[int64]int64{}
+	for _, q := range topic.Queues {
+		n, err := h.Store.QueueNode(t.Context(), q.ID)
+		require.NoError(t, err)
+		onNode[q.ID] = n
+	}
+	perNode := map[int64]int{}
+	for _, n := range onNode {
+		perNode[n]++
+	}
+	require.Len(t, perNode, 2, "the topic's queues span both nodes: %v", onNode)
+	// The queue tables of node 2 live on node 2's server only.
+	db2, err := sql.Open("mysql", nodeDSN)
+	require.NoError(t, err)
+	defer db2.Close()
+	for q, n := range onNode {
+		var count int
+		require.NoError(t, db2.QueryRow("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?", models.QueueTableName(q)).Scan(&count))
+		require.Equal(t, n == node.ID, count == 1, "queue %d on node %d", q, n)
+	}
+
+	r := heraldtest.NewReceiver(t)
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "subscriptions": []map[string]any{{"topic": "orders"}}}))
+	key := h.CreateAPIKey("orders")
+
+	// A keyed request whose keys hash to queues on both nodes is stored whole (XA).
+	keys := keysOnNodes(t, h, "orders", onNode)
+	cross := h.Publish(key, "orders", map[string]any{"body": "cross-1", "key": keys[models.PrimaryNodeID]}, map[string]any{"body": "cross-2", "key": keys[node.ID]})
+	require.NotEqual(t, onNode[cross[0].Queue], onNode[cross[1].Queue])
+
+	start := time.Now()
+	bodies := map[string]string{cross[0].ID: `"cross-1"`, cross[1].ID: `"cross-2"`}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	const publishers, requests, batch = 8, 25, 10 // 2,000 keyless messages
+	for p := range publishers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range requests {
+				msgs := make([]map[string]any, batch)
+				for j := range msgs {
+					msgs[j] = map[string]any{"body": fmt.Sprintf("k%d-%d-%d", p, i, j)}
+				}
+				for j, m := range h.Publish(key, "orders", msgs...) {
+					mu.Lock()
+					bodies[m.ID] = fmt.Sprintf(`"k%d-%d-%d"`, p, i, j)
+					mu.Unlock()
+				}
+				// Keyed: one key per publisher, its queue on either node.
+				m := h.Publish(key, "orders", map[string]any{"body": fmt.Sprintf("p%d-%d", p, i), "key": fmt.Sprintf("customer-%d", p)})
+				mu.Lock()
+				bodies[m[0].ID] = fmt.Sprintf(`"p%d-%d"`, p, i)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	total := len(bodies)
+	require.Equal(t, 2+publishers*requests*(batch+1), total)
+	r.WaitCount(total, 60*time.Second)
+	for id, body := range bodies {
+		ds := r.Get(id)
+		require.NotEmpty(t, ds, id)
+		require.Equal(t, body, string(ds[0].Body), id)
+	}
+	stored := map[int64]int{}
+	for id := range bodies {
+		q, _, err := models.ParseMessageID(id)
+		require.NoError(t, err)
+		stored[onNode[q]]++
+	}
+	require.Positive(t, stored[models.PrimaryNodeID])
+	require.Positive(t, stored[node.ID])
+
+	controlOther, controlQueue := classify(control.Since(start))
+	dataOther, dataQueue := classify(data.Since(start))
+	t.Logf("messages: %d (node 1: %d, node 2: %d); control db: %d statements off queue tables, %d on node 1's queue tables; node 2: %d on queue tables, %d others",
+		total, stored[models.PrimaryNodeID], stored[node.ID], controlOther, controlQueue, dataQueue, dataOther)
+	require.LessOrEqual(t, float64(controlOther)/float64(total), 0.05, "control statements per message")
+	perMsg1 := float64(controlQueue) / float64(stored[models.PrimaryNodeID])
+	perMsg2 := float64(dataQueue+dataOther) / float64(stored[node.ID])
+	t.Logf("queue-table statements per message: node 1 %.3f, node 2 %.3f (all statements)", perMsg1, perMsg2)
+	require.Less(t, perMsg2, 2*perMsg1+0.05, "node 2 costs about what node 1 costs per message")
+}
+
+// classify counts statements that touch no queue table (control work) and those
+// that do.
+func classify(stmts []heraldtest.Statement) (other, queue int) {
+	for _, s := range stmts {
+		if strings.Contains(s.SQL, "queue_0") {
+			queue++
+		} else {
+			other++
+		}
+	}
+	return other, queue
+}
+
+// keysOnNodes finds, for each node of onNode, a message key whose queue is on it,
+// from the topic's slot table.
+func keysOnNodes(t *testing.T, h *heraldtest.Herald, topic string, onNode map[int64]int64) map[int64]string {
+	t.Helper()
+	tp, err := h.Store.TopicGetByName(t.Context(), topic)
+	require.NoError(t, err)
+	out := map[int64]string{}
+	for i := 0; len(out) < 2 && i < 10000; i++ {
+		k := fmt.Sprintf("key-%d", i)
+		q, ok := tp.QueueForKey(k)
+		require.True(t, ok)
+		if _, seen := out[onNode[q.ID]]; !seen {
+			out[onNode[q.ID]] = k
+		}
+	}
+	require.Len(t, out, 2)
+	return out
+}

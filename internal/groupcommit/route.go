@@ -1,0 +1,146 @@
+package groupcommit
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/models/store"
+)
+
+// route picks the db node whose writer flushes req and narrows req.Spread to that
+// node's queues, so a request's keyless messages never split across nodes: keyed
+// messages go to their queue's node; keyless ones to the node of the request's
+// keyed messages when the topic has a writable queue there, else to the node of the
+// topic's next writable queue in a per-topic round robin (so nodes get keyless
+// requests in proportion to their writable queues). alone reports a request that
+// spans nodes, or that carries an Idempotency-Key (stored on the control
+// database) while its messages live on another node: it is stored alone, under XA.
+// On one node route only reads the store's queue→node cache.
+func (w *Writer) route(ctx context.Context, req *store.PublishRequest) (node int64, alone bool, err error) {
+	var keyed []int64
+	keyless := false
+	for i := range req.Messages {
+		if q := req.Messages[i].QueueID; q != 0 {
+			keyed = append(keyed, q)
+		} else {
+			keyless = true
+		}
+	}
+	nodes := map[int64]bool{}
+	if len(keyed) > 0 {
+		kn, err := w.st.QueueNodes(ctx, keyed)
+		if err != nil {
+			return 0, false, fmt.Errorf("publish: %w", err)
+		}
+		for _, n := range kn {
+			nodes[n] = true
+		}
+	}
+	if keyless && len(req.Spread) > 0 {
+		sn, err := w.st.QueueNodes(ctx, req.Spread)
+		if err != nil {
+			return 0, false, fmt.Errorf("publish: %w", err)
+		}
+		n := w.keylessNode(req, sn, nodes)
+		nodes[n] = true
+	}
+	for n := range nodes {
+		node = n
+	}
+	if len(nodes) > 1 {
+		return 0, true, nil
+	}
+	if node == 0 {
+		node = models.PrimaryNodeID
+	}
+	return node, req.Idempotency != nil && node != models.PrimaryNodeID, nil
+}
+
+// keylessNode picks the node of req's keyless messages (see route) and narrows
+// req.Spread to its queues; spreadNodes maps each Spread queue to its node and
+// keyedNodes holds the nodes of req's keyed messages.
+func (w *Writer) keylessNode(req *store.PublishRequest, spreadNodes map[int64]int64, keyedNodes map[int64]bool) int64 {
+	first := spreadNodes[req.Spread[0]]
+	one := true
+	for _, q := range req.Spread {
+		if spreadNodes[q] != first {
+			one = false
+			break
+		}
+	}
+	if one {
+		return first // the common case: nothing to narrow
+	}
+	var pick int64
+	if len(keyedNodes) == 1 {
+		for n := range keyedNodes {
+			pick = n
+		}
+	}
+	narrowed := make([]int64, 0, len(req.Spread))
+	if pick != 0 {
+		for _, q := range req.Spread {
+			if spreadNodes[q] == pick {
+				narrowed = append(narrowed, q)
+			}
+		}
+	}
+	if len(narrowed) == 0 {
+		w.spreadMu.Lock()
+		n := w.nodeRR[req.TopicID]
+		w.nodeRR[req.TopicID] = n + 1
+		w.spreadMu.Unlock()
+		pick = spreadNodes[req.Spread[n%len(req.Spread)]]
+		for _, q := range req.Spread {
+			if spreadNodes[q] == pick {
+				narrowed = append(narrowed, q)
+			}
+		}
+	}
+	req.Spread = narrowed
+	return pick
+}
+
+// flushAlone stores one request that spans nodes (store.MessagesInsert runs it
+// under XA) in the caller's goroutine, bounded by FlushTimeout like a flush, and
+// notifies its rows.
+func (w *Writer) flushAlone(ctx context.Context, it *item) error {
+	select {
+	case <-w.stop:
+		return ErrClosed
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.flushTimeout())
+	defer cancel()
+	w.flush(fctx, []*item{it})
+	if w.OnFlush != nil {
+		w.OnFlush(1, it.rows)
+	}
+	return <-it.done
+}
+
+// XARecoverInterval is how often a running Writer resolves prepared XA branches
+// left by a crashed api process (store.XARecover), starting at Run.
+const XARecoverInterval = 30 * time.Second
+
+func (w *Writer) recoverXA(ctx context.Context) {
+	t := time.NewTicker(XARecoverInterval)
+	defer t.Stop()
+	for {
+		if n, err := w.st.XARecover(ctx); err != nil && ctx.Err() == nil {
+			w.log.Warn("resolve prepared xa branches", "err", err, "resolved", n)
+		} else if n > 0 {
+			w.log.Info("resolved prepared xa branches", "resolved", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
