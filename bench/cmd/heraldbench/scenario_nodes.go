@@ -486,7 +486,7 @@ func (r *result) throughputRows(what string, one, two nodePhase) {
 // on the control database).
 func (r *result) xaRow(what string, p nodePhase) {
 	xa := p.use.c2.mysql["Com_xa_commit"]
-	v := fmt.Sprintf("%d of %d requests (%.0f %%) put messages on both nodes, so went under XA; XA transactions %d (%.2f per request: group commit merges requests into one flush)",
+	v := fmt.Sprintf("%d of %d requests (%.0f %%) put messages on both nodes, so went under XA; XA transactions %d (%.2f per request; below 1 when a flush merges several)",
 		p.spanning, p.requests, pctOf(p.spanning, p.requests), xa, float64(xa)/float64(max(p.requests, 1)))
 	r.info(what+": XA share", v)
 }
@@ -585,6 +585,6 @@ func (r *result) trickleRows(variant string, one, two, only nodePhase) {
 			"≤ 1.15", both <= 1.15*base)
 	}
 	if xa := two.use.c2.mysql["Com_xa_commit"]; xa > 0 || variant == "keyed" {
-		r.info(what+", two nodes: XA transactions", fmt.Sprintf("%d for %d single-message requests (none spans nodes; a flush that merges requests for both nodes does)", xa, two.msgs))
+		r.info(what+", two nodes: XA transactions", fmt.Sprintf("%d for %d single-message requests (none spans nodes; only a flush merging requests for both nodes would)", xa, two.msgs))
 	}
 }
