@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/internal/groupcommit"
+	"github.com/heraldhq/herald/models"
 )
 
 // publishDeadline gives every /v1 request Options.PublishTimeout (default 10 s) to finish
@@ -39,6 +41,11 @@ func (s *Server) publishFailed(ctx context.Context, topic string, idempotent boo
 	case errors.Is(err, groupcommit.ErrOutcomeUnknown):
 		s.log.Warn("publish outcome unknown", "topic", topic, "client_gone", clientGone, "idempotency_key", idempotent, "err", err)
 		return problem(ProblemUnavailable, "the database did not confirm the commit in time; the messages may have been stored: retry with the same Idempotency-Key")
+	case errors.Is(err, models.ErrQueueUnavailable):
+		// A db node holding the request's queues did not answer (a connection cut at
+		// the commit leaves the outcome unknown: the Idempotency-Key makes a retry safe).
+		s.log.Warn("publish not stored: db node unavailable", "topic", topic, "err", err)
+		return fmt.Errorf("the queue's db node did not answer: %w", models.ErrQueueUnavailable)
 	case clientGone:
 		s.log.Info("publish abandoned by its client before it was stored", "topic", topic)
 		return problem(ProblemUnavailable, "the request was cancelled before the messages were stored")

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/internal/groupcommit"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -123,7 +125,24 @@ func (s *Server) ready(c echo.Context) error {
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		return problem(ProblemUnavailable, "redis: "+err.Error())
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	// A db node other than the control database that is down is reported, not fatal:
+	// publishes to its queues answer 503 while the others go on.
+	nodes, err := s.ctl.NodesPing(ctx)
+	if err != nil || len(nodes) <= 1 {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	}
+	health := make(map[string]string, len(nodes))
+	for id, nerr := range nodes {
+		key := strconv.FormatInt(id, 10)
+		if nerr != nil {
+			health[key] = "down: " + nerr.Error()
+			metrics.DBNodeUp.WithLabelValues(key).Set(0)
+		} else {
+			health[key] = "up"
+			metrics.DBNodeUp.WithLabelValues(key).Set(1)
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"status": "ready", "nodes": health})
 }
 
 // topicCacheTTL is how long a publish trusts a cached topic (5 s); topic changes made

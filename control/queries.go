@@ -44,6 +44,10 @@ const StatsHours = 3
 // Ping checks that the database answers (the readiness probe).
 func (c *Control) Ping(ctx context.Context) error { return c.st.Ping(ctx) }
 
+// NodesPing pings every db node that is not retired and returns each node's error
+// (nil when it answered), for the readiness probe and herald_db_node_up.
+func (c *Control) NodesPing(ctx context.Context) (map[int64]error, error) { return c.st.NodesPing(ctx) }
+
 // GetGroup returns group name, secret included: transports blank it for viewers.
 // Errors: models.ErrNotFound.
 func (c *Control) GetGroup(ctx context.Context, name string) (*models.Group, error) {

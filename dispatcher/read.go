@@ -278,8 +278,11 @@ func (d *Dispatcher) poll(ctx context.Context) {
 	}
 	maxIDs, err := d.st.QueueMaxIDs(ctx, qs)
 	if err != nil {
+		// A db node that does not answer leaves its queues out; the others still poll.
 		d.log.Warn("fallback poll", "err", err)
-		return
+		if len(maxIDs) == 0 {
+			return
+		}
 	}
 	d.maxIDs = maxIDs
 	for q, m := range maxIDs {

@@ -2,7 +2,9 @@ package groupcommit
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/heraldhq/herald/models"
@@ -93,6 +95,10 @@ func (w *Writer) keylessNode(req *store.PublishRequest, spreadNodes map[int64]in
 		w.nodeRR[req.TopicID] = n + 1
 		w.spreadMu.Unlock()
 		pick = spreadNodes[req.Spread[n%len(req.Spread)]]
+		// Skip a node whose last flush failed while another node has a queue.
+		for i := 1; i < len(req.Spread) && w.health.down(pick); i++ {
+			pick = spreadNodes[req.Spread[(n+i)%len(req.Spread)]]
+		}
 		for _, q := range req.Spread {
 			if spreadNodes[q] == pick {
 				narrowed = append(narrowed, q)
@@ -117,7 +123,7 @@ func (w *Writer) flushAlone(ctx context.Context, it *item) error {
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.flushTimeout())
 	defer cancel()
-	w.flush(fctx, []*item{it})
+	w.flush(fctx, 0, []*item{it})
 	if w.OnFlush != nil {
 		w.OnFlush(1, it.rows)
 	}
@@ -125,13 +131,24 @@ func (w *Writer) flushAlone(ctx context.Context, it *item) error {
 }
 
 // XARecoverInterval is how often a running Writer resolves prepared XA branches
-// left by a crashed api process (store.XARecover), starting at Run.
+// left by a crashed api process (store.XARecover): once at Run, then every interval
+// while this process has reached a db node other than 1.
 const XARecoverInterval = 30 * time.Second
 
 func (w *Writer) recoverXA(ctx context.Context) {
 	t := time.NewTicker(XARecoverInterval)
 	defer t.Stop()
-	for {
+	for first := true; ; first = false {
+		// After the first pass (a crash's leftovers), only a process that reached
+		// another node can have prepared branches: one node costs no statement.
+		if !first && !w.st.NodesOpened() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			continue
+		}
 		if n, err := w.st.XARecover(ctx); err != nil && ctx.Err() == nil {
 			w.log.Warn("resolve prepared xa branches", "err", err, "resolved", n)
 		} else if n > 0 {
@@ -143,4 +160,43 @@ func (w *Writer) recoverXA(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// NodeDownFor is how long a node whose flush failed is avoided by keyless requests
+// of topics with writable queues on other nodes (keyed messages keep their queue).
+const NodeDownFor = 5 * time.Second
+
+// nodeHealth remembers, per node, until when keyless placement avoids it.
+type nodeHealth struct {
+	mu    sync.Mutex
+	until map[int64]time.Time
+}
+
+// report records a flush's outcome on node (0: several nodes, not recorded): an
+// error that is not the request's own fault (conflict, invalid) marks it down for
+// NodeDownFor; a success clears the mark.
+func (h *nodeHealth) report(node int64, err error) {
+	if node == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err == nil {
+		delete(h.until, node)
+		return
+	}
+	if errors.Is(err, models.ErrConflict) || errors.Is(err, models.ErrInvalid) {
+		return
+	}
+	if h.until == nil {
+		h.until = map[int64]time.Time{}
+	}
+	h.until[node] = time.Now().Add(NodeDownFor)
+}
+
+func (h *nodeHealth) down(node int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t, ok := h.until[node]
+	return ok && time.Now().Before(t)
 }

@@ -71,6 +71,8 @@ type Writer struct {
 	nodes   map[int64]chan *item
 	runCtx  context.Context
 	lanesWG sync.WaitGroup
+	// health marks nodes whose last flush failed, so keyless requests avoid them.
+	health nodeHealth
 	// nodeRR is the per-topic round-robin counter that picks the node of a request's
 	// keyless messages when the topic's writable queues span nodes.
 	nodeRR map[int64]int
@@ -109,17 +111,17 @@ func (w *Writer) nodeQueue(node int64) chan *item {
 		in = make(chan *item, 4096)
 		w.nodes[node] = in
 		if w.runCtx != nil {
-			w.startLanes(w.runCtx, in)
+			w.startLanes(w.runCtx, node, in)
 		}
 	}
 	return in
 }
 
-// startLanes starts Lanes lanes (default 1) on in; nodesMu is held.
-func (w *Writer) startLanes(ctx context.Context, in chan *item) {
+// startLanes starts Lanes lanes (default 1) on node's queue in; nodesMu is held.
+func (w *Writer) startLanes(ctx context.Context, node int64, in chan *item) {
 	for range max(w.Lanes, 1) {
 		w.lanesWG.Add(1)
-		go func() { defer w.lanesWG.Done(); w.lane(ctx, in) }()
+		go func() { defer w.lanesWG.Done(); w.lane(ctx, node, in) }()
 	}
 }
 
@@ -184,8 +186,8 @@ func (w *Writer) Submit(ctx context.Context, req *store.PublishRequest) error {
 func (w *Writer) Run(ctx context.Context) error {
 	w.nodesMu.Lock()
 	w.runCtx = ctx
-	for _, in := range w.nodes {
-		w.startLanes(ctx, in)
+	for node, in := range w.nodes {
+		w.startLanes(ctx, node, in)
 	}
 	w.nodesMu.Unlock()
 	go w.recoverXA(ctx)
@@ -239,7 +241,7 @@ func (g *gathering) take(it *item) bool {
 	return true
 }
 
-func (w *Writer) lane(ctx context.Context, in chan *item) {
+func (w *Writer) lane(ctx context.Context, node int64, in chan *item) {
 	var carry *item
 	for {
 		var first *item
@@ -273,7 +275,7 @@ func (w *Writer) lane(ctx context.Context, in chan *item) {
 		carry = g.carry
 		// A flush outlives shutdown (it finishes what it took) but never FlushTimeout.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.flushTimeout())
-		w.flush(fctx, g.items)
+		w.flush(fctx, node, g.items)
 		cancel()
 		if w.OnFlush != nil {
 			w.OnFlush(len(g.items), g.rows)
@@ -339,13 +341,16 @@ func (w *Writer) assign(reqs []*store.PublishRequest) {
 	}
 }
 
-func (w *Writer) flush(ctx context.Context, batch []*item) {
+// flush stores batch (node's requests; node 0 for a request spanning nodes) and
+// answers each request; a failed flush marks node down for keyless placement.
+func (w *Writer) flush(ctx context.Context, node int64, batch []*item) {
 	reqs := make([]*store.PublishRequest, len(batch))
 	for i, it := range batch {
 		reqs[i] = it.req
 	}
 	w.assign(reqs)
 	err := w.st.MessagesInsert(ctx, reqs)
+	w.health.report(node, err)
 	stagetrace.Mark(stagetrace.FlushCommitted)
 	errs := make([]error, len(batch))
 	if err != nil && ctx.Err() != nil {

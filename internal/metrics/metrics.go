@@ -35,6 +35,9 @@ var (
 	LagMessages = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_group_lag_messages", Help: "Messages not yet done, by group."}, []string{"group"})
 	// LagSeconds is the age of a group's oldest undone message.
 	LagSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_group_lag_seconds", Help: "Age of the oldest undone message, by group."}, []string{"group"})
+	// DBNodeUp is 1 while a db node answers a ping and 0 when it does not, by node
+	// id, as last checked by the api's readiness probe.
+	DBNodeUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_db_node_up", Help: "1 while the db node answers, 0 when it does not (checked by /readyz)."}, []string{"node"})
 	// BreakerState is a group's circuit breaker: 0 closed, 1 half open (a probe is
 	// out), 2 open.
 	BreakerState = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "herald_group_breaker_state", Help: "Circuit breaker by group: 0 closed, 1 half open, 2 open."}, []string{"group"})
@@ -58,7 +61,7 @@ var (
 )
 
 func init() {
-	Registry.MustRegister(Published, Delivered, Failed, PostLatency, EndToEnd, LagMessages, LagSeconds, BreakerState, RetryMessages, DeadLetters, BlockedKeys, JobsRedispatched, HolesClosed, LateRows, CursorsBeyondMax,
+	Registry.MustRegister(DBNodeUp, Published, Delivered, Failed, PostLatency, EndToEnd, LagMessages, LagSeconds, BreakerState, RetryMessages, DeadLetters, BlockedKeys, JobsRedispatched, HolesClosed, LateRows, CursorsBeyondMax,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -53,6 +54,17 @@ func (s *Store) MessagesInsert(ctx context.Context, reqs []*PublishRequest) erro
 	if err != nil {
 		return err
 	}
+	err = s.messagesInsert(ctx, reqs, ins)
+	if err != nil && ctx.Err() == nil && Unavailable(err) && !(len(ins.nodes) == 1 && ins.nodes[0] == models.PrimaryNodeID) {
+		// A db node other than the control database did not answer: its queues are
+		// unavailable, the rest of Herald is not.
+		return fmt.Errorf("%w: %w", models.ErrQueueUnavailable, err)
+	}
+	return err
+}
+
+func (s *Store) messagesInsert(ctx context.Context, reqs []*PublishRequest, ins *insertPlan) error {
+	var err error
 	if len(ins.nodes) > 1 || (ins.nodes[0] != models.PrimaryNodeID && hasIdempotency(reqs)) {
 		return s.messagesInsertXA(ctx, reqs, ins)
 	}
@@ -339,7 +351,10 @@ func idList(ids []int64) string {
 // 200 queues. pruned_through lives in the control tables: for a queue on another
 // node it can beat MAX(id) only when retention emptied the table (retention keeps
 // every row above it), so only queues off the control database whose table reads
-// empty cost one more statement on the control database, for all of them.
+// empty cost one more statement on the control database, for all of them. A node
+// other than 1 that does not answer leaves its queues out of the map (never 0, which
+// would read as a table behind its cursors) and its error is returned, joined, with
+// the other nodes' offsets.
 func (s *Store) QueueMaxIDs(ctx context.Context, queueIDs []int64) (map[int64]int64, error) {
 	out := make(map[int64]int64, len(queueIDs))
 	if len(queueIDs) == 0 {
@@ -349,33 +364,21 @@ func (s *Store) QueueMaxIDs(ctx context.Context, queueIDs []int64) (map[int64]in
 	if err != nil {
 		return nil, fmt.Errorf("read queue max offsets: %w", err)
 	}
+	var errs []error
+	answered := map[int64]bool{}
 	for _, n := range nodes {
-		c, err := s.nodeConn(ctx, n)
-		if err != nil {
-			return nil, fmt.Errorf("read queue max offsets on node %d: %w", n, err)
-		}
-		qs := byNode[n]
-		for start := 0; start < len(qs); start += 200 {
-			end := min(start+200, len(qs))
-			var sb strings.Builder
-			for i, q := range qs[start:end] {
-				if i > 0 {
-					sb.WriteString(" UNION ALL ")
-				}
-				if n == models.PrimaryNodeID {
-					fmt.Fprintf(&sb, "SELECT %d, %s", q, maxOffsetExpr(q))
-				} else {
-					fmt.Fprintf(&sb, "SELECT %d, (SELECT COALESCE(MAX(id), 0) FROM %s)", q, models.QueueTableName(q))
-				}
+		if err := s.queueMaxIDsOn(ctx, n, byNode[n], out); err != nil {
+			if n == models.PrimaryNodeID {
+				return nil, err
 			}
-			if err := scanPairs(ctx, c, sb.String(), out); err != nil {
-				return nil, fmt.Errorf("read queue max offsets on node %d: %w", n, err)
-			}
+			errs = append(errs, err) // the other nodes' queues still poll
+			continue
 		}
+		answered[n] = true
 	}
 	var remote []int64
 	for _, n := range nodes {
-		if n == models.PrimaryNodeID {
+		if n == models.PrimaryNodeID || !answered[n] {
 			continue
 		}
 		for _, q := range byNode[n] {
@@ -393,7 +396,34 @@ func (s *Store) QueueMaxIDs(ctx context.Context, queueIDs []int64) (map[int64]in
 			out[q] = max(out[q], p)
 		}
 	}
-	return out, nil
+	return out, errors.Join(errs...)
+}
+
+// queueMaxIDsOn reads MAX(id) of node's listed queues into out, one statement per
+// 200 queues (on the control database with pruned_through, maxOffsetExpr).
+func (s *Store) queueMaxIDsOn(ctx context.Context, n int64, qs []int64, out map[int64]int64) error {
+	c, err := s.nodeConn(ctx, n)
+	if err != nil {
+		return fmt.Errorf("read queue max offsets on node %d: %w", n, err)
+	}
+	for start := 0; start < len(qs); start += 200 {
+		end := min(start+200, len(qs))
+		var sb strings.Builder
+		for i, q := range qs[start:end] {
+			if i > 0 {
+				sb.WriteString(" UNION ALL ")
+			}
+			if n == models.PrimaryNodeID {
+				fmt.Fprintf(&sb, "SELECT %d, %s", q, maxOffsetExpr(q))
+			} else {
+				fmt.Fprintf(&sb, "SELECT %d, (SELECT COALESCE(MAX(id), 0) FROM %s)", q, models.QueueTableName(q))
+			}
+		}
+		if err := scanPairs(ctx, c, sb.String(), out); err != nil {
+			return fmt.Errorf("read queue max offsets on node %d: %w", n, err)
+		}
+	}
+	return nil
 }
 
 // scanPairs runs query, which returns (int64, int64) rows, into out.

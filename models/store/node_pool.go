@@ -246,3 +246,30 @@ func (s *Store) byNode(ctx context.Context, queueIDs []int64) ([]int64, map[int6
 func (s *Store) QueueNodes(ctx context.Context, queueIDs []int64) (map[int64]int64, error) {
 	return s.queueNodes(ctx, queueIDs)
 }
+
+// NodesPing pings every db node that is not retired, node 1 included (one control
+// statement for the list, then one ping per node, each within ctx), and returns
+// each node's error, nil when it answered.
+func (s *Store) NodesPing(ctx context.Context) (map[int64]error, error) {
+	var ids []int64
+	if err := s.db.WithContext(ctx).Raw("SELECT id FROM db_nodes WHERE state <> ? ORDER BY id", string(models.NodeRetired)).Scan(&ids).Error; err != nil {
+		return nil, fmt.Errorf("read nodes: %w", err)
+	}
+	out := make(map[int64]error, len(ids))
+	for _, id := range ids {
+		h, err := s.node(ctx, id)
+		if err == nil {
+			err = h.db.PingContext(ctx)
+		}
+		out[id] = err
+	}
+	return out, nil
+}
+
+// NodesOpened reports whether this Store has opened a db node other than node 1
+// (so it may have written XA branches).
+func (s *Store) NodesOpened() bool {
+	s.npool.mu.Lock()
+	defer s.npool.mu.Unlock()
+	return len(s.npool.dbs) > 0
+}

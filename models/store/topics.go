@@ -131,8 +131,11 @@ func (s *Store) topicCreate(ctx context.Context, name string, n int, reserved bo
 		return nil, err
 	}
 	s.npool.remember(qs)
-	for _, q := range qs {
+	for i, q := range qs {
 		if err := s.queueTableCreate(ctx, q); err != nil {
+			for _, made := range qs[:i] {
+				_ = s.queueTableDrop(ctx, made.ID, made.NodeID)
+			}
 			s.db.WithContext(ctx).Where("topic_id = ?", tr.ID).Delete(&queueRow{})
 			s.db.WithContext(ctx).Delete(&tr)
 			return nil, fmt.Errorf("create queue table %d: %w", q.ID, err)
