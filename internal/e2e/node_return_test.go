@@ -18,16 +18,15 @@ import (
 	"github.com/heraldhq/herald/heraldtest"
 )
 
-// TestNodeOutageIsLocal: a topic's 4 queues split 2/2 over node 1 (the control
-// database) and node 2 (a private mariadbd). When node 2's server is killed with
-// SIGKILL, keyless single-message publishes still succeed on node 1's queues and
-// those that do not are refused with 503 and Retry-After (retryable), never 500;
-// node 1's messages keep being delivered; when node 2 comes back on the same data
-// directory, its queues take messages again and every message ever answered 201 is
-// delivered: nothing is lost. Keyless publishes do not yet skip a dead node's
-// queues (docs/design.md §11, node outage isolation): today the requests whose turn
-// falls on node 2 get the 503; once that is built, failed must be 0.
-func TestNodeOutageIsLocal(t *testing.T) {
+// TestNodeReturnsAfterOutage: a topic's 4 queues split 2/2 over node 1 (the control
+// database) and node 2 (a private mariadbd). While node 2's server is killed with
+// SIGKILL, keyless single-message publishes are stored on node 1's queues (those
+// refused are refused with 503 and Retry-After, never 500) and delivered. When node
+// 2 comes back on the same data directory and port (InnoDB crash recovery), its
+// queues take keyless messages again, and every message ever answered 201, before,
+// during and after the outage, is delivered: nothing is lost. TestNodeOutageIsLocal
+// covers the outage itself (keyed 503s, /readyz, the metric).
+func TestNodeReturnsAfterOutage(t *testing.T) {
 	t.Parallel()
 	srv := startKillableMariaDB(t, "herald_node2")
 	h := heraldtest.StartHerald(t, nil)
