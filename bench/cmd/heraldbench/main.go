@@ -42,11 +42,15 @@ type options struct {
 	loneBusyDur                                       time.Duration
 	// stageTrace starts Herald with HERALD_STAGE_TRACE when scenario l runs.
 	stageTrace bool
+	// Scenario n: drained messages per drain, publishing time per throughput phase,
+	// distinct keys of the keyed variants.
+	nodesDrainN, nodesKeys int
+	nodesDur               time.Duration
 }
 
 // defaultScenarios is the default order: (e) must see no group at all, and (f)'s
 // 1,000 groups come last so they do not weigh on the others.
-const defaultScenarios = "e,g,l,h,k,d,s,o,a,b,c,f"
+const defaultScenarios = "e,g,l,h,k,d,s,o,a,b,c,n,f"
 
 func parseFlags() options {
 	var o options
@@ -56,7 +60,7 @@ func parseFlags() options {
 	flag.StringVar(&o.results, "results", "bench/results", "directory for the report and Herald's log")
 	flag.StringVar(&o.dsn, "mysql-dsn", "root@tcp(127.0.0.1:3306)/herald_bench", "DSN of the benchmark database; it is DROPPED and recreated")
 	flag.StringVar(&o.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis address (a fresh namespace is used per run)")
-	flag.StringVar(&o.scenarios, "scenarios", defaultScenarios, "scenarios to run, in this order: a drain 1 KiB, b drain GitHub payloads, c publish throughput, d latency, e idle without groups, l lone messages at -lone-rate beside -lone-busy-rate, f idle with -idle-groups groups, g lone messages, h paced single-message publishes, k (h) on a private Redis Cluster and a master killed, s live saturation, o fan-out to -fanout-groups groups")
+const defaultScenarios = "e,g,l,h,k,d,s,o,a,b,c,n,f"
 	flag.BoolVar(&o.private, "private", true, "start a private mariadbd and redis-server for the run (exact command counts and CPU); false uses -mysql-dsn and -redis-addr")
 	flag.DurationVar(&o.idleDur, "idle-duration", 10*time.Second, "measured time of the idle scenarios e and f")
 	flag.IntVar(&o.idleGroups, "idle-groups", 1000, "groups in scenario f")
@@ -83,6 +87,9 @@ func parseFlags() options {
 	flag.IntVar(&o.loneBusyRate, "lone-busy-rate", 1000, "paced publishes per second of scenario l's crowd phase")
 	flag.IntVar(&o.loneBusyPublishers, "lone-busy-publishers", 16, "concurrent publishers of scenario l's crowd phase")
 	flag.DurationVar(&o.loneBusyDur, "lone-busy-duration", 10*time.Second, "publishing time of scenario l's crowd phase (whole seconds)")
+	flag.IntVar(&o.nodesDrainN, "nodes-drain", 20000, "messages per drain of scenario n (keyless and keyed, one node and two)")
+	flag.IntVar(&o.nodesKeys, "nodes-keys", 300, "distinct message keys of scenario n's keyed variants")
+	flag.DurationVar(&o.nodesDur, "nodes-duration", 10*time.Second, "publishing time of each throughput phase of scenario n")
 	flag.BoolVar(&o.stageTrace, "stage-trace", true, "when scenario l runs, start Herald with HERALD_STAGE_TRACE=true and break the lone messages' latency down by stage")
 	flag.Parse()
 	return o
@@ -104,13 +111,14 @@ func main() {
 
 func (o options) validate() error {
 	for _, s := range o.selected() {
-		if !strings.Contains("abcdefghklos", s) || len(s) != 1 {
-			return fmt.Errorf("-scenarios: unknown scenario %q (want one of a to h, k, l, o, s)", s)
+		if !strings.Contains("abcdefghklnos", s) || len(s) != 1 {
+			return fmt.Errorf("-scenarios: unknown scenario %q (want one of a to h, k, l, n, o, s)", s)
 		}
 	}
 	if o.drainN < 1 || o.githubN < 1 || o.publishN < 100 || o.publishers < 1 || o.latencyRate < 1 || o.latencyDur < time.Second ||
 		o.idleDur < time.Second || o.idleGroups < 1 || o.trickleRate < 1 || o.trickleDur < time.Second ||
 		o.saturationPublishers < 1 || o.saturationMax < 1 || o.saturationDur <= 0 || o.fanoutGroups < 1 || o.fanoutRate < 1 || o.fanoutDur < time.Second ||
+		o.nodesDrainN < 1 || o.nodesKeys < 2 || o.nodesDur < time.Second ||
 		o.loneRate < 1 || o.loneN < 1 || o.loneBusyRate < 1 || o.loneBusyPublishers < 1 || o.loneBusyDur < time.Second {
 		return fmt.Errorf("message counts, publishers, groups and rates must be positive, -n-publish ≥ 100, -saturation-duration > 0, " +
 			"-latency-duration, -idle-duration, -trickle-duration, -fanout-duration and -lone-busy-duration ≥ 1s")

@@ -12,10 +12,12 @@ import (
 	"strings"
 )
 
-// outMsg is one message to publish: a JSON value and an optional tag.
+// outMsg is one message to publish: a JSON value, an optional tag and an optional
+// key (per-key placement and order).
 type outMsg struct {
 	body []byte
 	tag  string
+	key  string
 }
 
 // padBody returns the JSON value {"pad":"<seq>xxxx…"} of exactly size bytes (size ≥ 32).
@@ -75,7 +77,7 @@ func loadFixtures(dir string) ([]fixture, error) {
 func envelope(msgs []outMsg) []byte {
 	n := 16
 	for _, m := range msgs {
-		n += len(m.body) + len(m.tag) + 24
+		n += len(m.body) + len(m.tag) + len(m.key) + 32
 	}
 	b := make([]byte, 0, n)
 	b = append(b, `{"messages":[`...)
@@ -89,6 +91,11 @@ func envelope(msgs []outMsg) []byte {
 			tag, _ := json.Marshal(m.tag)
 			b = append(b, `,"tag":`...)
 			b = append(b, tag...)
+		}
+		if m.key != "" {
+			key, _ := json.Marshal(m.key)
+			b = append(b, `,"key":`...)
+			b = append(b, key...)
 		}
 		b = append(b, '}')
 	}

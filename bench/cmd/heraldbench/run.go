@@ -29,6 +29,8 @@ type bench struct {
 	start    time.Time
 	// metricsAddr is host:port of Herald's metrics listener (stage trace).
 	metricsAddr string
+	// nodeServers are the extra mariadbd servers scenario n started as db nodes.
+	nodeServers []*nodeServer
 }
 
 // logf prints progress to stderr.
@@ -39,6 +41,7 @@ func (b *bench) logf(format string, args ...any) {
 // run sets everything up, runs the selected scenarios, stops Herald and writes the report.
 func run(ctx context.Context, o options) error {
 	b := &bench{opts: o, start: time.Now()}
+	defer b.stopNodeServers() // after Herald stopped: it may still reach a second db node
 	if err := os.MkdirAll(o.results, 0o755); err != nil {
 		return err
 	}
@@ -158,7 +161,7 @@ func run(ctx context.Context, o options) error {
 	scenarios := map[string]func(context.Context) *result{
 		"a": b.scenarioDrain1K, "b": b.scenarioDrainGitHub, "c": b.scenarioPublish, "d": b.scenarioLatency,
 		"e": b.scenarioIdle, "f": b.scenarioIdleGroups, "g": b.scenarioLone, "h": b.scenarioTrickle,
-		"k": b.scenarioCluster, "l": b.scenarioLoneRate, "o": b.scenarioFanout, "s": b.scenarioSaturation,
+		"k": b.scenarioCluster, "l": b.scenarioLoneRate, "o": b.scenarioFanout, "s": b.scenarioSaturation, "n": b.scenarioNodes,
 	}
 	var results []*result
 	for _, key := range o.selected() {
