@@ -29,6 +29,10 @@ type bench struct {
 	start    time.Time
 	// metricsAddr is host:port of Herald's metrics listener (stage trace).
 	metricsAddr string
+	// settings and stem are the Herald settings and report path stem of the run
+	// (scenario x starts more Herald processes).
+	settings heraldSettings
+	stem     string
 }
 
 // logf prints progress to stderr.
@@ -120,6 +124,7 @@ func run(ctx context.Context, o options) error {
 	if o.stageTrace && o.has("l") {
 		hs.extra = append(hs.extra, "HERALD_STAGE_TRACE=true")
 	}
+	b.settings, b.stem = hs, stem
 	b.logf("herald migrate up")
 	if err := migrateUp(ctx, hs); err != nil {
 		return err
@@ -159,6 +164,7 @@ func run(ctx context.Context, o options) error {
 		"a": b.scenarioDrain1K, "b": b.scenarioDrainGitHub, "c": b.scenarioPublish, "d": b.scenarioLatency,
 		"e": b.scenarioIdle, "f": b.scenarioIdleGroups, "g": b.scenarioLone, "h": b.scenarioTrickle,
 		"l": b.scenarioLoneRate, "o": b.scenarioFanout, "s": b.scenarioSaturation,
+		"x": b.scenarioSplit,
 	}
 	var results []*result
 	for _, key := range o.selected() {
