@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"encoding/json"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -45,16 +47,33 @@ func TestSplitRolesTakeoverPaced(t *testing.T) {
 	}
 
 	key := h.CreateAPIKey("t")
+	var mu sync.Mutex
 	bodies := map[string]string{}
+	var failed atomic.Int32
 	start := time.Now()
-	publish := func(from, n int) {
-		for i := from; i < from+n; i++ {
-			if d := time.Until(start.Add(time.Duration(i) * time.Second / rate)); d > 0 {
-				time.Sleep(d)
-			}
-			body := strconv.Itoa(i)
-			bodies[h.Publish(key, "t", map[string]any{"body": i})[0].ID] = body
+	publish := func(from, n int) { // paced, by 8 publishers so a slow request does not hold the pace back
+		var next atomic.Int64
+		next.Store(int64(from))
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for i := int(next.Add(1) - 1); i < from+n; i = int(next.Add(1) - 1) {
+					if d := time.Until(start.Add(time.Duration(i) * time.Second / rate)); d > 0 {
+						time.Sleep(d)
+					}
+					code, body, _ := h.Do("POST", "/v1/topics/t/messages", key, map[string]any{"messages": []map[string]any{{"body": i}}})
+					var out struct{ Messages []heraldtest.Published }
+					if code != 201 || json.Unmarshal(body, &out) != nil || len(out.Messages) != 1 {
+						failed.Add(1)
+						continue
+					}
+					mu.Lock()
+					bodies[out.Messages[0].ID] = strconv.Itoa(i)
+					mu.Unlock()
+				}
+			})
 		}
+		wg.Wait()
 	}
 	publish(0, before)
 	require.NoError(t, victim.Process.Signal(syscall.SIGKILL))
@@ -72,6 +91,7 @@ func TestSplitRolesTakeoverPaced(t *testing.T) {
 	}()
 	publish(before, after)
 	_ = victim.Wait()
+	require.Zero(t, failed.Load(), "publishes refused")
 	r.WaitCount(before+after, 30*time.Second)
 
 	took := time.Duration(claimed.Load())
