@@ -23,7 +23,7 @@ func TestSplitRolesResetFencesStream(t *testing.T) {
 	startDispatcherProcess(t, h)
 	startWorkerProcess(t, h)
 	r := heraldtest.NewReceiver(t)
-	r.Respond = func(heraldtest.Delivery) int { time.Sleep(20 * time.Millisecond); return 204 } // a slow receiver
+	r.Respond = func(heraldtest.Delivery) int { time.Sleep(100 * time.Millisecond); return 204 } // a slow receiver: 40 msg/s at max_in_flight 4
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "max_in_flight": 4, "batch_size": 1,
 		"subscriptions": []map[string]any{{"topic": "t"}}}))
 	key := h.CreateAPIKey("t")

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -20,7 +22,8 @@ import (
 // paced at 500/s to one group (batch 1) and kills -9 the dispatcher owning the group
 // mid-stream. The survivor must own the group within 4 s of the kill, every message
 // must arrive (bodies intact, ids as published), and no more messages may arrive
-// twice than the group has POSTs in flight (max_in_flight).
+// twice than the group has POSTs in flight (max_in_flight) plus what the owner was
+// reported within ReportCommitDelay before the kill (popped, not yet committed).
 func TestSplitRolesTakeoverPaced(t *testing.T) {
 	// Not parallel: it bounds a takeover time, which a saturated machine stretches.
 	const rate, before, after, inFlight = 500, 1000, 1000, 8
@@ -99,13 +102,25 @@ func TestSplitRolesTakeoverPaced(t *testing.T) {
 	require.NotZero(t, took, "the group was not claimed within 15 s of the kill")
 	require.LessOrEqual(t, took, 4*time.Second, "takeover time")
 	dups := 0
+	var repeated []string
 	for id, body := range bodies {
 		got := r.Get(id)
 		require.NotEmpty(t, got, "message %s lost", id)
 		require.Equal(t, body, string(got[0].Body), "body of %s", id)
 		dups += len(got) - 1
+		if len(got) > 1 {
+			repeated = append(repeated, fmt.Sprintf("%s (first %v, again %v after the kill)", id,
+				got[0].At.Sub(killed).Round(time.Millisecond), got[1].At.Sub(killed).Round(time.Millisecond)))
+		}
 	}
 	require.Equal(t, before+after, r.Count(), "only published ids arrive")
-	t.Logf("%d duplicates", dups)
-	require.LessOrEqual(t, dups, inFlight, "duplicates beyond what was in flight")
+	slices.Sort(repeated)
+	// A killed owner's successor sends again what was in flight and what the owner
+	// had popped from its report list but not yet committed: reports are committed at
+	// most ReportCommitDelay after they arrive (dispatcher/commit.go), so at most that
+	// long of the publish rate (measured: 14 messages first delivered 9–47 ms before
+	// the kill at 264 msg/s, beside POSTs in flight).
+	bound := inFlight + int(float64(rate)*h.Cfg.Dispatcher.ReportCommitDelay.Seconds())
+	t.Logf("%d duplicates (bound %d): %v", dups, bound, repeated)
+	require.LessOrEqual(t, dups, bound, "duplicates beyond what was in flight or reported within ReportCommitDelay of the kill")
 }
