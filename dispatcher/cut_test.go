@@ -17,25 +17,45 @@ import (
 	"github.com/heraldhq/herald/models/store"
 )
 
-// recordQueue is a jobQueue that keeps the jobs enqueued on it, in order.
+// recordQueue is a jobQueue that keeps the jobs enqueued on it, in order (a pack's
+// jobs one by one), and how many jobs each task carried.
 type recordQueue struct {
-	jobs []delivery.Job
-	err  error // returned by every EnqueueContext when set
+	jobs  []delivery.Job
+	tasks []int
+	err   error // returned by every EnqueueContext when set
+	// states answers GetTaskInfo by task id (absent: asynq.ErrTaskNotFound); asked
+	// lists the ids asked about.
+	states map[string]asynq.TaskState
+	asked  []string
 }
 
 func (q *recordQueue) EnqueueContext(_ context.Context, t *asynq.Task, _ ...asynq.Option) (*asynq.TaskInfo, error) {
 	if q.err != nil {
 		return nil, q.err
 	}
+	if t.Type() == delivery.TypeDeliverPack {
+		jobs, errs := delivery.ParseDeliverPack(t)
+		if len(errs) > 0 {
+			return nil, errs[0]
+		}
+		q.jobs = append(q.jobs, jobs...)
+		q.tasks = append(q.tasks, len(jobs))
+		return &asynq.TaskInfo{}, nil
+	}
 	j, err := delivery.ParseDeliver(t)
 	if err != nil {
 		return nil, err
 	}
 	q.jobs = append(q.jobs, j)
+	q.tasks = append(q.tasks, 1)
 	return &asynq.TaskInfo{ID: j.TaskID()}, nil
 }
 
-func (q *recordQueue) GetTaskInfo(string, string) (*asynq.TaskInfo, error) {
+func (q *recordQueue) GetTaskInfo(_, id string) (*asynq.TaskInfo, error) {
+	q.asked = append(q.asked, id)
+	if st, ok := q.states[id]; ok {
+		return &asynq.TaskInfo{ID: id, State: st}, nil
+	}
 	return nil, asynq.ErrTaskNotFound
 }
 

@@ -59,6 +59,7 @@ type Dispatcher struct {
 	notifier *notify.Notifier
 	queue    jobQueue
 	waker    *delivery.JobsWaker // see wakeWorkers
+	packing  []*jobState         // jobs waiting for flushPack (pack.go)
 	log      *slog.Logger
 	now      Clock
 

@@ -2,7 +2,6 @@ package dispatcher
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -26,6 +25,9 @@ type jobState struct {
 	// leaseEnd is when a retry job's claim lease on its rows ends (claimRetries), so
 	// its unreported rows are due again; zero for a first delivery.
 	leaseEnd time.Time
+	// task is the asynq task that carries the job when it went in a pack with
+	// others (pack.go); empty when it went alone or ran on the local worker.
+	task string
 }
 
 // cut turns pending messages and due retries into delivery jobs for every running
@@ -33,6 +35,7 @@ type jobState struct {
 // rate and each cursor's job cap; a throttled group or an open breaker sends
 // nothing, and a half-open breaker sends one probe batch.
 func (d *Dispatcher) cut(ctx context.Context) {
+	defer d.flushPack(ctx)
 	now := d.now()
 	for _, gs := range d.groups {
 		if gs.g.Status != models.GroupRunning || !gs.hasWork(now) || !d.mayCut(gs, now) {
@@ -247,7 +250,8 @@ func (d *Dispatcher) jobLifetime(g *models.Group, msgs, par int) time.Duration {
 }
 
 // enqueue hands js to this process's worker when it has a free slot (Local), else
-// to asynq, and sets its deadline (jobLifetime of what remains).
+// queues it for asynq (flushPack, at the end of the cut or deadline check), and sets
+// its deadline (jobLifetime of what remains).
 func (d *Dispatcher) enqueue(ctx context.Context, js *jobState, now time.Time) error {
 	dl := d.jobLifetime(js.group.g, len(js.remaining), js.job.Parallelism)
 	js.deadline = now.Add(dl)
@@ -259,19 +263,8 @@ func (d *Dispatcher) enqueue(ctx context.Context, js *jobState, now time.Time) e
 	if d.local != nil && d.local.Offer(js.job, dl) {
 		return nil
 	}
-	t, err := delivery.NewDeliver(js.job)
-	if err != nil {
-		return err
-	}
-	_, err = d.queue.EnqueueContext(ctx, t, asynq.TaskID(js.job.TaskID()), asynq.Queue(d.keys.AsynqQueue()),
-		asynq.MaxRetry(0), asynq.Timeout(dl), asynq.Retention(0))
-	if errors.Is(err, asynq.ErrTaskIDConflict) {
-		return nil // already enqueued: a repeat is harmless
-	}
-	if err == nil {
-		d.wakeWorkers()
-	}
-	return err
+	d.queueForPack(js) // enqueued when the cut or deadline check ends (pack.go)
+	return nil
 }
 
 // finishJob releases a job's credits and returns its unreported offsets to the
@@ -311,6 +304,7 @@ func (d *Dispatcher) finishJob(js *jobState, backoff time.Duration) {
 // extended; otherwise the rest is enqueued again as generation n+1. After
 // MaxGenerations the messages are backed off with class no_report.
 func (d *Dispatcher) checkDeadlines(ctx context.Context) {
+	defer d.flushPack(ctx)
 	now := d.now()
 	for id, js := range d.jobs {
 		if now.Before(js.deadline) {
@@ -325,7 +319,7 @@ func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 			js.deadline = now.Add(d.cfg.JobDeadlineBase)
 			continue
 		}
-		info, err := d.queue.GetTaskInfo(d.keys.AsynqQueue(), id)
+		info, err := d.queue.GetTaskInfo(d.keys.AsynqQueue(), js.taskID())
 		if err == nil && (info.State == asynq.TaskStatePending || info.State == asynq.TaskStateScheduled || info.State == asynq.TaskStateRetry) {
 			js.deadline = now.Add(d.cfg.JobDeadlineBase)
 			continue

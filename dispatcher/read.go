@@ -109,7 +109,8 @@ func passes(sub models.Subscription, r notify.Row, headers map[int64]map[string]
 	return true, false
 }
 
-// Bodies a cursor keeps from local notifications (pendingMsg.msg): only while it
+// Bodies a cursor keeps from notifications (pendingMsg.msg: local ones, and small
+// flushes over Redis, notify.MaxBodyBytesPerPayload): only while it
 // keeps up (fewer than bodyHoldPending messages waiting) and only bodies of at most
 // bodyHoldBytes, so a slow group holds at most bodyHoldPending × bodyHoldBytes per
 // cursor; the worker loads everything else from the queue table.
@@ -161,8 +162,8 @@ func (d *Dispatcher) applyRows(ev notify.Event) {
 
 // decidable reports whether cs's filters can be decided on rows as a notification
 // carries them: always without an attribute filter, else only when every row
-// carries its message (the in-process path; notifications over Redis carry tags
-// but no headers).
+// carries its message (the in-process path, and notifications over Redis that
+// carry bodies; others carry tags but no headers).
 func (d *Dispatcher) decidable(cs *cursorState, rows []notify.Row) bool {
 	if !d.subscription(cs).HasFilter() {
 		return true

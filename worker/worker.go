@@ -112,6 +112,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(delivery.TypeDeliver, w.handle)
+	mux.HandleFunc(delivery.TypeDeliverPack, w.handlePack)
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start asynq server: %w", err)
 	}

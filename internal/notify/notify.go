@@ -1,6 +1,7 @@
 // Package notify carries wake-ups over Redis pub/sub: the api publishes, after each
 // flush, the rows it committed to each queue (ids, tags and creation times, so a
-// dispatcher need not read them back), and "g<id>" after a group change;
+// dispatcher need not read them back; bodies too when the flush is small, so
+// workers need not either), and "g<id>" after a group change;
 // dispatchers subscribe. A dispatcher publishes "d" after a dead-letter report,
 // which wakes the maintenance role's outbox; the outbox publishes the dead-letter
 // queues it appended to. A dispatcher publishes "m" when it joins, comes back after
@@ -23,9 +24,10 @@ import (
 	"github.com/heraldhq/herald/models"
 )
 
-// Row is one committed queue row as a notification carries it. Msg, set only on
-// notifications passed inside one process, is the whole message with its body; it
-// is shared and must not be modified.
+// Row is one committed queue row as a notification carries it. Msg, set on
+// notifications passed inside one process and on those over Redis whose bodies fit
+// MaxBodyBytesPerPayload, is the whole message with its body; it is shared and must
+// not be modified.
 type Row struct {
 	ID        int64
 	Tag       string
@@ -76,6 +78,9 @@ type rowsPayload struct {
 	Tags      []string         `json:"t,omitempty"`
 	Keys      []string         `json:"k,omitempty"`
 	K         int              `json:"kv,omitempty"`
+	// M, when present, holds every row's body and what else a worker needs to POST
+	// it (bodies.go), aligned with the rows.
+	M []wireMsg `json:"m,omitempty"`
 }
 
 // LocalSink receives a flush's events in the process that committed it. It must
@@ -114,8 +119,8 @@ func (n *Notifier) Queues(ctx context.Context, ids []int64) error {
 
 // Published announces a committed flush: one event per queue with its rows in id
 // order. The local sink, if any, gets them first; unless it reached every
-// dispatcher, they are published on Redis too (rows without bodies, pipelined in
-// one round trip).
+// dispatcher, they are published on Redis too (rows with their bodies up to
+// MaxBodyBytesPerPayload, pipelined in one round trip).
 func (n *Notifier) Published(ctx context.Context, evs []Event) error {
 	if len(evs) == 0 {
 		return nil
@@ -165,6 +170,7 @@ func encodeRows(ev Event) string {
 			p.Tags[i] = r.Tag
 		}
 	}
+	p.M = carriedBodies(ev.Rows)
 	b, _ := json.Marshal(p)
 	return rowsPrefix + string(b)
 }
@@ -191,6 +197,7 @@ func decodeRows(s string) Event {
 			ev.Rows[i].Key = p.Keys[i]
 		}
 	}
+	attachBodies(&ev, p.M)
 	return ev
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 // TestRowsPayloadRoundTrip: a flush's rows survive the Redis payload (ids, tags and
-// creation times; never bodies), shared creation times are sent once, and a
+// creation times; no bodies when the rows carry no message), shared creation times are sent once, and a
 // payload a receiver cannot use still names the queue.
 func TestRowsPayloadRoundTrip(t *testing.T) {
 	for _, tc := range []struct {

@@ -102,6 +102,11 @@ func migrateUp(ctx context.Context, s heraldSettings) error {
 
 // startHerald starts `herald all` with stdout and stderr written to logPath.
 func startHerald(s heraldSettings, logPath string) (*heraldProc, error) {
+	return startRole(s, "all", logPath)
+}
+
+// startRole starts `herald <role>` with stdout and stderr written to logPath.
+func startRole(s heraldSettings, role, logPath string) (*heraldProc, error) {
 	metrics, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -110,12 +115,12 @@ func startHerald(s heraldSettings, logPath string) (*heraldProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(s.binary, "all")
+	cmd := exec.Command(s.binary, role)
 	cmd.Env = s.environ(metrics)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("start %s all: %w", s.binary, err)
+		return nil, fmt.Errorf("start %s %s: %w", s.binary, role, err)
 	}
 	p := &heraldProc{cmd: cmd, baseURL: "http://" + s.httpAddr, metrics: metrics, logPath: logPath, exited: make(chan struct{})}
 	go func() {

@@ -50,7 +50,7 @@ type options struct {
 
 // defaultScenarios is the default order: (e) must see no group at all, and (f)'s
 // 1,000 groups come last so they do not weigh on the others.
-const defaultScenarios = "e,g,l,h,k,d,s,o,a,b,c,n,f"
+const defaultScenarios = "e,g,l,h,k,x,d,s,o,a,b,c,n,f"
 
 func parseFlags() options {
 	var o options
@@ -60,7 +60,7 @@ func parseFlags() options {
 	flag.StringVar(&o.results, "results", "bench/results", "directory for the report and Herald's log")
 	flag.StringVar(&o.dsn, "mysql-dsn", "root@tcp(127.0.0.1:3306)/herald_bench", "DSN of the benchmark database; it is DROPPED and recreated")
 	flag.StringVar(&o.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis address (a fresh namespace is used per run)")
-const defaultScenarios = "e,g,l,h,k,d,s,o,a,b,c,n,f"
+	flag.StringVar(&o.scenarios, "scenarios", defaultScenarios, "scenarios to run, in this order: a drain 1 KiB, b drain GitHub payloads, c publish throughput, d latency, e idle without groups, l lone messages at -lone-rate beside -lone-busy-rate, f idle with -idle-groups groups, g lone messages, h paced single-message publishes, k (h) on a private Redis Cluster and a master killed, s live saturation, o fan-out to -fanout-groups groups, n one db node against two (a second private mariadbd added as a node), x (h) against separate api, dispatcher and worker processes beside herald all")
 	flag.BoolVar(&o.private, "private", true, "start a private mariadbd and redis-server for the run (exact command counts and CPU); false uses -mysql-dsn and -redis-addr")
 	flag.DurationVar(&o.idleDur, "idle-duration", 10*time.Second, "measured time of the idle scenarios e and f")
 	flag.IntVar(&o.idleGroups, "idle-groups", 1000, "groups in scenario f")
@@ -111,8 +111,8 @@ func main() {
 
 func (o options) validate() error {
 	for _, s := range o.selected() {
-		if !strings.Contains("abcdefghklnos", s) || len(s) != 1 {
-			return fmt.Errorf("-scenarios: unknown scenario %q (want one of a to h, k, l, n, o, s)", s)
+		if !strings.Contains("abcdefghklnosx", s) || len(s) != 1 {
+			return fmt.Errorf("-scenarios: unknown scenario %q (want one of a to h, k, l, n, o, s, x)", s)
 		}
 	}
 	if o.drainN < 1 || o.githubN < 1 || o.publishN < 100 || o.publishers < 1 || o.latencyRate < 1 || o.latencyDur < time.Second ||

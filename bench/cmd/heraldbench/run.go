@@ -31,6 +31,10 @@ type bench struct {
 	metricsAddr string
 	// nodeServers are the extra mariadbd servers scenario n started as db nodes.
 	nodeServers []*nodeServer
+	// settings and stem are the Herald settings and report path stem of the run
+	// (scenario x starts more Herald processes).
+	settings heraldSettings
+	stem     string
 }
 
 // logf prints progress to stderr.
@@ -123,6 +127,7 @@ func run(ctx context.Context, o options) error {
 	if o.stageTrace && o.has("l") {
 		hs.extra = append(hs.extra, "HERALD_STAGE_TRACE=true")
 	}
+	b.settings, b.stem = hs, stem
 	b.logf("herald migrate up")
 	if err := migrateUp(ctx, hs); err != nil {
 		return err
@@ -162,6 +167,7 @@ func run(ctx context.Context, o options) error {
 		"a": b.scenarioDrain1K, "b": b.scenarioDrainGitHub, "c": b.scenarioPublish, "d": b.scenarioLatency,
 		"e": b.scenarioIdle, "f": b.scenarioIdleGroups, "g": b.scenarioLone, "h": b.scenarioTrickle,
 		"k": b.scenarioCluster, "l": b.scenarioLoneRate, "o": b.scenarioFanout, "s": b.scenarioSaturation, "n": b.scenarioNodes,
+		"x": b.scenarioSplit,
 	}
 	var results []*result
 	for _, key := range o.selected() {
