@@ -75,6 +75,10 @@ type Dispatcher struct {
 	cursors     map[int64]*cursorState // by cursor id
 	byQueue     map[int64][]*cursorState
 	byGQ        map[[2]int64]*cursorState
+	// movesTo lists, by new queue, the unretired moves into it (movehold.go), read
+	// after the cursors on every adopt, so a new queue's cursor is never served
+	// without the moves that created it.
+	movesTo map[int64][]models.QueueMove
 	jobs        map[string]*jobState
 	takeovers   map[*cursorState]struct{} // cursors held until their previous owner's reports are applied
 	dirtyQ      map[int64]bool

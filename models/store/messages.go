@@ -102,7 +102,7 @@ func (s *Store) MessagesInsert(ctx context.Context, reqs []*PublishRequest) erro
 			sb.WriteString(" RETURNING id")
 			rows, err := tx.QueryContext(ctx, sb.String(), args...)
 			if err != nil {
-				return fmt.Errorf("insert into queue %d: %w", q, err)
+				return insertErr(q, err)
 			}
 			for rows.Next() {
 				var id int64
@@ -113,12 +113,12 @@ func (s *Store) MessagesInsert(ctx context.Context, reqs []*PublishRequest) erro
 				ids = append(ids, id)
 			}
 			if err := rows.Close(); err != nil {
-				return fmt.Errorf("insert into queue %d: %w", q, err)
+				return insertErr(q, err)
 			}
 		} else {
 			res, err := tx.ExecContext(ctx, sb.String(), args...)
 			if err != nil {
-				return fmt.Errorf("insert into queue %d: %w", q, err)
+				return insertErr(q, err)
 			}
 			first, err := res.LastInsertId()
 			if err != nil {
@@ -158,6 +158,15 @@ func (s *Store) MessagesInsert(ctx context.Context, reqs []*PublishRequest) erro
 		}
 	}
 	return nil
+}
+
+// insertErr wraps a failed insert into queue q; a sealed queue's refusal matches
+// models.ErrQueueSealed.
+func insertErr(q int64, err error) error {
+	if isSealed(err) {
+		return fmt.Errorf("insert into queue %d: %w: %w", q, models.ErrQueueSealed, err)
+	}
+	return fmt.Errorf("insert into queue %d: %w", q, err)
 }
 
 // execer is what *sql.DB and *sql.Tx share.

@@ -124,6 +124,9 @@ func toTopic(tr topicRow, qs []queueRow) *models.Topic {
 	t := &models.Topic{ID: tr.ID, Name: tr.Name, NodeID: tr.NodeID, RetentionHours: tr.RetentionHours,
 		RetentionPolicy: models.RetentionPolicy(tr.RetentionPolicy), CreatedAt: tr.CreatedAt}
 	for _, q := range qs {
+		if q.State == string(models.QueueRetired) {
+			continue // its table is dropped; the row only keeps its id from reuse
+		}
 		t.Queues = append(t.Queues, models.Queue{ID: q.ID, TopicID: q.TopicID, NodeID: q.NodeID, Position: q.Position, State: models.QueueState(q.State)})
 	}
 	if tr.KeySlots != nil {
@@ -324,6 +327,9 @@ func (s *Store) TopicDelete(ctx context.Context, name string, force bool) (unsub
 					return fmt.Errorf("delete rows of the topic's queues: %w", err)
 				}
 			}
+		}
+		if err := tx.db.Exec("DELETE FROM queue_moves WHERE topic_id = ?", t.ID).Error; err != nil {
+			return fmt.Errorf("delete queue moves: %w", err)
 		}
 		if err := tx.db.Exec("DELETE FROM queues WHERE topic_id = ?", t.ID).Error; err != nil {
 			return fmt.Errorf("delete queues: %w", err)
