@@ -34,7 +34,7 @@ type NodePatch struct {
 }
 
 // stateRefusal says why state cannot be asked of node id ("" when it can):
-// draining is not built; read-write on a node other than the primary waits for
+// draining has its own action (DrainNode); read-write on a node other than the primary waits for
 // placement, publishing and dispatching across nodes; the primary keeps
 // read-write until a second node can take its writes.
 func stateRefusal(id int64, s models.NodeState) string {
@@ -42,7 +42,7 @@ func stateRefusal(id int64, s models.NodeState) string {
 	case !s.Valid():
 		return "must be one of read-write, read-only, draining, retired"
 	case s == models.NodeDraining:
-		return "draining (moving a node's queues to other nodes) is not built yet"
+		return "draining moves the node's topics: use POST /api/v1/nodes/{id}/drain (herald node drain)"
 	case id == models.PrimaryNodeID && s != models.NodeReadWrite:
 		return "node 1 is the control database and stays read-write until another node can take its writes"
 	case id != models.PrimaryNodeID && s == models.NodeReadWrite:

@@ -369,3 +369,19 @@ func (s *Store) TopicsOnNode(ctx context.Context, id int64) ([]string, error) {
 	}
 	return names, nil
 }
+
+// PlaceTopicTarget returns the read-write node a moved topic goes to: the one
+// models.PlaceQueues picks for one queue (all of a topic's queues live on one
+// node). ErrNoWritableNode when none is read-write.
+func (s *Store) PlaceTopicTarget(ctx context.Context) (int64, error) {
+	var out int64
+	err := s.WithTx(ctx, func(tx *Store) error {
+		placed, err := tx.placeQueues(ctx, 1)
+		if err != nil {
+			return err
+		}
+		out = placed[0]
+		return nil
+	})
+	return out, err
+}
