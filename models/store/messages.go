@@ -112,6 +112,11 @@ func (s *Store) MessagesInsert(ctx context.Context, reqs []*PublishRequest) erro
 				}
 				ids = append(ids, id)
 			}
+			// An error mid-stream (a trigger's SIGNAL) surfaces in Err, not Close.
+			if err := rows.Err(); err != nil {
+				rows.Close()
+				return insertErr(q, err)
+			}
 			if err := rows.Close(); err != nil {
 				return insertErr(q, err)
 			}
