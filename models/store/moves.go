@@ -16,7 +16,7 @@ import (
 
 // ErrTopicMoving means a topic still has a queue being sealed or drained by an
 // earlier move: one move at a time per topic.
-var ErrTopicMoving = errors.New("topic is moving")
+var ErrTopicMoving = errors.New("already moving: an earlier move's old queues are not retired yet")
 
 // sealMessage is the MESSAGE_TEXT a sealed queue's trigger signals; isSealed finds it.
 const sealMessage = "herald: queue sealed"
