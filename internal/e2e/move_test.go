@@ -93,7 +93,9 @@ func TestTopicMoveUnderLoad(t *testing.T) {
 		}()
 	}
 	time.Sleep(1500 * time.Millisecond)
+	moveStart := time.Now()
 	h.Admin("POST", "/topics/mv/move", map[string]any{"to_node": 1}, 202)
+	t.Logf("the move call (4 new queues, 4 seals) took %v", time.Since(moveStart))
 	h.Admin("POST", "/topics/mv/move", map[string]any{"to_node": 1}, 409) // already moving
 	wg.Wait()
 	require.Zero(t, refused.Load())
@@ -138,6 +140,7 @@ func TestTopicMoveUnderLoad(t *testing.T) {
 		_, _, moves := moveTopic(t, h, "mv")
 		return len(moves) == 0
 	}, time.Minute, 50*time.Millisecond, "the old queues were not retired")
+	t.Logf("old queues retired %v after the move began", time.Since(moveStart))
 	now, states, _ := moveTopic(t, h, "mv")
 	require.Len(t, now, 4)
 	for i, q := range now {
