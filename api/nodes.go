@@ -87,3 +87,22 @@ func (s *Server) nodeUpdate(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, nodeDTO(n))
 }
+
+// NodeDrainDTO answers a drain: the node (now draining) and the topics moved off it.
+type NodeDrainDTO struct {
+	Node        NodeDTO  `json:"node"`
+	MovedTopics []string `json:"moved_topics"`
+}
+
+// nodeDrain sets a node draining and moves its topics off it (control.DrainNode).
+func (s *Server) nodeDrain(c echo.Context) error {
+	id, err := control.ParseID(c.Param("id"), "node")
+	if err != nil {
+		return err
+	}
+	res, err := s.ctl.DrainNode(c.Request().Context(), actor(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, NodeDrainDTO{Node: nodeDTO(res.Node), MovedTopics: res.Moved})
+}

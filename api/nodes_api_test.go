@@ -72,7 +72,7 @@ func TestNodeRegistry(t *testing.T) {
 		body   map[string]any
 		detail string
 	}{
-		{map[string]any{"name": "data-2", "dsn": dsn, "state": "draining"}, "not built"},
+		{map[string]any{"name": "data-2", "dsn": dsn, "state": "draining"}, "/drain"},
 		{map[string]any{"name": "data-2", "dsn": dsn, "state": "retired"}, "cannot start retired"},
 		{map[string]any{"name": "data-2", "dsn": dsn, "weight": 10001}, "/weight"},
 		{map[string]any{"name": "Data 2", "dsn": dsn}, "/name"},

@@ -63,6 +63,16 @@ const (
 	ProblemQueueUnavailable ProblemKind = "queue-unavailable"
 	// ProblemUnavailable (503): MySQL or Redis cannot be reached.
 	ProblemUnavailable ProblemKind = "unavailable"
+	// ProblemUnknownNode (422): a move names a db node that does not exist.
+	ProblemUnknownNode ProblemKind = "unknown-node"
+	// ProblemNodeNotWritable (409): a move's target node does not take new queues.
+	ProblemNodeNotWritable ProblemKind = "node-not-writable"
+	// ProblemTopicMoving (409): an earlier move of the topic is not finished.
+	ProblemTopicMoving ProblemKind = "topic-moving"
+	// ProblemNothingToMove (422): no live queue to move.
+	ProblemNothingToMove ProblemKind = "nothing-to-move"
+	// ProblemNotBuilt (422): the request needs something Herald does not do yet.
+	ProblemNotBuilt ProblemKind = "not-built"
 	// ProblemInternal (500): anything else; the detail is logged, not shown.
 	ProblemInternal ProblemKind = "internal"
 )
@@ -91,6 +101,11 @@ var problemKinds = map[ProblemKind]struct {
 	ProblemRateLimited:          {http.StatusTooManyRequests, "Too many requests"},
 	ProblemQueueUnavailable:     {http.StatusServiceUnavailable, "The key's queue cannot take writes right now"},
 	ProblemUnavailable:          {http.StatusServiceUnavailable, "Herald cannot store messages right now"},
+	ProblemUnknownNode:          {http.StatusUnprocessableEntity, "No such db node"},
+	ProblemNodeNotWritable:      {http.StatusConflict, "The db node does not take new queues"},
+	ProblemTopicMoving:          {http.StatusConflict, "The topic is already moving"},
+	ProblemNothingToMove:        {http.StatusUnprocessableEntity, "Nothing to move"},
+	ProblemNotBuilt:             {http.StatusUnprocessableEntity, "Not built yet"},
 	ProblemInternal:             {http.StatusInternalServerError, "Internal error"},
 }
 
@@ -131,6 +146,11 @@ var sentinelKinds = []struct {
 	err  error
 	kind ProblemKind
 }{
+	{control.ErrUnknownNode, ProblemUnknownNode},
+	{control.ErrNodeNotWritable, ProblemNodeNotWritable},
+	{control.ErrTopicMoving, ProblemTopicMoving},
+	{control.ErrNothingToMove, ProblemNothingToMove},
+	{control.ErrNotBuilt, ProblemNotBuilt},
 	{models.ErrNotFound, ProblemNotFound},
 	{models.ErrConflict, ProblemConflict},
 	{models.ErrInUse, ProblemInUse},

@@ -162,18 +162,33 @@ func (s *Server) publish(c echo.Context) error {
 	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
-	spread := writable(topic)
-	msgs, err := s.buildMessages(c, topic, len(spread) > 0, req.Messages)
+	var pr *groupcommit.PublishRequest
+	var msgs []models.Message
+	var traceSubmit time.Time
+	for try := 0; ; try++ {
+		spread := writable(topic)
+		msgs, err = s.buildMessages(c, topic, len(spread) > 0, req.Messages)
+		if err != nil {
+			return err
+		}
+		pr = &groupcommit.PublishRequest{Messages: msgs, TopicID: topic.ID, Spread: spread, Respond: respond}
+		if idemKey != "" {
+			pr.Idempotency = &groupcommit.IdempotencyRecord{APIKeyID: key.ID, TopicID: topic.ID, Key: idemKey, RequestHash: reqHash}
+		}
+		expected()
+		traceSubmit = stagetrace.Now()
+		err = s.writer.Submit(ctx, pr)
+		if try > 0 || !errors.Is(err, models.ErrQueueSealed) {
+			break
+		}
+		// A move sealed a queue after this copy of the topic was read: nothing was
+		// stored, so the request goes again, once, on the topic as it is now.
+		s.topics.Delete(name)
+		if topic, err = s.topic(ctx, name); err != nil {
+			return s.publishFailed(ctx, name, idemKey != "", err)
+		}
+	}
 	if err != nil {
-		return err
-	}
-	pr := &groupcommit.PublishRequest{Messages: msgs, TopicID: topic.ID, Spread: spread, Respond: respond}
-	if idemKey != "" {
-		pr.Idempotency = &groupcommit.IdempotencyRecord{APIKeyID: key.ID, TopicID: topic.ID, Key: idemKey, RequestHash: reqHash}
-	}
-	expected()
-	traceSubmit := stagetrace.Now()
-	if err := s.writer.Submit(ctx, pr); err != nil {
 		if idemKey != "" && errors.Is(err, models.ErrConflict) {
 			// A concurrent request with the same key won the race: answer as it did.
 			if rec, gerr := s.writer.IdempotencyGet(ctx, key.ID, topic.ID, idemKey); gerr == nil {

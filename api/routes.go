@@ -52,6 +52,7 @@ var routeTable = []route{
 	{http.MethodGet, "/api/v1/topics/:topic", (*Server).topicGet, viewer},
 	{http.MethodPatch, "/api/v1/topics/:topic", (*Server).topicUpdate, operator},
 	{http.MethodDelete, "/api/v1/topics/:topic", (*Server).topicDelete, operator},
+	{http.MethodPost, "/api/v1/topics/:topic/move", (*Server).topicMove, operator},
 	{http.MethodGet, "/api/v1/topics/:topic/messages", (*Server).messageList, viewer},
 	{http.MethodGet, "/api/v1/messages/:id", (*Server).messageGet, viewer},
 
@@ -98,6 +99,7 @@ var routeTable = []route{
 	{http.MethodPost, "/api/v1/nodes", (*Server).nodeCreate, admin},
 	{http.MethodGet, "/api/v1/nodes/:id", (*Server).nodeGet, viewer},
 	{http.MethodPatch, "/api/v1/nodes/:id", (*Server).nodeUpdate, admin},
+	{http.MethodPost, "/api/v1/nodes/:id/drain", (*Server).nodeDrain, admin},
 }
 
 // register adds routeTable to e. Routes under /v1 and /api/v1 hang off groups

@@ -22,7 +22,32 @@ type TopicDTO struct {
 	RetentionHours    int                     `json:"retention_hours"`
 	RetentionPolicy   string                  `json:"retention_policy"`
 	Retention         *control.TopicRetention `json:"retention,omitempty"`
-	CreatedAt         string                  `json:"created_at"`
+	// Moves, on a single topic's read only, lists the queues a move sealed that
+	// are not retired yet, with what each group still owes them.
+	Moves     []MoveDTO `json:"moves,omitempty"`
+	CreatedAt string    `json:"created_at"`
+}
+
+// MoveDTO is one queue a move sealed: From (the sealed queue), To (the queue its
+// key slots went to), Slots (how many), Watermark (its last offset; -1 while
+// sealing), State (sealing or draining) and, per group, what it still owes.
+type MoveDTO struct {
+	From      int64         `json:"from_queue"`
+	To        int64         `json:"to_queue"`
+	Slots     int           `json:"slots"`
+	Watermark int64         `json:"watermark"`
+	State     string        `json:"state"`
+	Groups    []MoveOwedDTO `json:"groups"`
+}
+
+// MoveOwedDTO is what one group owes a sealed queue: Remaining messages at most
+// (watermark minus committed offset, plus ids listed as not done) and Retries (its
+// retry rows on the queue).
+type MoveOwedDTO struct {
+	Group     string `json:"group"`
+	Committed int64  `json:"committed_offset"`
+	Remaining int64  `json:"remaining"`
+	Retries   int64  `json:"retries"`
 }
 
 // QueueDTO is one queue of a topic. MinOffset and MaxOffset are the lowest and
@@ -73,6 +98,17 @@ func (s *Server) topicResponse(c echo.Context, status int, t *models.Topic) erro
 		return err
 	}
 	out[0].Retention = &r
+	moves, err := s.ctl.TopicMoveProgress(ctx, t)
+	if err != nil {
+		return err
+	}
+	for _, m := range moves {
+		d := MoveDTO{From: m.From, To: m.To, Slots: m.Slots, Watermark: m.Watermark, State: m.State, Groups: []MoveOwedDTO{}}
+		for _, g := range m.Groups {
+			d.Groups = append(d.Groups, MoveOwedDTO{Group: g.Group, Committed: g.Committed, Remaining: g.Remaining, Retries: g.Retries})
+		}
+		out[0].Moves = append(out[0].Moves, d)
+	}
 	return c.JSON(status, out[0])
 }
 
@@ -131,12 +167,18 @@ type topicUpdateRequest struct {
 	ReadOnlyQueues  *[]int64                `json:"read_only_queues"`
 	RetentionHours  *int                    `json:"retention_hours"`
 	RetentionPolicy *models.RetentionPolicy `json:"retention_policy"`
+	// SpreadKeys asks growth to remap key slots over the old and new queues: not
+	// built yet, so true is refused (false is what growth does).
+	SpreadKeys *bool `json:"spread_keys"`
 }
 
 func (s *Server) topicUpdate(c echo.Context) error {
 	var req topicUpdateRequest
 	if err := bodyOf(c, 64<<10, &req); err != nil {
 		return err
+	}
+	if req.SpreadKeys != nil && *req.SpreadKeys {
+		return problem(ProblemNotBuilt, "spread_keys (remapping key slots onto a grown topic's new queues) is not built yet; growth keeps every key on its queue, or move the topic to re-home it")
 	}
 	t, err := s.ctl.PatchTopic(c.Request().Context(), actor(c), c.Param("topic"), control.TopicPatch{Queues: req.Queues, ReadOnlyQueues: req.ReadOnlyQueues,
 		RetentionHours: req.RetentionHours, RetentionPolicy: req.RetentionPolicy})
@@ -178,4 +220,25 @@ func boolQuery(c echo.Context, name string) (bool, error) {
 		return true, nil
 	}
 	return false, &models.ValidationError{Errors: []models.FieldError{{Pointer: "/" + name, Detail: "must be true or false"}}}
+}
+
+type topicMoveRequest struct {
+	ToNode *int64 `json:"to_node"`
+}
+
+// topicMove moves a topic's queues to a db node (control.MoveTopic) and answers 202
+// with the topic and its move progress.
+func (s *Server) topicMove(c echo.Context) error {
+	var req topicMoveRequest
+	if err := bodyOf(c, 64<<10, &req); err != nil {
+		return err
+	}
+	if req.ToNode == nil {
+		return &models.ValidationError{Errors: []models.FieldError{{Pointer: "/to_node", Detail: "the id of the db node to move the topic to is required"}}}
+	}
+	t, err := s.ctl.MoveTopic(c.Request().Context(), actor(c), c.Param("topic"), *req.ToNode)
+	if err != nil {
+		return err
+	}
+	return s.topicResponse(c, http.StatusAccepted, t)
 }

@@ -57,3 +57,17 @@ func (c *Client) PatchNode(ctx context.Context, id int64, patch map[string]any) 
 	var n Node
 	return &n, c.do(ctx, request{method: "PATCH", path: nodePath(id), body: patch}, &n)
 }
+
+// NodeDrain is a drain's outcome: the node (draining) and the topics moved off it.
+type NodeDrain struct {
+	Node        Node     `json:"node"`
+	MovedTopics []string `json:"moved_topics"`
+}
+
+// DrainNode sets node id draining (no new queues) and moves every topic with a
+// queue on it to the other read-write nodes. Needs role admin. Errors: ErrNotFound,
+// ErrInvalid (node 1, the control database, cannot drain), ErrConflict (retired).
+func (c *Client) DrainNode(ctx context.Context, id int64) (*NodeDrain, error) {
+	var d NodeDrain
+	return &d, c.do(ctx, request{method: "POST", path: nodePath(id) + "/drain"}, &d)
+}

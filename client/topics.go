@@ -18,7 +18,31 @@ type Topic struct {
 	RetentionHours    int             `json:"retention_hours"`
 	RetentionPolicy   string          `json:"retention_policy"`
 	Retention         *TopicRetention `json:"retention,omitempty"`
-	CreatedAt         string          `json:"created_at"`
+	// Moves, on reads of one topic only, lists the queues a move sealed that are
+	// not retired yet, with what each group still owes them.
+	Moves     []TopicMove `json:"moves,omitempty"`
+	CreatedAt string      `json:"created_at"`
+}
+
+// TopicMove is one queue a move sealed: FromQueue (sealed, draining), ToQueue (where
+// its key slots went), Slots (how many), Watermark (its last offset; -1 while
+// sealing), State (sealing or draining) and, per group, what it still owes.
+type TopicMove struct {
+	FromQueue int64           `json:"from_queue"`
+	ToQueue   int64           `json:"to_queue"`
+	Slots     int             `json:"slots"`
+	Watermark int64           `json:"watermark"`
+	State     string          `json:"state"`
+	Groups    []TopicMoveOwed `json:"groups"`
+}
+
+// TopicMoveOwed is what one group owes a sealed queue: Remaining messages at most
+// and Retries (its retry rows there). The queue retires when every group owes 0.
+type TopicMoveOwed struct {
+	Group     string `json:"group"`
+	Committed int64  `json:"committed_offset"`
+	Remaining int64  `json:"remaining"`
+	Retries   int64  `json:"retries"`
 }
 
 // TopicRetention is a topic's retention state: the messages past retention that
@@ -85,6 +109,16 @@ func (c *Client) GetTopic(ctx context.Context, name string) (*Topic, error) {
 func (c *Client) PatchTopic(ctx context.Context, name string, p TopicPatch) (*Topic, error) {
 	var t Topic
 	return &t, c.do(ctx, request{method: "PATCH", path: "/api/v1/topics/" + pathEscape(name), body: p}, &t)
+}
+
+// MoveTopic moves a topic's queues to db node toNode (node 1 re-homes it onto fresh
+// queues): new queues take every publish at once, the old ones are sealed, drained
+// by every group and retired. Needs role operator. Errors: ErrNotFound, ErrInvalid
+// (an unknown node, nothing to move, not built), ErrConflict (the node is not
+// read-write, or the topic is still moving).
+func (c *Client) MoveTopic(ctx context.Context, name string, toNode int64) (*Topic, error) {
+	var t Topic
+	return &t, c.do(ctx, request{method: "POST", path: "/api/v1/topics/" + pathEscape(name) + "/move", body: map[string]int64{"to_node": toNode}}, &t)
 }
 
 // DeleteTopic deletes a topic, its queues and every message in them, and returns

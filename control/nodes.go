@@ -34,13 +34,14 @@ type NodePatch struct {
 }
 
 // stateRefusal says why state cannot be asked of node id ("" when it can):
-// draining is not built; the primary (the control database) keeps read-write.
+// draining has its own action (DrainNode); the primary (the control database)
+// keeps read-write.
 func stateRefusal(id int64, s models.NodeState) string {
 	switch {
 	case !s.Valid():
 		return "must be one of read-write, read-only, draining, retired"
 	case s == models.NodeDraining:
-		return "draining (moving a node's queues to other nodes) is not built yet"
+		return "draining moves the node's topics: use POST /api/v1/nodes/{id}/drain (herald node drain)"
 	case id == models.PrimaryNodeID && s != models.NodeReadWrite:
 		return "node 1 is the control database and stays read-write until another node can take its writes"
 	}

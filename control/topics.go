@@ -117,6 +117,9 @@ func (c *Control) PatchTopic(ctx context.Context, a Actor, name string, p TopicP
 		}
 		t.RetentionHours, t.RetentionPolicy = hours, policy
 	}
+	if p.Queues != nil && !hasLiveOnly(t) {
+		return nil, fmt.Errorf("topic %s: growth waits until its move is retired: %w", name, ErrTopicMoving)
+	}
 	if p.Queues != nil {
 		n := len(t.Queues)
 		if err := c.st.TopicAddQueues(ctx, t, *p.Queues); err != nil {

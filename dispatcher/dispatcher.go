@@ -71,11 +71,15 @@ type Dispatcher struct {
 	alone       atomic.Bool // this is the only live dispatcher (last rebalance)
 	running     atomic.Bool // the loop serves localEvents
 
-	groups      map[int64]*groupState
-	events      opEvents               // rate-limit gates of operational events
-	cursors     map[int64]*cursorState // by cursor id
-	byQueue     map[int64][]*cursorState
-	byGQ        map[[2]int64]*cursorState
+	groups  map[int64]*groupState
+	events  opEvents               // rate-limit gates of operational events
+	cursors map[int64]*cursorState // by cursor id
+	byQueue map[int64][]*cursorState
+	byGQ    map[[2]int64]*cursorState
+	// movesTo lists, by new queue, the unretired moves into it (movehold.go), read
+	// after the cursors on every adopt, so a new queue's cursor is never served
+	// without the moves that created it.
+	movesTo     map[int64][]models.QueueMove
 	jobs        map[string]*jobState
 	takeovers   map[*cursorState]struct{} // cursors held until their previous owner's reports are applied
 	dirtyQ      map[int64]bool

@@ -37,6 +37,8 @@ type keyPickIn struct {
 	limit   int64
 	now     time.Time
 	batch   int
+	// held, when set, names keys that wait on a move into this queue (movehold.go).
+	held func(key string) bool
 }
 
 // keyPick is pickKeyed's choice. take indexes pending, in offset order: the
@@ -123,7 +125,7 @@ func pickKeyed(in keyPickIn) keyPick {
 		if k == "" || stopped[k] {
 			continue
 		}
-		if _, blocked := blockedAt(p); blocked || in.busy[k] {
+		if _, blocked := blockedAt(p); blocked || in.busy[k] || (in.held != nil && in.held(k)) {
 			stopped[k] = true
 			continue
 		}

@@ -42,6 +42,9 @@ func (d *Dispatcher) cutOrdered(ctx context.Context, gs *groupState, cs *cursorS
 	if len(cs.pending) == 0 || cs.jobs > 0 || len(cs.inflight) > 0 || gs.inflightP >= g.MaxInFlight || cs.takeover != nil {
 		return false
 	}
+	if d.moveHeldQueue(gs, cs) {
+		return false // a move into this queue: the sealed queue goes first
+	}
 	nowMS := now.UnixMilli()
 	head := cs.pending[0]
 	// An open hole is an id allocated but not yet seen committed (another api

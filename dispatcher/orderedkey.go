@@ -39,7 +39,7 @@ func (d *Dispatcher) cutOrderedKey(ctx context.Context, gs *groupState, cs *curs
 			busy[inf.key] = true
 		}
 	}
-	pick := pickKeyed(keyPickIn{pending: cs.pending, busy: busy, blocks: cs.keyBlocks, limit: limit, now: now, batch: g.BatchSize})
+	pick := pickKeyed(keyPickIn{pending: cs.pending, busy: busy, blocks: cs.keyBlocks, limit: limit, now: now, batch: g.BatchSize, held: d.moveHeldKey(gs, cs)})
 	for _, k := range pick.resolved {
 		cs.unblockKey(k)
 	}

@@ -219,6 +219,18 @@ func (d *Dispatcher) adopt(ctx context.Context, groups []*models.Group, all bool
 		d.retryLater(false, want...)
 		return
 	}
+	// Moves commit with the new queues' cursors, so reading them after the cursors
+	// never serves a new queue's cursor without its moves.
+	moves, err := d.st.QueueMovesActive(ctx)
+	if err != nil {
+		d.log.Warn("read queue moves", "err", err)
+		d.retryLater(false, want...)
+		return
+	}
+	d.movesTo = map[int64][]models.QueueMove{}
+	for _, mv := range moves {
+		d.movesTo[mv.To] = append(d.movesTo[mv.To], mv)
+	}
 	// A cursor deleted in MySQL (its topic removed, its subscription dropped) is
 	// dropped here, so its queue is not read nor its jobs cut any longer.
 	inDB := make(map[int64]bool, len(cursors))

@@ -107,6 +107,7 @@ func (m *Maintainer) Run(ctx context.Context) error {
 			m.renew(ctx)
 		case <-outbox.C:
 			m.runOutbox(ctx)
+			m.runMoves(ctx)
 		case ev := <-events:
 			if ev.DeadLetters {
 				m.runOutbox(ctx)

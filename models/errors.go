@@ -14,6 +14,10 @@ var (
 	// ErrQueueUnavailable means a keyed message's queue cannot take writes (read-only), so
 	// the request fails with 503 rather than breaking per-key order.
 	ErrQueueUnavailable = errors.New("queue unavailable")
+	// ErrQueueSealed means an insert hit a sealed queue (a move sealed it after the
+	// writer read its topic): the writer reloads the topic and sends the request
+	// again on the new slot map.
+	ErrQueueSealed = errors.New("queue sealed")
 	// ErrIdempotencyMismatch means an Idempotency-Key was reused with a different request body.
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
 	// ErrMigrationsPending means the database schema is behind the binary; run `herald migrate up`.

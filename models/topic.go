@@ -14,6 +14,15 @@ const (
 	QueueReadWrite QueueState = "read_write"
 	// QueueReadOnly takes no publishes; dispatchers drain it.
 	QueueReadOnly QueueState = "read_only"
+	// QueueSealing is a queue a move is sealing: no fresh writer picks it, and a
+	// stale writer's rows land below the watermark the seal takes (QueueMove).
+	QueueSealing QueueState = "sealing"
+	// QueueSealed refuses every insert in the database itself (a BEFORE INSERT
+	// trigger), so its MAX(id) at seal time is final; groups drain it.
+	QueueSealed QueueState = "sealed"
+	// QueueRetired is a sealed queue every group drained: its cursors are deleted
+	// and its table dropped; the row stays so its id is never reused.
+	QueueRetired QueueState = "retired"
 )
 
 // MaxQueuesPerTopic caps the queue count given when a topic is created.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -35,6 +36,11 @@ var sentinelStatus = []struct {
 	{models.ErrUnauthorized, http.StatusUnauthorized, "Missing or invalid credentials"},
 	{models.ErrForbidden, http.StatusForbidden, "The credentials do not allow this action"},
 	{models.ErrInvalid, http.StatusUnprocessableEntity, "The request has invalid fields"},
+	{control.ErrUnknownNode, http.StatusUnprocessableEntity, "No such db node"},
+	{control.ErrNodeNotWritable, http.StatusConflict, "The db node does not take new queues"},
+	{control.ErrTopicMoving, http.StatusConflict, "The topic is already moving"},
+	{control.ErrNothingToMove, http.StatusUnprocessableEntity, "Nothing to move"},
+	{control.ErrNotBuilt, http.StatusUnprocessableEntity, "Not built yet"},
 }
 
 // describe turns an error into the status, title and detail of the error page.

@@ -47,6 +47,7 @@ func (s *Console) Routes(e *echo.Echo) {
 	con.GET("/topics/:topic", page(s.consoleTopic))
 	con.POST("/topics/:topic/queues", page(op(s.consoleTopicQueues)))
 	con.POST("/topics/:topic/delete", page(op(s.consoleTopicDelete)))
+	con.POST("/topics/:topic/move", page(op(s.consoleTopicMove)))
 	con.POST("/topics/:topic/retention", page(op(s.consoleTopicRetention)))
 	con.GET("/messages/:id", page(s.consoleMessage))
 	con.POST("/messages/:id/resend", page(op(s.consoleMessageResend)))

@@ -119,6 +119,8 @@ type topicPage struct {
 	NextURL     string
 	Errors      map[string]string
 	Retention   control.TopicRetention
+	// Moves are the topic's queues sealed by a move and not yet retired.
+	Moves []control.MoveProgress
 }
 
 func (s *Console) consoleTopic(c echo.Context) error {
@@ -147,6 +149,9 @@ func (s *Console) renderTopic(c echo.Context, status int, errs map[string]string
 		page.Messages = control.Map(list, messageSummaryViewOf).Items
 		page.NextURL = nextURL(c, consolePath+"/topics/"+url.PathEscape(name), list.NextCursor)
 	}
+	if page.Moves, err = s.ctl.TopicMoveProgress(ctx, d.Topic); err != nil {
+		return err
+	}
 	return s.render(c, status, "topic", "topics", "Topic "+name, page, "", errLine)
 }
 
@@ -158,6 +163,21 @@ func (s *Console) consoleTopicQueues(c echo.Context) error {
 	}
 	if err == nil {
 		return redirectWith(c, consolePath+"/topics/"+t.Name, fmt.Sprintf("Topic %s now has %d queues.", t.Name, len(t.Queues)))
+	}
+	return rerender(err, func(fields map[string]string, line string) error {
+		return s.renderTopic(c, http.StatusUnprocessableEntity, fields, line)
+	})
+}
+
+// consoleTopicMove moves the topic to the form's node (control.MoveTopic).
+func (s *Console) consoleTopicMove(c echo.Context) error {
+	node, err := strconv.ParseInt(strings.TrimSpace(c.FormValue("to_node")), 10, 64)
+	if err != nil || node < 1 {
+		return s.renderTopic(c, http.StatusUnprocessableEntity, map[string]string{"/to_node": "a db node id"}, "")
+	}
+	t, err := s.ctl.MoveTopic(c.Request().Context(), actorOf(c), c.Param("topic"), node)
+	if err == nil {
+		return redirectWith(c, consolePath+"/topics/"+t.Name, fmt.Sprintf("Topic %s is moving to node %d: its old queues drain, then retire.", t.Name, node))
 	}
 	return rerender(err, func(fields map[string]string, line string) error {
 		return s.renderTopic(c, http.StatusUnprocessableEntity, fields, line)

@@ -150,6 +150,24 @@ var nodeCommands = []cliCommand{
 		}},
 	nodeStateCommand("open", "read-write", "Let a node take new queues by weight (read-write)."),
 	nodeStateCommand("close", "read-only", "Place no more new queues on a node (read-only); its queues keep working."),
-	nodeStateCommand("drain", "draining", "Move a node's queues to other nodes (not built yet: Herald refuses it)."),
+	{name: "node drain", args: "<id>", nargs: 1,
+		summary: "Stop placing queues on a node and move every topic on it to the other read-write nodes (node 1 cannot drain).",
+		example: "  herald node drain 2\n  herald topic get orders   # move progress per old queue and group",
+		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
+			return func(ctx context.Context, s *session, a []string) error {
+				id, err := nodeID("drain", a[0])
+				if err != nil {
+					return err
+				}
+				if err := s.auth(ctx); err != nil {
+					return err
+				}
+				d, err := s.c.DrainNode(ctx, id)
+				if err != nil {
+					return err
+				}
+				return s.print(d, append(nodeHead, "MOVED-TOPICS"), [][]string{append(nodeRows(d.Node)[0], strings.Join(d.MovedTopics, ","))})
+			}
+		}},
 	nodeStateCommand("retire", "retired", "Retire a node for good; refused while queues are placed on it."),
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // TestCLINodes registers, lists, patches and retires a db node through the built
-// binary; drain is refused with the server's reason.
+// binary; draining node 1 is refused with the server's reason; a topic moves
+// (re-homed on node 1) and a second node drains.
 func TestCLINodes(t *testing.T) {
 	t.Parallel()
 	h := heraldtest.StartHerald(t, nil)
@@ -20,7 +21,7 @@ func TestCLINodes(t *testing.T) {
 	dsn, _ := heraldtest.Database(t)
 
 	e.exit(exitUsage, "node", "add", "data-2")
-	require.Contains(t, e.exit(exitInvalid, "node", "add", "data-2", "--dsn", dsn, "--state", "draining"), "not built yet")
+	require.Contains(t, e.exit(exitInvalid, "node", "add", "data-2", "--dsn", dsn, "--state", "draining"), "/drain")
 	code, out, errOut := e.run(dsn+"\n", nil, "node", "add", "data-2", "--dsn", "-", "--weight", "30", "--output", "json")
 	require.Equal(t, 0, code, errOut)
 	n := jsonOf[struct {
@@ -37,7 +38,13 @@ func TestCLINodes(t *testing.T) {
 	e.exit(exitUsage, "node", "patch", id)
 	e.exit(exitUsage, "node", "patch", "two", "--weight", "2")
 	require.Contains(t, e.ok("node", "patch", id, "--weight", "60", "--name", "data-two"), "data-two")
-	require.Contains(t, e.exit(exitInvalid, "node", "drain", id), "not built yet")
+	require.Contains(t, e.exit(exitInvalid, "node", "drain", "1"), "control database")
+	require.Contains(t, e.ok("node", "drain", id), "draining")
+	h.CreateTopic("moving", 2)
+	e.exit(exitUsage, "topic", "move", "moving")
+	require.Contains(t, e.exit(exitInvalid, "topic", "move", "moving", "--to", "99"), "unknown db node")
+	require.Regexp(t, `(?m)^FROM-QUEUE\s+TO-QUEUE`, e.ok("topic", "move", "moving", "--to", "1"))
+	require.Contains(t, e.exit(exitConflict, "topic", "move", "moving", "--to", "1"), "already moving")
 	e.exit(exitNotFound, "node", "retire", "99")
 	require.True(t, strings.Contains(e.ok("node", "retire", id), "retired"))
 	require.Contains(t, e.exit(exitConflict, "node", "patch", id, "--weight", "1"), "retired")

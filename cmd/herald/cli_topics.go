@@ -113,7 +113,29 @@ var topicCommands = []cliCommand{
 				for _, q := range t.Queues {
 					rows = append(rows, []string{t.Name, itoa(q.ID), itoa(q.Position), q.State, itoa(q.MinOffset), itoa(q.MaxOffset)})
 				}
-				return s.print(t, []string{"TOPIC", "QUEUE", "POSITION", "STATE", "MIN-OFFSET", "MAX-OFFSET"}, rows)
+				if err := s.print(t, []string{"TOPIC", "QUEUE", "POSITION", "STATE", "MIN-OFFSET", "MAX-OFFSET"}, rows); err != nil || len(t.Moves) == 0 || s.json {
+					return err
+				}
+				return s.print(t, moveHead, moveRows(t))
+			}
+		}},
+	{name: "topic move", args: "<name>", nargs: 1,
+		summary: "Move a topic's queues to db node --to (node 1 re-homes it onto fresh queues); publishing goes on, key order holds.",
+		example: "  herald topic move orders --to 1\n  herald topic get orders   # remaining per old queue and group until retired",
+		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
+			to := fs.Int64("to", 0, "id of the read-write db node to move the topic to (required)")
+			return func(ctx context.Context, s *session, a []string) error {
+				if *to < 1 {
+					return usagef("herald topic move needs --to <node id>")
+				}
+				if err := s.auth(ctx); err != nil {
+					return err
+				}
+				t, err := s.c.MoveTopic(ctx, a[0], *to)
+				if err != nil {
+					return err
+				}
+				return s.print(t, moveHead, moveRows(t))
 			}
 		}},
 	{name: "topic patch", args: "<name>", nargs: 1,
@@ -197,4 +219,20 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+var moveHead = []string{"FROM-QUEUE", "TO-QUEUE", "STATE", "WATERMARK", "GROUP", "REMAINING", "RETRIES"}
+
+// moveRows lists a topic's moves, one row per old queue and group.
+func moveRows(t *client.Topic) [][]string {
+	var rows [][]string
+	for _, m := range t.Moves {
+		if len(m.Groups) == 0 {
+			rows = append(rows, []string{itoa(m.FromQueue), itoa(m.ToQueue), m.State, itoa(m.Watermark), "-", "0", "0"})
+		}
+		for _, g := range m.Groups {
+			rows = append(rows, []string{itoa(m.FromQueue), itoa(m.ToQueue), m.State, itoa(m.Watermark), g.Group, itoa(g.Remaining), itoa(g.Retries)})
+		}
+	}
+	return rows
 }

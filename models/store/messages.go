@@ -170,7 +170,7 @@ func insertQueueRows(ctx context.Context, tx execer, mariadb bool, reqs []*Publi
 		sb.WriteString(" RETURNING id")
 		rows, err := tx.QueryContext(ctx, sb.String(), args...)
 		if err != nil {
-			return fmt.Errorf("insert into queue %d: %w", q, err)
+			return insertErr(q, err)
 		}
 		for rows.Next() {
 			var id int64
@@ -180,13 +180,18 @@ func insertQueueRows(ctx context.Context, tx execer, mariadb bool, reqs []*Publi
 			}
 			ids = append(ids, id)
 		}
+		// An error mid-stream (a trigger's SIGNAL) surfaces in Err, not Close.
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return insertErr(q, err)
+		}
 		if err := rows.Close(); err != nil {
-			return fmt.Errorf("insert into queue %d: %w", q, err)
+			return insertErr(q, err)
 		}
 	} else {
 		res, err := tx.ExecContext(ctx, sb.String(), args...)
 		if err != nil {
-			return fmt.Errorf("insert into queue %d: %w", q, err)
+			return insertErr(q, err)
 		}
 		first, err := res.LastInsertId()
 		if err != nil {
@@ -226,6 +231,15 @@ func insertIdempotency(ctx context.Context, tx execer, reqs []*PublishRequest) e
 		}
 	}
 	return nil
+}
+
+// insertErr wraps a failed insert into queue q; a sealed queue's refusal matches
+// models.ErrQueueSealed.
+func insertErr(q int64, err error) error {
+	if isSealed(err) {
+		return fmt.Errorf("insert into queue %d: %w: %w", q, models.ErrQueueSealed, err)
+	}
+	return fmt.Errorf("insert into queue %d: %w", q, err)
 }
 
 // execer is what *sql.DB and *sql.Tx share.

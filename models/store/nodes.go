@@ -25,7 +25,7 @@ type nodeRow struct {
 func (nodeRow) TableName() string { return "db_nodes" }
 
 // nodeColumns reads a node row with the number of queues placed on it.
-const nodeColumns = "n.id, n.name, n.dsn_enc, n.weight, n.state, n.created_at, n.updated_at, (SELECT COUNT(*) FROM queues q WHERE q.node_id = n.id)"
+const nodeColumns = "n.id, n.name, n.dsn_enc, n.weight, n.state, n.created_at, n.updated_at, (SELECT COUNT(*) FROM queues q WHERE q.node_id = n.id AND q.state <> 'retired')"
 
 // MaskDSN shows a DSN without its secret: `user:***@tcp(host:port)/db` (no
 // parameters, which may name TLS material). A DSN that does not parse shows as
@@ -229,7 +229,7 @@ func (s *Store) NodeUpdate(ctx context.Context, id int64, change func(n *models.
 // a concurrent retirement waits for the queues to exist and then counts them. The
 // caller creates each queue's table on its node (queueTableCreate).
 func (s *Store) placeQueues(ctx context.Context, n int) ([]int64, error) {
-	rows, err := s.sql.QueryContext(ctx, "SELECT n.id, n.state, n.weight, (SELECT COUNT(*) FROM queues q WHERE q.node_id = n.id) FROM db_nodes n WHERE n.state = ? ORDER BY n.id LOCK IN SHARE MODE", string(models.NodeReadWrite))
+	rows, err := s.sql.QueryContext(ctx, "SELECT n.id, n.state, n.weight, (SELECT COUNT(*) FROM queues q WHERE q.node_id = n.id AND q.state <> 'retired') FROM db_nodes n WHERE n.state = ? ORDER BY n.id LOCK IN SHARE MODE", string(models.NodeReadWrite))
 	if err != nil {
 		return nil, fmt.Errorf("read node loads: %w", err)
 	}

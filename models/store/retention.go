@@ -229,7 +229,7 @@ func (s *Store) RetentionExpiredByGroup(ctx context.Context, queueIDs []int64) (
 // QueueIDs returns every queue's id in id order.
 func (s *Store) QueueIDs(ctx context.Context) ([]int64, error) {
 	var ids []int64
-	if err := s.db.WithContext(ctx).Raw("SELECT id FROM queues ORDER BY id").Scan(&ids).Error; err != nil {
+	if err := s.db.WithContext(ctx).Raw("SELECT id FROM queues WHERE state <> 'retired' ORDER BY id").Scan(&ids).Error; err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
 	}
 	return ids, nil

@@ -148,6 +148,9 @@ func toTopic(tr topicRow, qs []queueRow) *models.Topic {
 	t := &models.Topic{ID: tr.ID, Name: tr.Name, NodeID: tr.NodeID, RetentionHours: tr.RetentionHours,
 		RetentionPolicy: models.RetentionPolicy(tr.RetentionPolicy), CreatedAt: tr.CreatedAt}
 	for _, q := range qs {
+		if q.State == string(models.QueueRetired) {
+			continue // its table is dropped; the row only keeps its id from reuse
+		}
 		t.Queues = append(t.Queues, models.Queue{ID: q.ID, TopicID: q.TopicID, NodeID: q.NodeID, Position: q.Position, State: models.QueueState(q.State)})
 	}
 	if tr.KeySlots != nil {
@@ -366,6 +369,9 @@ func (s *Store) TopicDelete(ctx context.Context, name string, force bool) (unsub
 				}
 			}
 		}
+		if err := tx.db.Exec("DELETE FROM queue_moves WHERE topic_id = ?", t.ID).Error; err != nil {
+			return fmt.Errorf("delete queue moves: %w", err)
+		}
 		if err := tx.db.Exec("DELETE FROM queues WHERE topic_id = ?", t.ID).Error; err != nil {
 			return fmt.Errorf("delete queues: %w", err)
 		}
@@ -449,6 +455,10 @@ func (s *Store) TopicAddQueues(ctx context.Context, t *models.Topic, n int) erro
 	// DDL commits implicitly, so the steps are separate: queue rows first (read-only,
 	// so no publish picks them yet), then their tables and cursors, then writable.
 	now := time.Now().UTC()
+	next := 0 // after a move, positions run past the retired queues'
+	for _, q := range t.Queues {
+		next = max(next, q.Position+1)
+	}
 	var added []queueRow
 	err := s.WithTx(ctx, func(tx *Store) error {
 		placed, err := tx.placeQueues(ctx, n-len(t.Queues))
@@ -456,7 +466,7 @@ func (s *Store) TopicAddQueues(ctx context.Context, t *models.Topic, n int) erro
 			return err
 		}
 		for i := len(t.Queues); i < n; i++ {
-			added = append(added, queueRow{TopicID: t.ID, NodeID: placed[i-len(t.Queues)], Position: i, State: string(models.QueueReadOnly), CreatedAt: now})
+			added = append(added, queueRow{TopicID: t.ID, NodeID: placed[i-len(t.Queues)], Position: next + i - len(t.Queues), State: string(models.QueueReadOnly), CreatedAt: now})
 		}
 		if err := tx.db.Create(&added).Error; err != nil {
 			return fmt.Errorf("insert queues: %w", err)
@@ -511,6 +521,9 @@ func (s *Store) QueuesSetReadOnly(ctx context.Context, t *models.Topic, readOnly
 		return err
 	}
 	for i, q := range t.Queues {
+		if q.State == models.QueueSealing || q.State == models.QueueSealed {
+			continue // a move's old queue: sealed for good
+		}
 		st := models.QueueReadWrite
 		if slices.Contains(readOnly, q.ID) {
 			st = models.QueueReadOnly
