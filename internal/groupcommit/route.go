@@ -132,9 +132,13 @@ func (w *Writer) flushAlone(ctx context.Context, it *item) error {
 }
 
 // XARecoverInterval is how often a running Writer resolves prepared XA branches
-// left by a crashed api process (store.XARecover): once at Run, then every interval
-// while this process has reached a db node other than 1.
-const XARecoverInterval = 30 * time.Second
+// left by a crashed api process or a db node that died between a request's decision
+// and its commit (store.XARecover): once at Run, then every interval while this
+// process has reached a db node other than 1 (one control statement and one XA
+// RECOVER per node each time). 5 s keeps a returned node's decided rows well inside
+// the gap rule's timeout (30 s), so the dispatcher reads them as late commits, not
+// as late rows.
+const XARecoverInterval = 5 * time.Second
 
 func (w *Writer) recoverXA(ctx context.Context) {
 	t := time.NewTicker(XARecoverInterval)

@@ -20,9 +20,9 @@ import (
 // branch's age.
 const xaPrefix = "herald-"
 
-// XARecoverAge is how old a prepared branch must be before XARecover resolves it:
-// longer than any flush (DefaultFlushTimeout is 10 s), so a live writer's branch
-// between its PREPARE and its COMMIT is never touched.
+// XARecoverAge is how old an undecided prepared branch must be before XARecover
+// rolls it back: longer than any flush (DefaultFlushTimeout is 10 s), so a live
+// writer's branch between its PREPARE and its decision is never touched.
 const XARecoverAge = 60 * time.Second
 
 // xaBranch is one node's part of a cross-node flush: a connection held in an XA
@@ -155,9 +155,10 @@ func xidTime(xid string) (time.Time, bool) {
 	return time.UnixMilli(n), true
 }
 
-// XARecover resolves Herald's prepared XA branches older than XARecoverAge on every
-// db node that is not retired (XA RECOVER on each): a branch whose xid has a row in
-// xa_decisions is committed, any other is rolled back; decision rows no branch
+// XARecover resolves Herald's prepared XA branches on every db node that is not
+// retired (XA RECOVER on each): a branch whose xid has a row in xa_decisions is
+// committed whatever its age, any other is rolled back once older than
+// XARecoverAge; decision rows no branch
 // needs any more are deleted. It returns how many branches it resolved. A node that
 // does not answer is skipped (its error is returned after the others ran).
 func (s *Store) XARecover(ctx context.Context) (int, error) {
@@ -215,19 +216,31 @@ func (s *Store) xaRecoverNode(ctx context.Context, nodeID int64) (resolved int, 
 		if !ok {
 			continue
 		}
-		if time.Since(t) < XARecoverAge {
-			left = true
-			continue
-		}
 		var one int
 		derr := s.pool.QueryRowContext(ctx, "SELECT 1 FROM xa_decisions WHERE xid = ?", xid).Scan(&one)
-		stmt := "XA ROLLBACK '" + xid + "'"
-		if derr == nil {
+		var stmt string
+		switch {
+		case derr == nil:
+			// Decided: committing at once is safe at any age (a live writer's own
+			// COMMIT of the same branch then finds it gone, and the request is
+			// stored either way), and it makes a returning node's rows visible
+			// within the gap rule's timeout.
 			stmt = "XA COMMIT '" + xid + "'"
-		} else if !errors.Is(derr, sql.ErrNoRows) {
+		case !errors.Is(derr, sql.ErrNoRows):
 			return resolved, left, fmt.Errorf("read decision of %s: %w", xid, derr)
+		case time.Since(t) < XARecoverAge:
+			// Undecided and young: a live writer may still decide it.
+			left = true
+			continue
+		default:
+			stmt = "XA ROLLBACK '" + xid + "'"
 		}
 		if _, err := h.db.ExecContext(ctx, stmt); err != nil {
+			if time.Since(t) < XARecoverAge {
+				// Still held by the live writer's session, which commits it itself.
+				left = true
+				continue
+			}
 			return resolved, left, fmt.Errorf("%s: %w", stmt, err)
 		}
 		resolved++
