@@ -41,6 +41,16 @@ func exerciseNodes(t *testing.T, sc *specClient, tok string) {
 	sc.do("GET", "/api/v1/nodes/999", tok, nil, 404)
 	require.Equal(t, 7, decode[node](t, sc.do("PATCH", fmt.Sprintf("/api/v1/nodes/%d", n.ID), tok, map[string]any{"weight": 7}, 200)).Weight)
 	sc.do("PATCH", "/api/v1/nodes/1", tok, map[string]any{"state": "read-only"}, 422)
+	// A topic re-homed onto fresh queues of node 1 (a second move while the first is
+	// not retired is refused: TestCLINodes, TestTopicMoveRefusals).
+	sc.do("POST", "/api/v1/topics", tok, map[string]any{"name": "moving", "queues": 1}, 201)
+	sc.do("POST", "/api/v1/topics/moving/move", tok, map[string]any{"to_node": 1}, 202)
+	sc.do("POST", "/api/v1/topics/moving/move", tok, map[string]any{"to_node": 999}, 422)
+	sc.do("POST", "/api/v1/topics/nope/move", tok, map[string]any{"to_node": 1}, 404)
+	// Node 1 cannot drain; node 2 holds no queue, so draining it moves nothing.
+	sc.do("POST", "/api/v1/nodes/1/drain", tok, nil, 422)
+	sc.do("POST", "/api/v1/nodes/999/drain", tok, nil, 404)
+	require.Equal(t, "draining", decode[struct{ Node node }](t, sc.do("POST", fmt.Sprintf("/api/v1/nodes/%d/drain", n.ID), tok, nil, 202)).Node.State)
 	sc.do("PATCH", fmt.Sprintf("/api/v1/nodes/%d", n.ID), tok, map[string]any{"state": "retired"}, 200)
 	sc.do("PATCH", fmt.Sprintf("/api/v1/nodes/%d", n.ID), tok, map[string]any{"weight": 8}, 409)
 }

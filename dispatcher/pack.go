@@ -81,13 +81,13 @@ func (d *Dispatcher) flushPack(ctx context.Context) {
 }
 
 // packFailed releases the jobs of a pack that could not be enqueued: their credits
-// go back and their messages come due again after a second (a retry job's when its
+// go back and their messages come due again after enqueueRetry (a retry job's when its
 // claim lease ends), as enqueueJob does for a failed enqueue.
 func (d *Dispatcher) packFailed(pack []*jobState, err error) {
 	for _, js := range pack {
 		d.log.Warn("enqueue delivery job", "task", js.job.TaskID(), "retry", js.job.Retry, "ordered", js.job.Ordered,
 			"generation", js.job.Generation, "jobs_in_task", len(pack), "err", err)
-		d.finishJob(js, time.Second)
+		d.finishJob(js, enqueueRetry)
 	}
 }
 
