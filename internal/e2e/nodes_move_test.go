@@ -1,0 +1,221 @@
+package e2e
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/models"
+)
+
+// moveLoad publishes keyed (over keys, each owned by one publisher so its messages
+// go out one after another) and keyless messages to a topic, counting what it sent
+// across runs: four publishers each send 5 messages (4 keyed, 1 keyless) every
+// 50 ms, about 400 messages a second.
+type moveLoad struct {
+	h       *heraldtest.Herald
+	topic   string
+	apiKey  string
+	keys    []string
+	sent    [4]map[string]int // per publisher: key → messages sent
+	keyless atomic.Int64
+	refused atomic.Int64
+}
+
+// run publishes for runFor and calls during after wait, while publishing.
+func (l *moveLoad) run(t *testing.T, runFor, wait time.Duration, during func()) {
+	var wg sync.WaitGroup
+	start := time.Now()
+	for p := range l.sent {
+		if l.sent[p] == nil {
+			l.sent[p] = map[string]int{}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			for i := 0; time.Since(start) < runFor; i++ {
+				<-tick.C
+				msgs := make([]map[string]any, 0, 5)
+				for j := range 4 {
+					k := l.keys[(p+len(l.sent)*((i*4+j)%(len(l.keys)/len(l.sent))))%len(l.keys)]
+					msgs = append(msgs, map[string]any{"key": k, "body": orderedMsg{K: k, N: l.sent[p][k]}})
+					l.sent[p][k]++
+				}
+				msgs = append(msgs, map[string]any{"body": orderedMsg{K: "", N: int(l.keyless.Add(1))}})
+				code, body, _ := l.h.Do("POST", "/v1/topics/"+l.topic+"/messages", l.apiKey, map[string]any{"messages": msgs})
+				if code != 201 {
+					l.refused.Add(1)
+					t.Errorf("publish refused during the move: %d %s", code, body)
+				}
+			}
+		}()
+	}
+	time.Sleep(wait)
+	during()
+	wg.Wait()
+}
+
+// want returns how many messages each key was sent, and how many keyless.
+func (l *moveLoad) want() (map[string]int, int) {
+	out := map[string]int{}
+	for _, s := range l.sent {
+		for k, n := range s {
+			out[k] += n
+		}
+	}
+	return out, int(l.keyless.Load())
+}
+
+// requireDelivered waits until every group got every message l sent, and requires
+// each ordered group to have every key exactly in publish order, the unordered one
+// every message, and every group every keyless message.
+func (l *moveLoad) requireDelivered(t *testing.T, byKey, byQueue, free *keyLog) {
+	t.Helper()
+	want, nKeyless := l.want()
+	all := func(o *keyLog) bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		for k, n := range want {
+			if len(o.acked[k]) < n {
+				return false
+			}
+		}
+		return len(o.acked[""]) >= nKeyless
+	}
+	for name, o := range map[string]*keyLog{"by-key": byKey, "by-queue": byQueue, "free": free} {
+		require.Eventually(t, func() bool { return all(o) }, 2*time.Minute, 20*time.Millisecond, "group %s did not get every message", name)
+		o.mu.Lock()
+		got := slices.Sorted(slices.Values(o.acked[""]))
+		o.mu.Unlock()
+		require.Equal(t, seq(nKeyless + 1)[1:], slices.Compact(got), "group %s lost keyless messages", name)
+	}
+	for k, n := range want {
+		require.Equal(t, seq(n), byKey.ackedOf(k), "by-key: key %s out of order or twice", k)
+		require.Equal(t, seq(n), byQueue.ackedOf(k), "by-queue: key %s out of order or twice", k)
+		got := slices.Sorted(slices.Values(free.ackedOf(k)))
+		require.Equal(t, seq(n), slices.Compact(got), "free: key %s lost messages", k)
+	}
+}
+
+// tableCount counts queue id's table on db.
+func tableCount(t *testing.T, db *sql.DB, id int64) int {
+	var n int
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?", models.QueueTableName(id)).Scan(&n))
+	return n
+}
+
+// requireRetired waits until topic has no unretired move, then requires the old
+// queues retired with their tables dropped on oldDB, and the live queues on node
+// toNode with their tables on newDB.
+func requireRetired(t *testing.T, h *heraldtest.Herald, topic string, old []int64, oldDB, newDB *sql.DB, toNode int64) []int64 {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		_, _, moves := moveTopic(t, h, topic)
+		return len(moves) == 0
+	}, 2*time.Minute, 50*time.Millisecond, "the old queues were not retired")
+	now, states, _ := moveTopic(t, h, topic)
+	require.Len(t, now, len(old))
+	for i, q := range now {
+		require.NotContains(t, old, q)
+		require.Equal(t, string(models.QueueReadWrite), states[i])
+		n, err := h.Store.QueueNode(t.Context(), q)
+		require.NoError(t, err)
+		require.Equal(t, toNode, n, "queue %d", q)
+		require.Equal(t, 1, tableCount(t, newDB, q), "queue %d's table is not on node %d", q, toNode)
+	}
+	for _, q := range old {
+		require.Zero(t, tableCount(t, oldDB, q), "queue %d's table is still there", q)
+		var cursors int
+		var state string
+		require.NoError(t, h.Store.DB().QueryRow("SELECT COUNT(*) FROM cursors WHERE queue_id = ?", q).Scan(&cursors))
+		require.NoError(t, h.Store.DB().QueryRow("SELECT state FROM queues WHERE id = ?", q).Scan(&state))
+		require.Zero(t, cursors, "queue %d still has cursors", q)
+		require.Equal(t, string(models.QueueRetired), state)
+	}
+	return now
+}
+
+// TestTopicMoveAcrossNodes moves a 4-queue topic from node 1 to a second MySQL
+// server (a private mariadbd added read-write as node 2) while keyed (40 keys) and
+// keyless messages are published at about 400 a second, with three groups: ordered
+// by key (5 % of POSTs fail, retried in 1 s), ordered by queue, unordered. Then
+// draining node 2 moves it back to node 1 under the same traffic, and node 2 is
+// retired. Each time: no publish refused, every group gets every message, each
+// ordered group every key exactly in publish order, the old queues retired with
+// their tables dropped on their node, the new queues' tables on the target node.
+func TestTopicMoveAcrossNodes(t *testing.T) {
+	t.Parallel()
+	nodeDSN := heraldtest.StartMariaDB(t, "herald_xmove")
+	h := heraldtest.StartHerald(t, func(c *config.Config) { c.Maintenance.OutboxInterval = 300 * time.Millisecond })
+	db2, err := sql.Open("mysql", nodeDSN)
+	require.NoError(t, err)
+	defer db2.Close()
+
+	// The topic is created while node 1 is the only node: all its queues are there.
+	h.CreateTopic("xm", 4)
+	old, _, _ := moveTopic(t, h, "xm")
+	for _, q := range old {
+		require.Equal(t, 1, tableCount(t, h.Store.DB(), q))
+	}
+	var node struct {
+		ID int64 `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(h.Admin("POST", "/nodes", map[string]any{"name": "data-2", "dsn": nodeDSN, "state": "read-write", "weight": 100}, 201), &node))
+
+	byKey, byQueue, free := newKeyLog(-1), newKeyLog(-1), newKeyLog(-1)
+	rk, rq, ru := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
+	byKey.respond(rk, 3*time.Millisecond, func([]orderedMsg, []int) bool { return rand.IntN(100) < 5 })
+	byQueue.respond(rq, 2*time.Millisecond, func([]orderedMsg, []int) bool { return false })
+	free.respond(ru, 2*time.Millisecond, func([]orderedMsg, []int) bool { return false })
+	rk.SetSecret(h.CreateGroup(orderedGroup("by-key", rk.URL, "xm", map[string]any{"ordering": "key"})))
+	rq.SetSecret(h.CreateGroup(orderedGroup("by-queue", rq.URL, "xm", nil)))
+	unordered := orderedGroup("free", ru.URL, "xm", map[string]any{"ordered": false})
+	delete(unordered, "ordering")
+	ru.SetSecret(h.CreateGroup(unordered))
+	load := &moveLoad{h: h, topic: "xm", apiKey: h.CreateAPIKey("xm"), keys: keyNames(40)}
+
+	// Node 1 → node 2.
+	var moveStart time.Time
+	load.run(t, 4*time.Second, 1500*time.Millisecond, func() {
+		moveStart = time.Now()
+		h.Admin("POST", "/topics/xm/move", map[string]any{"to_node": node.ID}, 202)
+		t.Logf("the move to node %d (4 new queues there, 4 seals on node 1) took %v", node.ID, time.Since(moveStart))
+	})
+	require.Zero(t, load.refused.Load())
+	load.requireDelivered(t, byKey, byQueue, free)
+	onTwo := requireRetired(t, h, "xm", old, h.Store.DB(), db2, node.ID)
+	t.Logf("old queues on node 1 retired %v after the move began", time.Since(moveStart))
+
+	// Draining node 2 moves the topic back to node 1 (the only read-write node left).
+	load.run(t, 4*time.Second, 1500*time.Millisecond, func() {
+		moveStart = time.Now()
+		var res struct {
+			MovedTopics []string `json:"moved_topics"`
+		}
+		require.NoError(t, json.Unmarshal(h.Admin("POST", fmt.Sprintf("/nodes/%d/drain", node.ID), nil, 202), &res))
+		require.Equal(t, []string{"xm"}, res.MovedTopics)
+		t.Logf("draining node %d took %v", node.ID, time.Since(moveStart))
+	})
+	require.Zero(t, load.refused.Load())
+	load.requireDelivered(t, byKey, byQueue, free)
+	requireRetired(t, h, "xm", onTwo, db2, h.Store.DB(), models.PrimaryNodeID)
+	want, nKeyless := load.want()
+	total := nKeyless
+	for _, n := range want {
+		total += n
+	}
+	t.Logf("published %d messages (%d keyless) over both moves", total, nKeyless)
+	h.Admin("PATCH", fmt.Sprintf("/nodes/%d", node.ID), map[string]any{"state": "retired"}, 200)
+}
