@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/models"
@@ -26,6 +30,7 @@ import (
 // 50 ms, about 400 messages a second.
 type moveLoad struct {
 	h       *heraldtest.Herald
+	bases   []string // api processes' base URLs: publisher p posts to bases[p % len]
 	topic   string
 	apiKey  string
 	keys    []string
@@ -56,7 +61,7 @@ func (l *moveLoad) run(t *testing.T, runFor, wait time.Duration, during func()) 
 					l.sent[p][k]++
 				}
 				msgs = append(msgs, map[string]any{"body": orderedMsg{K: "", N: int(l.keyless.Add(1))}})
-				code, body, _ := l.h.Do("POST", "/v1/topics/"+l.topic+"/messages", l.apiKey, map[string]any{"messages": msgs})
+				code, body := postJSON(t, l.bases[p%len(l.bases)]+"/v1/topics/"+l.topic+"/messages", l.apiKey, map[string]any{"messages": msgs})
 				if code != 201 {
 					l.refused.Add(1)
 					t.Errorf("publish refused during the move: %d %s", code, body)
@@ -67,6 +72,23 @@ func (l *moveLoad) run(t *testing.T, runFor, wait time.Duration, during func()) 
 	time.Sleep(wait)
 	during()
 	wg.Wait()
+}
+
+// postJSON posts body as JSON to url with a bearer token and returns the status
+// and response body.
+func postJSON(t *testing.T, url, bearer string, body any) (int, []byte) {
+	b, err := json.Marshal(body)
+	require.NoError(t, err)
+	req, err := http.NewRequest("POST", url, bytes.NewReader(b))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, out
 }
 
 // want returns how many messages each key was sent, and how many keyless.
@@ -152,7 +174,8 @@ func requireRetired(t *testing.T, h *heraldtest.Herald, topic string, old []int6
 // TestTopicMoveAcrossNodes moves a 4-queue topic from node 1 to a second MySQL
 // server (a private mariadbd added read-write as node 2) while keyed (40 keys) and
 // keyless messages are published at about 400 a second, with three groups: ordered
-// by key (5 % of POSTs fail, retried in 1 s), ordered by queue, unordered. Then
+// by key (5 % of POSTs fail, retried in 1 s), ordered by queue, unordered, half the
+// publishers posting to a second api process that does not make the moves. Then
 // draining node 2 moves it back to node 1 under the same traffic, and node 2 is
 // retired. Each time: no publish refused, every group gets every message, each
 // ordered group every key exactly in publish order, the old queues retired with
@@ -186,7 +209,11 @@ func TestTopicMoveAcrossNodes(t *testing.T) {
 	unordered := orderedGroup("free", ru.URL, "xm", map[string]any{"ordered": false})
 	delete(unordered, "ordering")
 	ru.SetSecret(h.CreateGroup(unordered))
-	load := &moveLoad{h: h, topic: "xm", apiKey: h.CreateAPIKey("xm"), keys: keyNames(40)}
+	// A second api process: half the publishers post to the first, which did not
+	// make the move and publishes on its cached topic until it learns of it.
+	first := h.BaseURL
+	h.Start(app.Roles{API: true})
+	load := &moveLoad{h: h, bases: []string{first, h.BaseURL}, topic: "xm", apiKey: h.CreateAPIKey("xm"), keys: keyNames(40)}
 
 	// Node 1 → node 2.
 	var moveStart time.Time

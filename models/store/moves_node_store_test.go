@@ -18,7 +18,8 @@ import (
 // that node and waits for a transaction there that inserted into it; its watermark
 // is that row's id. A stale writer's insert into the sealed queue on node 2, alone
 // or in a request spanning both old queues (XA), fails with ErrQueueSealed and
-// stores nothing on either node; retiring drops the table on node 2.
+// stores nothing on either node; retiring drops the table on node 2, and the
+// fallback poll's read of max offsets leaves dropped queues out.
 func TestQueueSealOnSecondNode(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -57,7 +58,7 @@ func TestQueueSealOnSecondNode(t *testing.T) {
 	moves, err := st.TopicMoveBegin(ctx, topic, models.PrimaryNodeID)
 	require.NoError(t, err)
 	require.Len(t, moves, 2)
-	var m2 models.QueueMove
+	var m1, m2 models.QueueMove
 	for _, m := range moves {
 		n, err := st.QueueNode(ctx, m.To)
 		require.NoError(t, err)
@@ -65,7 +66,8 @@ func TestQueueSealOnSecondNode(t *testing.T) {
 		if m.From == q2.ID {
 			m2 = m
 		} else {
-			_, err := st.QueueSeal(ctx, m, models.PrimaryNodeID)
+			m1 = m
+			m1.Watermark, err = st.QueueSeal(ctx, m, models.PrimaryNodeID)
 			require.NoError(t, err)
 		}
 	}
@@ -105,4 +107,14 @@ func TestQueueSealOnSecondNode(t *testing.T) {
 	var tables int
 	require.NoError(t, db2.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?", models.QueueTableName(q2.ID)).Scan(&tables))
 	require.Zero(t, tables)
+
+	// A poller that still lists the dropped queue reads the others and leaves it
+	// out, on node 2 and on node 1 alike.
+	_, retired, err = st.QueueRetire(ctx, m1, models.PrimaryNodeID)
+	require.NoError(t, err)
+	require.True(t, retired)
+	require.NoError(t, st.MessagesInsert(ctx, one(m2.To)))
+	maxIDs, err := st.QueueMaxIDs(ctx, []int64{q1.ID, q2.ID, m1.To, m2.To})
+	require.NoError(t, err)
+	require.Equal(t, map[int64]int64{m1.To: 0, m2.To: 1}, maxIDs)
 }
