@@ -178,7 +178,8 @@ type nodeHealth struct {
 }
 
 // report records a flush's outcome on node (0: several nodes, not recorded): an
-// error that is not the request's own fault (conflict, invalid) marks it down for
+// error that is not the request's own fault (conflict, invalid) nor a move's seal
+// (the node answered; the request goes again on the moved topic) marks it down for
 // NodeDownFor; a success clears the mark.
 func (h *nodeHealth) report(node int64, err error) {
 	if node == 0 {
@@ -190,7 +191,7 @@ func (h *nodeHealth) report(node int64, err error) {
 		delete(h.until, node)
 		return
 	}
-	if errors.Is(err, models.ErrConflict) || errors.Is(err, models.ErrInvalid) {
+	if errors.Is(err, models.ErrConflict) || errors.Is(err, models.ErrInvalid) || errors.Is(err, models.ErrQueueSealed) {
 		return
 	}
 	if h.until == nil {

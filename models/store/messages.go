@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/heraldhq/herald/models"
 )
 
@@ -420,6 +422,12 @@ func (s *Store) queueMaxIDsOn(ctx context.Context, n int64, qs []int64, out map[
 	if err != nil {
 		return fmt.Errorf("read queue max offsets on node %d: %w", n, err)
 	}
+	one := func(q int64) string {
+		if n == models.PrimaryNodeID {
+			return fmt.Sprintf("SELECT %d, %s", q, maxOffsetExpr(q))
+		}
+		return fmt.Sprintf("SELECT %d, (SELECT COALESCE(MAX(id), 0) FROM %s)", q, models.QueueTableName(q))
+	}
 	for start := 0; start < len(qs); start += 200 {
 		end := min(start+200, len(qs))
 		var sb strings.Builder
@@ -427,17 +435,31 @@ func (s *Store) queueMaxIDsOn(ctx context.Context, n int64, qs []int64, out map[
 			if i > 0 {
 				sb.WriteString(" UNION ALL ")
 			}
-			if n == models.PrimaryNodeID {
-				fmt.Fprintf(&sb, "SELECT %d, %s", q, maxOffsetExpr(q))
-			} else {
-				fmt.Fprintf(&sb, "SELECT %d, (SELECT COALESCE(MAX(id), 0) FROM %s)", q, models.QueueTableName(q))
+			sb.WriteString(one(q))
+		}
+		err := scanPairs(ctx, c, sb.String(), out)
+		if noSuchTable(err) {
+			// A move's old queue was retired and its table dropped since the caller
+			// listed it: read the batch queue by queue and leave the dropped ones out.
+			for _, q := range qs[start:end] {
+				if err = scanPairs(ctx, c, one(q), out); err != nil && !noSuchTable(err) {
+					break
+				}
+				err = nil
 			}
 		}
-		if err := scanPairs(ctx, c, sb.String(), out); err != nil {
+		if err != nil {
 			return fmt.Errorf("read queue max offsets on node %d: %w", n, err)
 		}
 	}
 	return nil
+}
+
+// noSuchTable reports whether err is MySQL's ER_NO_SUCH_TABLE (1146): a queue table
+// dropped by a move's retirement.
+func noSuchTable(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1146
 }
 
 // scanPairs runs query, which returns (int64, int64) rows, into out.
