@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -27,7 +28,8 @@ type FailureOutcome struct {
 	NextDue      time.Time
 }
 
-// RetryRecord routes failed messages of one group: those with attempts left get (or
+// RetryRecord routes failed messages of one group (nothing when the group no longer
+// exists): those with attempts left get (or
 // keep) a retry row due after schedule's delay; the rest become dead letters in the
 // transaction that deletes their retry rows, so a message is never in both. A first failure never
 // overwrites an existing retry row (ON DUPLICATE KEY keeps it). Offsets are of one queue.
@@ -47,8 +49,14 @@ func (s *Store) RetryRecord(ctx context.Context, groupID int64, maxAttempts int,
 		return out, fmt.Errorf("begin retry record: %w", err)
 	}
 	defer tx.Rollback()
+	// The group's row, share-locked: a group deleted meanwhile gets no retry row or
+	// dead letter (a POST on the wire when the delete answered fails into nothing),
+	// and a delete waits for this transaction, then removes what it wrote.
 	var now time.Time
-	if err := tx.QueryRowContext(ctx, "SELECT NOW(3)").Scan(&now); err != nil {
+	err = tx.QueryRowContext(ctx, "SELECT NOW(3) FROM consumer_groups WHERE id = ? LOCK IN SHARE MODE", groupID).Scan(&now)
+	if errors.Is(err, sql.ErrNoRows) {
+		return out, nil
+	} else if err != nil {
 		return out, fmt.Errorf("read database clock: %w", err)
 	}
 	var retryVals, deadVals []string

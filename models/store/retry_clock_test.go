@@ -32,16 +32,19 @@ func TestRetryDueOnDatabaseClock(t *testing.T) {
 	dbNow, err := st.Now(ctx)
 	require.NoError(t, err)
 	require.Less(t, dbNow, time.Now().Add(-50*time.Minute), "the session clock is skewed")
+	_, err = st.TopicCreate(ctx, "orders", 1)
+	require.NoError(t, err)
+	g := newGroup(t, st, "billing") // retry rows belong to a group that exists
 
-	out, err := st.RetryRecord(ctx, 1, 10, []int{100}, []store.Failure{{QueueID: 1, Offset: 7, Attempt: 1, LastStatus: 500}})
+	out, err := st.RetryRecord(ctx, g.ID, 10, []int{100}, []store.Failure{{QueueID: 1, Offset: 7, Attempt: 1, LastStatus: 500}})
 	require.NoError(t, err)
 	var ahead float64
-	require.NoError(t, st.DB().QueryRowContext(ctx, "SELECT TIMESTAMPDIFF(MICROSECOND, NOW(3), due_at) / 1e6 FROM retry_messages WHERE group_id = 1").Scan(&ahead))
+	require.NoError(t, st.DB().QueryRowContext(ctx, "SELECT TIMESTAMPDIFF(MICROSECOND, NOW(3), due_at) / 1e6 FROM retry_messages WHERE group_id = ?", g.ID).Scan(&ahead))
 	require.InDelta(t, 100, ahead, 25, "due 100 s ±20 %% after the database's now, got %.0f s", ahead)
 	require.InDelta(t, float64(time.Now().Add(100*time.Second).Unix()), float64(out.NextDue.Unix()), 25, "NextDue is on the caller's clock")
 
-	require.NoError(t, st.RetryRelease(ctx, 1, 1, []int64{7}, 0))
-	got, err := st.RetryClaim(ctx, 1, "tok", time.Minute, 10)
+	require.NoError(t, st.RetryRelease(ctx, g.ID, 1, []int64{7}, 0))
+	got, err := st.RetryClaim(ctx, g.ID, "tok", time.Minute, 10)
 	require.NoError(t, err)
 	require.Len(t, got, 1, "a released row is due at once on the database clock")
 }
@@ -63,7 +66,10 @@ func TestClockRebaseAfterBackwardStep(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, stepped, "a first heartbeat on a clock that behaves re-bases nothing")
 	require.NoError(t, st.DispatcherHeartbeat(ctx, "b", "h", 3*time.Second))
-	_, err = st.RetryRecord(ctx, 1, 10, []int{5}, []store.Failure{{QueueID: 1, Offset: 7, Attempt: 1, LastStatus: 500}})
+	_, err = st.TopicCreate(ctx, "orders", 1)
+	require.NoError(t, err)
+	g := newGroup(t, st, "billing") // retry rows belong to a group that exists
+	_, err = st.RetryRecord(ctx, g.ID, 10, []int{5}, []store.Failure{{QueueID: 1, Offset: 7, Attempt: 1, LastStatus: 500}})
 	require.NoError(t, err)
 	ahead := func(q string) float64 {
 		var s float64
