@@ -1,11 +1,11 @@
 package e2e
 
 import (
-	"os"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
