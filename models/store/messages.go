@@ -57,7 +57,7 @@ func (s *Store) MessagesInsert(ctx context.Context, reqs []*PublishRequest) erro
 		return err
 	}
 	err = s.messagesInsert(ctx, reqs, ins)
-	if err != nil && ctx.Err() == nil && Unavailable(err) && !(len(ins.nodes) == 1 && ins.nodes[0] == models.PrimaryNodeID) {
+	if err != nil && ctx.Err() == nil && Unavailable(err) && (len(ins.nodes) != 1 || ins.nodes[0] != models.PrimaryNodeID) {
 		// A db node other than the control database did not answer: its queues are
 		// unavailable, the rest of Herald is not.
 		return fmt.Errorf("%w: %w", models.ErrQueueUnavailable, err)

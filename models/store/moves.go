@@ -220,7 +220,7 @@ func (s *Store) QueueSeal(ctx context.Context, m models.QueueMove, nodeID int64)
 		if err != nil {
 			return 0, fmt.Errorf("seal queue %d: %w", m.From, err)
 		}
-		defer sc.Close()
+		defer func() { _ = sc.Close() }()
 		err = run(sc)
 		if err != nil {
 			return 0, err

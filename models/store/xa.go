@@ -64,7 +64,7 @@ func (s *Store) messagesInsertXA(ctx context.Context, reqs []*PublishRequest, in
 				_, _ = b.c.ExecContext(rctx, "XA END '"+xid+"'")
 			}
 			_, _ = b.c.ExecContext(rctx, "XA ROLLBACK '"+xid+"'")
-			b.c.Close()
+			_ = b.c.Close()
 		}
 	}()
 	for _, n := range nodes {
@@ -78,7 +78,7 @@ func (s *Store) messagesInsertXA(ctx context.Context, reqs []*PublishRequest, in
 		}
 		b := &xaBranch{node: n, c: c}
 		if _, err := c.ExecContext(ctx, "XA START '"+xid+"'"); err != nil {
-			c.Close()
+			_ = c.Close()
 			return fmt.Errorf("xa start on node %d: %w", n, err)
 		}
 		branches = append(branches, b)
@@ -114,7 +114,7 @@ func (s *Store) messagesInsertXA(ctx context.Context, reqs []*PublishRequest, in
 			all = false
 			slog.Warn("xa commit failed; recovery commits the prepared branch", "node", b.node, "xid", xid, "err", err)
 		}
-		b.c.Close()
+		_ = b.c.Close()
 	}
 	if all {
 		_, _ = s.pool.ExecContext(cctx, "DELETE FROM xa_decisions WHERE xid = ?", xid)
