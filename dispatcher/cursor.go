@@ -42,6 +42,10 @@ type cursorState struct {
 	group                *groupState
 
 	committed int64
+	// durable is the last commit that succeeded (or the claim): what a successor
+	// would start from, and what decides which report entries may be trimmed
+	// (reportlog.go).
+	durable   durable
 	readPos   int64
 	holes     map[int64]int64 // open hole id → first seen, Unix ms
 	late      map[int64]int64 // read rows ≤ committed not yet done (pending, in flight) → first seen or created, Unix ms
@@ -78,6 +82,7 @@ func newCursorState(c models.Cursor, g *groupState) *cursorState {
 		}
 	}
 	cs.ranges = len(cs.holeRanges(cs.committed))
+	cs.durable = durable{version: c.Version, offset: c.Offset, holes: c.Holes}
 	return cs
 }
 
