@@ -101,8 +101,8 @@ type Dispatcher struct {
 	lastCommit time.Time
 	// reportLog is the read part of this dispatcher's report stream not yet trimmed.
 	reportLog reportLog
-	wakeAt     time.Time
-	lastPoll   time.Time
+	wakeAt    time.Time
+	lastPoll  time.Time
 	// outboxDue asks the next poll to wake the maintenance role's dead-letter outbox.
 	outboxDue bool
 	claimSeq  int64
