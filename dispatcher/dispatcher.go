@@ -65,11 +65,12 @@ type Dispatcher struct {
 
 	// local links this dispatcher to the api and worker of its process (local.go);
 	// nil when they run elsewhere.
-	local       *delivery.Local
-	localEvents chan notify.Event
-	overflow    atomic.Bool // a local notification found localEvents full
-	alone       atomic.Bool // this is the only live dispatcher (last rebalance)
-	running     atomic.Bool // the loop serves localEvents
+	local        *delivery.Local
+	localEvents  chan notify.Event
+	overflow     atomic.Bool // a local notification found localEvents full
+	alone        atomic.Bool // this is the only live dispatcher (last rebalance)
+	running      atomic.Bool // the loop serves localEvents
+	holdsOrdered atomic.Bool // an owned group is ordered: reports are read without ReportGather
 
 	groups  map[int64]*groupState
 	events  opEvents               // rate-limit gates of operational events

@@ -24,8 +24,9 @@ const reportReadMax = 256
 // readReports moves entries of this dispatcher's report stream to the loop, in
 // order, as workers add them: XREAD BLOCK from the last id read, up to
 // reportReadMax entries a call, nothing removed (the loop trims what its commits
-// cover, reportlog.go). After a read that found entries it waits ReportGather, so
-// the next read takes what several worker sends added.
+// cover, reportlog.go). After a read it waits ReportGather, so the next read takes
+// what several worker sends added, unless this dispatcher owns an ordered group,
+// whose next message of a key or queue waits for a report.
 func (d *Dispatcher) readReports(ctx context.Context, out chan<- reportEntry) error {
 	key := d.keys.Reports(d.id)
 	last := "0-0"
@@ -52,7 +53,7 @@ func (d *Dispatcher) readReports(ctx context.Context, out chan<- reportEntry) er
 				}
 			}
 		}
-		if d.cfg.ReportGather > 0 {
+		if d.cfg.ReportGather > 0 && !d.holdsOrdered.Load() {
 			sleepCtx(ctx, d.cfg.ReportGather)
 		}
 	}
@@ -67,6 +68,19 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// noteOrdered records whether an owned group is ordered (holdsOrdered), after the
+// owned groups changed.
+func (d *Dispatcher) noteOrdered() {
+	ordered := false
+	for _, gs := range d.groups {
+		if gs.g != nil && gs.g.Ordered {
+			ordered = true
+			break
+		}
+	}
+	d.holdsOrdered.Store(ordered)
 }
 
 // applyEntry applies the reports of a report stream entry and records the entry
