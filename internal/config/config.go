@@ -181,9 +181,10 @@ type Dispatcher struct {
 	// it bounds how long covered entries wait to be trimmed. Default 100ms.
 	ReportCommitDelay time.Duration `env:"REPORT_COMMIT_DELAY" envDefault:"100ms"`
 	// ReportGather is how long the dispatcher waits after a read of its report stream
-	// that found entries before it reads again, so that one XREAD takes what several
-	// worker sends added. Between 0 and 20ms. Default 0.
-	ReportGather time.Duration `env:"REPORT_GATHER" envDefault:"0s"`
+	// before it reads again, so that one XREAD takes what several workers' sends
+	// added; a dispatcher owning an ordered group does not wait (the group's next
+	// message of a key or queue waits for a report). Between 0 and 20ms. Default 5ms.
+	ReportGather time.Duration `env:"REPORT_GATHER" envDefault:"5ms"`
 	// HeartbeatInterval is how often the dispatcher renews its lease (on its own
 	// goroutine); also the first delay before a claim another dispatcher still
 	// holds is tried again. Default 1s.
