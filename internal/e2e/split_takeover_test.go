@@ -88,7 +88,7 @@ func TestSplitRolesTakeoverPaced(t *testing.T) {
 	require.NoError(t, victim.Process.Signal(syscall.SIGKILL))
 	killed := time.Now()
 	open := max(openBefore, r.InFlight()) // POSTs open at the receiver when the owner died
-	var claimed atomic.Int64 // ns after the kill; 0 until the survivor owns the cursor
+	var claimed atomic.Int64              // ns after the kill; 0 until the survivor owns the cursor
 	go func() {
 		for time.Since(killed) < 15*time.Second {
 			var o string
