@@ -139,7 +139,7 @@ func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.U
 	}
 }
 
-// ID is this dispatcher's id in the dispatchers table and its reports list name.
+// ID is this dispatcher's id in the dispatchers table and its report stream's name.
 func (d *Dispatcher) ID() string { return d.id }
 
 // Run dispatches until ctx ends. Shutdown order: stop cutting jobs and heartbeats,

@@ -134,7 +134,7 @@ type Maintenance struct {
 	// outbox are not held up; the rest waits for the next run. Default 1s.
 	RetentionBudget time.Duration `env:"RETENTION_BUDGET" envDefault:"1s"`
 	// HygieneInterval is how often Redis keys of dead dispatchers and deleted groups
-	// are removed (report lists, fence hashes). Default 1m.
+	// are removed (report streams, fence hashes). Default 1m.
 	HygieneInterval time.Duration `env:"HYGIENE_INTERVAL" envDefault:"1m"`
 	// DeletedGroupGrace is how long a deleted group's dead letters and attempt log
 	// are kept (read by the api role, which deletes groups). Default 168h.
