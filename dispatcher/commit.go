@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/heraldhq/herald/models/store"
@@ -13,6 +14,7 @@ import (
 // it is still this dispatcher's.
 func (d *Dispatcher) commit(ctx context.Context) {
 	d.reported, d.lastCommit = false, d.now()
+	defer d.trimReports(ctx)
 	d.saveBlocks(ctx)
 	var commits []store.CursorCommit
 	for _, cs := range d.cursors {
@@ -31,7 +33,12 @@ func (d *Dispatcher) commit(ctx context.Context) {
 		return
 	}
 	for _, c := range commits {
-		if cs := d.cursors[c.ID]; cs != nil && cs.committed == c.Offset {
+		cs := d.cursors[c.ID]
+		if cs == nil || slices.Contains(lost, c.ID) {
+			continue
+		}
+		cs.durable = durable{version: c.Version, offset: c.Offset, holes: c.Holes}
+		if cs.committed == c.Offset {
 			cs.dirty = false
 		}
 	}
@@ -83,9 +90,9 @@ func (d *Dispatcher) updateLag() {
 }
 
 // commitReported commits soon after reports moved cursors, at most once per
-// ReportCommitDelay, so what a crash makes a successor send again is what was
-// reported in that window, not in the last CommitInterval (reports are popped from
-// Redis, so the successor cannot replay them).
+// ReportCommitDelay, so the report stream is trimmed soon after its entries are
+// applied (a crash costs no more duplicates for the wait: the entries stay in the
+// stream until a commit covers them, and a successor replays them).
 func (d *Dispatcher) commitReported(ctx context.Context) {
 	if !d.reported {
 		return
@@ -95,4 +102,28 @@ func (d *Dispatcher) commitReported(ctx context.Context) {
 		return
 	}
 	d.commit(ctx)
+}
+
+// trimReportsFor bounds the XTRIM of the report stream's covered prefix.
+const trimReportsFor = 2 * time.Second
+
+// trimReports removes from this dispatcher's report stream the entries its commits
+// now cover (reportLog): one XTRIM MINID when something new is covered, none
+// otherwise. A failed trim is retried by the next one, whose MINID is higher.
+func (d *Dispatcher) trimReports(ctx context.Context) {
+	minID, ok := d.reportLog.trim(func(gq [2]int64) (durable, bool) {
+		cs := d.byGQ[gq]
+		if cs == nil {
+			return durable{}, false
+		}
+		return cs.durable, true
+	}, d.now())
+	if !ok {
+		return
+	}
+	tctx, cancel := context.WithTimeout(ctx, trimReportsFor)
+	defer cancel()
+	if err := d.rdb.XTrimMinID(tctx, d.keys.Reports(d.id), minID).Err(); err != nil {
+		d.log.Warn("trim the report stream", "err", err)
+	}
 }

@@ -42,18 +42,22 @@ type cursorState struct {
 	group                *groupState
 
 	committed int64
-	readPos   int64
-	holes     map[int64]int64 // open hole id → first seen, Unix ms
-	late      map[int64]int64 // read rows ≤ committed not yet done (pending, in flight) → first seen or created, Unix ms
-	closed    map[int64]int64 // holes closed as rollbacks → when to check them once more (Unix ms)
-	beyond    bool            // committed past the table's MAX(id): not served (restore or lagging replica)
-	pending   []pendingMsg
-	inflight  map[int64]inflightMsg
-	done      map[int64]struct{} // done offsets above committed
-	jobs      int
-	dirty     bool      // changed since the last commit
-	takeover  *takeover // claimed from another owner, not served until its reports are applied
-	ranges    int       // listed ranges ≤ committed, as holeRanges(committed) would return them
+	// durable is the last commit that succeeded (or the claim): what a successor
+	// would start from, and what decides which report entries may be trimmed
+	// (reportlog.go).
+	durable  durable
+	readPos  int64
+	holes    map[int64]int64 // open hole id → first seen, Unix ms
+	late     map[int64]int64 // read rows ≤ committed not yet done (pending, in flight) → first seen or created, Unix ms
+	closed   map[int64]int64 // holes closed as rollbacks → when to check them once more (Unix ms)
+	beyond   bool            // committed past the table's MAX(id): not served (restore or lagging replica)
+	pending  []pendingMsg
+	inflight map[int64]inflightMsg
+	done     map[int64]struct{} // done offsets above committed
+	jobs     int
+	dirty    bool      // changed since the last commit
+	takeover *takeover // claimed from another owner, not served until its reports are applied
+	ranges   int       // listed ranges ≤ committed, as holeRanges(committed) would return them
 	// block, for an ordered group, is the head it is stopped on (ordered.go);
 	// blockDirty marks it changed since ordered_blocks was written.
 	block      *orderedBlock
@@ -78,6 +82,7 @@ func newCursorState(c models.Cursor, g *groupState) *cursorState {
 		}
 	}
 	cs.ranges = len(cs.holeRanges(cs.committed))
+	cs.durable = durable{version: c.Version, offset: c.Offset, holes: c.Holes}
 	return cs
 }
 

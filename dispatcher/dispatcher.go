@@ -65,11 +65,12 @@ type Dispatcher struct {
 
 	// local links this dispatcher to the api and worker of its process (local.go);
 	// nil when they run elsewhere.
-	local       *delivery.Local
-	localEvents chan notify.Event
-	overflow    atomic.Bool // a local notification found localEvents full
-	alone       atomic.Bool // this is the only live dispatcher (last rebalance)
-	running     atomic.Bool // the loop serves localEvents
+	local        *delivery.Local
+	localEvents  chan notify.Event
+	overflow     atomic.Bool // a local notification found localEvents full
+	alone        atomic.Bool // this is the only live dispatcher (last rebalance)
+	running      atomic.Bool // the loop serves localEvents
+	holdsOrdered atomic.Bool // an owned group is ordered: reports are read without ReportGather
 
 	groups  map[int64]*groupState
 	events  opEvents               // rate-limit gates of operational events
@@ -99,8 +100,10 @@ type Dispatcher struct {
 	// that commit ran (commitReported spaces report-driven commits by ReportCommitDelay).
 	reported   bool
 	lastCommit time.Time
-	wakeAt     time.Time
-	lastPoll   time.Time
+	// reportLog is the read part of this dispatcher's report stream not yet trimmed.
+	reportLog reportLog
+	wakeAt    time.Time
+	lastPoll  time.Time
 	// outboxDue asks the next poll to wake the maintenance role's dead-letter outbox.
 	outboxDue bool
 	claimSeq  int64
@@ -136,7 +139,7 @@ func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.U
 	}
 }
 
-// ID is this dispatcher's id in the dispatchers table and its reports list name.
+// ID is this dispatcher's id in the dispatchers table and its report stream's name.
 func (d *Dispatcher) ID() string { return d.id }
 
 // Run dispatches until ctx ends. Shutdown order: stop cutting jobs and heartbeats,
@@ -150,16 +153,17 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if d.local != nil {
 		d.local.AttachDispatcher(d.id, reports)
 	}
+	entries := make(chan reportEntry, 256)
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() error { return d.subscribe(ectx, events) })
-	eg.Go(func() error { return d.popReports(ectx, reports) })
+	eg.Go(func() error { return d.readReports(ectx, entries) })
 	bctx, stopBeat := context.WithCancel(ectx)
 	beaten := make(chan struct{})
 	go func() { d.beat(bctx); close(beaten) }()
 	eg.Go(func() error {
-		defer d.shutdown(reports)
+		defer d.shutdown(reports, entries)
 		defer func() { stopBeat(); <-beaten }() // no heartbeat may land after the row is deleted
-		return d.loop(ectx, events, reports)
+		return d.loop(ectx, events, reports, entries)
 	})
 	return eg.Wait()
 }
@@ -181,7 +185,7 @@ func (d *Dispatcher) subscribe(ctx context.Context, events chan<- notify.Event) 
 	return nil
 }
 
-func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, reports <-chan delivery.Report) error {
+func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, reports <-chan delivery.Report, entries <-chan reportEntry) error {
 	if err := d.heartbeat(ctx); err != nil {
 		return err
 	}
@@ -221,6 +225,8 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 			d.onEvent(ev)
 		case r := <-reports:
 			d.applyReport(r)
+		case e := <-entries:
+			d.applyEntry(e)
 		case <-sweep.C:
 			d.refresh = true // the fallback for lost notifications and missed fences
 		case <-members.C:
@@ -252,6 +258,8 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 				d.onEvent(ev)
 			case r := <-reports:
 				d.applyReport(r)
+			case e := <-entries:
+				d.applyEntry(e)
 			default:
 				break drain
 			}
@@ -308,7 +316,7 @@ func (d *Dispatcher) wakeBy(t time.Time) {
 	}
 }
 
-func (d *Dispatcher) shutdown(reports <-chan delivery.Report) {
+func (d *Dispatcher) shutdown(reports <-chan delivery.Report, entries <-chan reportEntry) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if d.local != nil {
@@ -319,7 +327,7 @@ func (d *Dispatcher) shutdown(reports <-chan delivery.Report) {
 		d.awaitLocalJobs(ctx, reports)
 		d.local.DetachDispatcher()
 	}
-	d.applyWaiting(reports)
+	d.applyWaiting(reports, entries)
 	d.commit(ctx)
 	d.deleteGroupMetrics()
 	all := make([]*cursorState, 0, len(d.cursors))

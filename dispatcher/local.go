@@ -61,12 +61,14 @@ func (d *Dispatcher) awaitLocalJobs(ctx context.Context, reports <-chan delivery
 	}
 }
 
-// applyWaiting applies every report already waiting in reports.
-func (d *Dispatcher) applyWaiting(reports <-chan delivery.Report) {
+// applyWaiting applies every report already waiting in reports and entries.
+func (d *Dispatcher) applyWaiting(reports <-chan delivery.Report, entries <-chan reportEntry) {
 	for {
 		select {
 		case r := <-reports:
 			d.applyReport(r)
+		case e := <-entries:
+			d.applyEntry(e)
 		default:
 			return
 		}

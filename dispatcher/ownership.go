@@ -290,6 +290,7 @@ func (d *Dispatcher) adopt(ctx context.Context, groups []*models.Group, all bool
 		}
 	}
 	d.refreshRetryDue(ctx, want, all)
+	d.noteOrdered()
 }
 
 func (d *Dispatcher) addCursor(c models.Cursor) *cursorState {
@@ -335,6 +336,7 @@ func (d *Dispatcher) releaseGroup(ctx context.Context, id int64) {
 	}
 	d.release(ctx, ids, held)
 	delete(d.groups, id)
+	d.noteOrdered()
 }
 
 // queueTopic returns the topic id of queue q, reloading the map on a miss.

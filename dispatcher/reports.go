@@ -2,9 +2,7 @@ package dispatcher
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,50 +11,85 @@ import (
 	"github.com/heraldhq/herald/models"
 )
 
-// popReports moves reports from this dispatcher's Redis list to the loop.
-func (d *Dispatcher) popReports(ctx context.Context, out chan<- delivery.Report) error {
+// reportEntry is one entry of this dispatcher's report stream: its id and the
+// reports it carries.
+type reportEntry struct {
+	id      string
+	reports []delivery.Report
+}
+
+// reportReadMax caps the entries one XREAD takes.
+const reportReadMax = 256
+
+// readReports moves entries of this dispatcher's report stream to the loop, in
+// order, as workers add them: XREAD BLOCK from the last id read, up to
+// reportReadMax entries a call, nothing removed (the loop trims what its commits
+// cover, reportlog.go). After a read it waits ReportGather, so the next read takes
+// what several worker sends added, unless this dispatcher owns an ordered group,
+// whose next message of a key or queue waits for a report.
+func (d *Dispatcher) readReports(ctx context.Context, out chan<- reportEntry) error {
 	key := d.keys.Reports(d.id)
-	blmpop := true // Redis ≥ 7 pops up to 256 reports in one blocking call
+	last := "0-0"
 	for ctx.Err() == nil {
-		var vals []string
-		var err error
-		if blmpop {
-			_, vals, err = d.rdb.BLMPop(ctx, time.Second, "left", 256, key).Result()
-			if err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command") {
-				blmpop = false
-				continue
-			}
-		} else {
-			var res []string
-			res, err = d.rdb.BLPop(ctx, time.Second, key).Result()
-			if err == nil {
-				vals = []string{res[1]}
-				if more, err := d.rdb.LPopCount(ctx, key, 255).Result(); err == nil {
-					vals = append(vals, more...)
-				}
-			}
-		}
+		res, err := d.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{key, last}, Count: reportReadMax, Block: time.Second}).Result()
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, redis.Nil) {
-				d.log.Warn("pop reports", "err", err)
-				time.Sleep(200 * time.Millisecond)
+				d.log.Warn("read reports", "err", err)
+				sleepCtx(ctx, 200*time.Millisecond)
 			}
 			continue
 		}
-		for _, v := range vals {
-			var r delivery.Report
-			if err := json.Unmarshal([]byte(v), &r); err != nil {
-				d.log.Warn("drop malformed report", "err", err)
-				continue
+		for _, s := range res {
+			for _, m := range s.Messages {
+				last = m.ID
+				rs, err := delivery.ParseReportEntry(m.Values)
+				if err != nil {
+					d.log.Warn("drop malformed report entry", "id", m.ID, "err", err)
+				}
+				select {
+				case out <- reportEntry{id: m.ID, reports: rs}: // a malformed one still goes, to be trimmed
+				case <-ctx.Done():
+					return nil
+				}
 			}
-			select {
-			case out <- r:
-			case <-ctx.Done():
-				return nil
-			}
+		}
+		if d.cfg.ReportGather > 0 && !d.holdsOrdered.Load() {
+			sleepCtx(ctx, d.cfg.ReportGather)
 		}
 	}
 	return nil
+}
+
+// sleepCtx waits for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// noteOrdered records whether an owned group is ordered (holdsOrdered), after the
+// owned groups changed.
+func (d *Dispatcher) noteOrdered() {
+	ordered := false
+	for _, gs := range d.groups {
+		if gs.g != nil && gs.g.Ordered {
+			ordered = true
+			break
+		}
+	}
+	d.holdsOrdered.Store(ordered)
+}
+
+// applyEntry applies the reports of a report stream entry and records the entry
+// for trimming.
+func (d *Dispatcher) applyEntry(e reportEntry) {
+	for _, r := range e.reports {
+		d.applyReport(r)
+	}
+	d.reportLog.add(e.id, e.reports)
 }
 
 // returnBackoff is the delay before a message returned unattempted (shutdown, a

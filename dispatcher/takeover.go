@@ -2,7 +2,6 @@ package dispatcher
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"time"
 
@@ -13,11 +12,11 @@ import (
 const (
 	// takeoverGrace is how long a cursor taken from another owner waits before it is
 	// read: the fence raised by the claim makes the previous owner's running jobs
-	// flush what they delivered to its report list at once; this covers that flush.
+	// flush what they delivered to its report stream at once; this covers that flush.
 	takeoverGrace = 250 * time.Millisecond
-	// takeoverReplayMax caps the reports read from a previous owner's list.
+	// takeoverReplayMax caps the entries read from a previous owner's report stream.
 	takeoverReplayMax = 10_000
-	// takeoverListTTL is how long a previous owner's report list is kept once read.
+	// takeoverListTTL is how long a previous owner's report stream is kept once read.
 	takeoverListTTL = time.Hour
 )
 
@@ -39,10 +38,13 @@ func (d *Dispatcher) holdForTakeover(cs *cursorState, from string, version int64
 }
 
 // finishTakeovers applies, for every held cursor whose grace has passed, the reports
-// waiting in its previous owner's Redis list: delivered, retry-written and
-// dead-lettered offsets of the previous version are done (final and idempotent).
-// The list is read, not popped (the dead owner's groups may go to several new
-// owners) and expires after takeoverListTTL. A Redis error costs duplicates only.
+// in its previous owner's Redis stream: delivered, retry-written and dead-lettered
+// offsets of the previous version are done (final and idempotent). The previous
+// owner trimmed only entries its commits covered, so the stream holds every report
+// whose outcome the cursor's committed state lacks, whether or not that owner had
+// read it. The stream is read whole (XRANGE), not removed (the dead owner's groups
+// may go to several new owners), and expires after takeoverListTTL. A Redis error
+// costs duplicates only.
 func (d *Dispatcher) finishTakeovers(ctx context.Context) {
 	if len(d.takeovers) == 0 {
 		return
@@ -66,7 +68,7 @@ func (d *Dispatcher) finishTakeovers(ctx context.Context) {
 			continue
 		}
 		key := d.keys.Reports(from)
-		vals, err := d.rdb.LRange(ctx, key, 0, takeoverReplayMax-1).Result()
+		msgs, err := d.rdb.XRangeN(ctx, key, "-", "+", takeoverReplayMax).Result()
 		if err != nil {
 			d.log.Warn("read the previous owner's reports; what it delivered since its last commit is sent again", "owner", from, "err", err)
 		} else {
@@ -77,16 +79,18 @@ func (d *Dispatcher) finishTakeovers(ctx context.Context) {
 			byGQ[[2]int64{cs.groupID, cs.queueID}] = cs
 		}
 		applied := 0
-		for _, v := range vals {
-			var r delivery.Report
-			if json.Unmarshal([]byte(v), &r) != nil || r.Retry {
-				continue // retry rows are deleted by the worker itself
+		for _, m := range msgs {
+			rs, _ := delivery.ParseReportEntry(m.Values)
+			for _, r := range rs {
+				if r.Retry {
+					continue // retry rows are deleted by the worker itself
+				}
+				cs := byGQ[[2]int64{r.Group, r.Queue}]
+				if cs == nil || r.Version != cs.takeover.version {
+					continue
+				}
+				applied += cs.replay(r)
 			}
-			cs := byGQ[[2]int64{r.Group, r.Queue}]
-			if cs == nil || r.Version != cs.takeover.version {
-				continue
-			}
-			applied += cs.replay(r)
 		}
 		for _, cs := range css {
 			cs.takeover = nil

@@ -11,7 +11,7 @@ import (
 	"github.com/heraldhq/herald/models"
 )
 
-// TestReplayPreviousOwnerReports: outcomes a dead owner left in its report list are
+// TestReplayPreviousOwnerReports: outcomes a dead owner left in its report stream are
 // done for the new owner, the read position follows the commit, and a later read
 // never makes a replayed offset pending again.
 func TestReplayPreviousOwnerReports(t *testing.T) {

@@ -117,6 +117,14 @@ func (r *Receiver) Unverified() int {
 	return r.bad
 }
 
+// InFlight returns how many requests the receiver has open now (read, not yet
+// answered).
+func (r *Receiver) InFlight() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.inFlight
+}
+
 // MaxInFlight returns the most requests the receiver had open at once.
 func (r *Receiver) MaxInFlight() int {
 	r.mu.Lock()

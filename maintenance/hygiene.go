@@ -8,12 +8,12 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 )
 
-// DeadReportsTTL is how long the report list of a dispatcher that died is kept:
+// DeadReportsTTL is how long the report stream of a dispatcher that died is kept:
 // the dispatchers taking its cursors over read it within seconds; an hour covers
 // one replaying late, as the takeover itself keeps it.
 const DeadReportsTTL = time.Hour
 
-// runHygiene keeps Redis free of keys nobody will remove: the report lists of
+// runHygiene keeps Redis free of keys nobody will remove: the report streams of
 // dispatchers no longer alive get DeadReportsTTL (a worker may still push to one,
 // so it is not deleted at once), and the fence hashes of groups that no longer
 // exist are deleted. Every other key Herald writes has a TTL or lives in asynq's

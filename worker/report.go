@@ -10,9 +10,10 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 )
 
-// reporter accumulates a job's per-message outcomes and pushes them to the owner's
-// report list at most every ProgressInterval and once at the end: one Redis write per
-// report, never per message. Retry rows and dead letters are written before the
+// reporter accumulates a job's per-message outcomes and sends them to the owner's
+// report stream at most every ProgressInterval and once at the end: at most one
+// Redis write per report, never per message, and one for all the reports a worker
+// has waiting for that owner (reportsend.go). Retry rows and dead letters are written before the
 // report that names them, so a report never claims a write that did not happen.
 type reporter struct {
 	w      *Worker
@@ -121,29 +122,13 @@ func (r *reporter) flush(final bool) {
 		return
 	}
 	b, _ := json.Marshal(rep)
-	pctx, pcancel := context.WithTimeout(context.Background(), reportPushFor)
-	defer pcancel()
-	for wait := reportPushRetry; ; wait = min(2*wait, time.Second) {
-		pipe := r.w.rdb.Pipeline()
-		pipe.RPush(pctx, r.w.keys.Reports(r.job.Owner), b)
-		if final && r.beating.Load() {
-			pipe.Del(pctx, r.w.keys.Heartbeat(r.job.Owner, r.taskID))
-		}
-		_, err := pipe.Exec(pctx)
-		if err == nil {
-			return
-		}
-		select {
-		case <-time.After(wait):
-			continue
-		case <-pctx.Done():
-		case <-r.w.stopping:
-		}
-		// The dispatcher re-dispatches jobs whose reports never arrive (at their
-		// deadline, ≥ JobDeadlineBase): a duplicate, never a loss.
-		r.w.log.Warn("push report", "task", r.taskID, "err", err)
-		return
+	hb := ""
+	if final && r.beating.Load() {
+		hb = r.w.keys.Heartbeat(r.job.Owner, r.taskID)
 	}
+	// An ordered group's next message of this key or queue waits for this report;
+	// other jobs' reports may linger for company (reportsend.go).
+	r.w.senders.sender(r.w, r.job.Owner).send(b, hb, r.job.Ordered || r.job.Probe)
 }
 
 // reportPushFor is how long a worker keeps trying to push a report while Redis
@@ -156,7 +141,7 @@ func (r *reporter) flush(final bool) {
 // count twice.
 const reportPushFor = 15 * time.Second
 
-// reportPushRetry is the first pause between report pushes; it doubles up to 1 s.
+// reportPushRetry is the first pause between report sends; it doubles up to 1 s.
 const reportPushRetry = 50 * time.Millisecond
 
 // heartbeat flushes progress every interval and at once when the job is fenced,
@@ -185,7 +170,7 @@ func (r *reporter) heartbeat(ctx context.Context, interval time.Duration) {
 		case <-fenced:
 			fenced = r.w.fences.Changed()
 			if r.w.fences.Stale(r.job.Group, r.job.Queue, r.job.Version) {
-				// Fenced by a takeover: hand what was delivered to the old owner's list
+				// Fenced by a takeover: hand what was delivered to the old owner's stream
 				// now, where the new owner reads it before it dispatches.
 				fenced = nil
 				r.flush(false)

@@ -59,6 +59,9 @@ type Worker struct {
 	localSlots chan struct{}
 	localJobs  sync.WaitGroup
 	stopMu     sync.Mutex // orders closing stopping against localJobs.Add
+
+	// senders gather reports to each dispatcher into one XADD (reportsend.go).
+	senders reportSenders
 }
 
 // New returns a Worker. guard decides which endpoint addresses may be dialled.

@@ -134,7 +134,7 @@ type Maintenance struct {
 	// outbox are not held up; the rest waits for the next run. Default 1s.
 	RetentionBudget time.Duration `env:"RETENTION_BUDGET" envDefault:"1s"`
 	// HygieneInterval is how often Redis keys of dead dispatchers and deleted groups
-	// are removed (report lists, fence hashes). Default 1m.
+	// are removed (report streams, fence hashes). Default 1m.
 	HygieneInterval time.Duration `env:"HYGIENE_INTERVAL" envDefault:"1m"`
 	// DeletedGroupGrace is how long a deleted group's dead letters and attempt log
 	// are kept (read by the api role, which deletes groups). Default 168h.
@@ -176,9 +176,15 @@ type Dispatcher struct {
 	CommitInterval time.Duration `env:"COMMIT_INTERVAL" envDefault:"1s"`
 	// ReportCommitDelay is how soon cursors are committed after a report moved them,
 	// and so at most how often reports cause commits (one transaction for every changed
-	// cursor). It bounds what a killed dispatcher's successor sends again: messages
-	// delivered and reported within this window before the crash. Default 100ms.
+	// cursor). Reports stay in the dispatcher's Redis stream until a commit covers
+	// them, so it no longer bounds what a killed dispatcher's successor sends again;
+	// it bounds how long covered entries wait to be trimmed. Default 100ms.
 	ReportCommitDelay time.Duration `env:"REPORT_COMMIT_DELAY" envDefault:"100ms"`
+	// ReportGather is how long the dispatcher waits after a read of its report stream
+	// before it reads again, so that one XREAD takes what several workers' sends
+	// added; a dispatcher owning an ordered group does not wait (the group's next
+	// message of a key or queue waits for a report). Between 0 and 20ms. Default 5ms.
+	ReportGather time.Duration `env:"REPORT_GATHER" envDefault:"5ms"`
 	// HeartbeatInterval is how often the dispatcher renews its lease (on its own
 	// goroutine); also the first delay before a claim another dispatcher still
 	// holds is tried again. Default 1s.
@@ -222,6 +228,12 @@ type Worker struct {
 	// ProgressInterval is the longest time between a running job's progress reports
 	// (the first comes up to 100 ms later: a job's heartbeat starts after 100 ms). Default 1s.
 	ProgressInterval time.Duration `env:"PROGRESS_INTERVAL" envDefault:"1s"`
+	// ReportLinger is how long a report of a job of an unordered group waits for
+	// other reports to the same dispatcher before they go as one XADD to its report
+	// stream (an ordered group's report, whose next message waits for it, goes at
+	// once; reports arriving while a send is under way always share the next one).
+	// Between 0 and 20ms. Default 5ms.
+	ReportLinger time.Duration `env:"REPORT_LINGER" envDefault:"5ms"`
 	// Issuer is the `iss` claim of push tokens; the app sets it from HERALD_PUBLIC_URL
 	// (it has no variable of its own).
 	Issuer string
@@ -302,6 +314,17 @@ func (c Config) Validate() error {
 	} {
 		if p.n < 1 {
 			errs = append(errs, fmt.Errorf("%s must be ≥1, not %d", p.name, p.n))
+		}
+	}
+	for _, p := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"HERALD_WORKER_REPORT_LINGER", c.Worker.ReportLinger},
+		{"HERALD_DISPATCHER_REPORT_GATHER", c.Dispatcher.ReportGather},
+	} {
+		if p.d < 0 || p.d > 20*time.Millisecond {
+			errs = append(errs, fmt.Errorf("%s must be between 0 and 20ms, not %s", p.name, p.d))
 		}
 	}
 	if c.PublishLinger < 0 || c.PublishLinger > 5*time.Millisecond {

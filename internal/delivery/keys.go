@@ -33,29 +33,33 @@ func (k Keys) tag(s string) string {
 	return s
 }
 
-// Reports is the Redis list a dispatcher (by its id, owner) pops its workers'
-// reports from: `<ns>:reports:<owner>`, with HashTags `<ns>:reports:{d<owner>}`.
+// Reports is the Redis stream a dispatcher (by its id, owner) reads its workers'
+// reports from (XADD by workers, XREAD by the owner, trimmed by the owner once
+// cursor commits cover its entries, read whole by a successor at takeover):
+// `<ns>:reportlog:<owner>`, with HashTags `<ns>:reportlog:{d<owner>}`. The name
+// differs from the Redis list of earlier versions (`<ns>:reports:<owner>`), so a
+// process of either version never meets a key of the other type.
 func (k Keys) Reports(owner string) string {
 	if k.HashTags {
 		owner = k.tag("d" + owner)
 	}
-	return k.Namespace + ":reports:" + owner
+	return k.Namespace + ":reportlog:" + owner
 }
 
-// ReportsPattern is the SCAN glob matching every dispatcher's Reports list.
-func (k Keys) ReportsPattern() string { return globEscape(k.Namespace) + ":reports:*" }
+// ReportsPattern is the SCAN glob matching every dispatcher's Reports stream.
+func (k Keys) ReportsPattern() string { return globEscape(k.Namespace) + ":reportlog:*" }
 
 // ReportsOwner returns the dispatcher id of a key named by Reports, and false for
 // any other key.
 func (k Keys) ReportsOwner(key string) (string, bool) {
-	owner, ok := k.untag(key, ":reports:", "d")
+	owner, ok := k.untag(key, ":reportlog:", "d")
 	return owner, ok && owner != ""
 }
 
 // Heartbeat is the Redis key a worker refreshes (TTL config.Worker.HeartbeatTTL,
 // default 10 s) while it runs the job with taskID for dispatcher owner:
 // `<ns>:job:<taskID>`, with HashTags `<ns>:job:{d<owner>}:<taskID>`, in the slot of
-// owner's Reports list, so a worker's final report and the heartbeat's deletion
+// owner's Reports stream, so a worker's final report and the heartbeat's deletion
 // reach one node in order.
 func (k Keys) Heartbeat(owner, taskID string) string {
 	if k.HashTags {

@@ -12,7 +12,7 @@ func TestKeys(t *testing.T) {
 	t.Parallel()
 	k := Keys{Namespace: "herald"}
 	for _, tc := range []struct{ got, want string }{
-		{k.Reports("host-1a2b"), "herald:reports:host-1a2b"},
+		{k.Reports("host-1a2b"), "herald:reportlog:host-1a2b"},
 		{k.Heartbeat("host-1a2b", "1:2:3:10-20:g0"), "herald:job:1:2:3:10-20:g0"},
 		{k.Fence(7), "herald:fence:7"},
 		{k.FenceChannel(), "herald:fence"},
@@ -33,7 +33,7 @@ func TestKeysHashTags(t *testing.T) {
 	t.Parallel()
 	k := Keys{Namespace: "herald", HashTags: true}
 	for _, tc := range []struct{ got, want string }{
-		{k.Reports("host-1a2b"), "herald:reports:{dhost-1a2b}"},
+		{k.Reports("host-1a2b"), "herald:reportlog:{dhost-1a2b}"},
 		{k.Heartbeat("host-1a2b", "1:2:3:10-20:g0"), "herald:job:{dhost-1a2b}:1:2:3:10-20:g0"},
 		{k.Fence(7), "herald:fence:{g7}"},
 		{k.AsynqQueue(), "herald-deliver"},
@@ -54,7 +54,7 @@ func TestKeysHashTags(t *testing.T) {
 		require.False(t, ok)
 		_, ok = keys.FenceGroup(keys.Reports("x"))
 		require.False(t, ok)
-		require.Equal(t, "herald:reports:*", keys.ReportsPattern())
+		require.Equal(t, "herald:reportlog:*", keys.ReportsPattern())
 		require.Equal(t, "herald:fence:*", keys.FencePattern())
 	}
 	_, ok := k.FenceGroup("herald:fence:42")

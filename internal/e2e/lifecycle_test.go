@@ -197,7 +197,7 @@ func TestRedisKeysAfterDispatcherDies(t *testing.T) {
 	}
 	require.NoError(t, disp.Process.Signal(syscall.SIGKILL))
 	_ = disp.Wait()
-	close(release) // the worker now reports to the dead dispatcher's list
+	close(release) // the worker now reports to the dead dispatcher's stream
 	ctx := context.Background()
 	keys := delivery.Keys{Namespace: h.Cfg.Namespace}
 	require.Eventually(t, func() bool {
