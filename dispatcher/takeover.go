@@ -43,6 +43,9 @@ func (d *Dispatcher) holdForTakeover(cs *cursorState, from string, version int64
 // dead-lettered offsets of the previous version are done (final and idempotent).
 // The list is read, not popped (the dead owner's groups may go to several new
 // owners) and expires after takeoverListTTL. A Redis error costs duplicates only.
+// A cursor of a group ordered by key also takes the keys' floors from the ordered
+// jobs' reports (keyfloor.go), so a key's message the dead owner finished without
+// committing is not sent again after a later one of the key.
 func (d *Dispatcher) finishTakeovers(ctx context.Context) {
 	if len(d.takeovers) == 0 {
 		return
@@ -77,6 +80,7 @@ func (d *Dispatcher) finishTakeovers(ctx context.Context) {
 			byGQ[[2]int64{cs.groupID, cs.queueID}] = cs
 		}
 		applied := 0
+		done := map[*cursorState][]int64{}
 		for _, v := range vals {
 			var r delivery.Report
 			if json.Unmarshal([]byte(v), &r) != nil || r.Retry {
@@ -87,8 +91,10 @@ func (d *Dispatcher) finishTakeovers(ctx context.Context) {
 				continue
 			}
 			applied += cs.replay(r)
+			done[cs] = append(done[cs], orderedDone(r)...)
 		}
 		for _, cs := range css {
+			d.setKeyFloors(ctx, cs, done[cs])
 			cs.takeover = nil
 			delete(d.takeovers, cs)
 			d.dirtyQ[cs.queueID] = true
