@@ -67,6 +67,9 @@ type cursorState struct {
 	// keysDirty the keys whose row in ordered_key_blocks lags behind (orderedkey.go).
 	keyBlocks map[string]*keyBlock
 	keysDirty map[string]bool
+	// floors, for a group ordered by key, are the keys' done floors left by the
+	// previous owner's last reports until they can matter no more (keyfloor.go).
+	floors keyFloors
 	// keylessTurn alternates a cursor ordered by key between its keyed and its
 	// keyless messages, so neither waits for the other.
 	keylessTurn bool

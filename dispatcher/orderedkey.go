@@ -22,6 +22,9 @@ func (d *Dispatcher) cutOrderedKey(ctx context.Context, gs *groupState, cs *curs
 	if cs.block != nil {
 		cs.clearBlock() // a block left from ordering by queue is void
 	}
+	if cs.floors != nil && cs.takeover == nil {
+		cs.settleKeyFloors() // done by the previous owner: never sent again
+	}
 	if len(cs.pending) == 0 || gs.inflightP >= g.MaxInFlight || cs.takeover != nil {
 		return false
 	}

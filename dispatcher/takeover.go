@@ -44,7 +44,9 @@ func (d *Dispatcher) holdForTakeover(cs *cursorState, from string, version int64
 // whose outcome the cursor's committed state lacks, whether or not that owner had
 // read it. The stream is read whole (XRANGE), not removed (the dead owner's groups
 // may go to several new owners), and expires after takeoverListTTL. A Redis error
-// costs duplicates only.
+// costs duplicates only. A cursor of a group ordered by key also takes the keys'
+// floors from the ordered jobs' reports (keyfloor.go), so a key's message is not
+// sent again after a later one of the key even where its report is missing.
 func (d *Dispatcher) finishTakeovers(ctx context.Context) {
 	if len(d.takeovers) == 0 {
 		return
@@ -79,6 +81,7 @@ func (d *Dispatcher) finishTakeovers(ctx context.Context) {
 			byGQ[[2]int64{cs.groupID, cs.queueID}] = cs
 		}
 		applied := 0
+		done := map[*cursorState][]int64{}
 		for _, m := range msgs {
 			rs, _ := delivery.ParseReportEntry(m.Values)
 			for _, r := range rs {
@@ -90,9 +93,11 @@ func (d *Dispatcher) finishTakeovers(ctx context.Context) {
 					continue
 				}
 				applied += cs.replay(r)
+				done[cs] = append(done[cs], orderedDone(r)...)
 			}
 		}
 		for _, cs := range css {
+			d.setKeyFloors(ctx, cs, done[cs])
 			cs.takeover = nil
 			delete(d.takeovers, cs)
 			d.dirtyQ[cs.queueID] = true

@@ -91,7 +91,7 @@ func (r *reporter) flush(final bool) {
 	}
 	rep := delivery.Report{TaskID: r.taskID, Group: r.job.Group, Queue: r.job.Queue, Version: r.job.Version, Generation: r.job.Generation,
 		Delivered: delivery.Ranges(r.sent), RetryWritten: delivery.Ranges(r.retried), DeadLettered: delivery.Ranges(r.dead), NextDueMS: r.nextDueMS,
-		Counters: r.counters, Final: final, Retry: r.job.Retry, Probe: r.job.Probe, InPlace: r.inPlace}
+		Counters: r.counters, Final: final, Retry: r.job.Retry, Probe: r.job.Probe, InPlace: r.inPlace, Ordered: r.job.Ordered}
 	var back []int64
 	if len(r.back) > 0 {
 		rep.Returned = map[delivery.Reason][]delivery.Range{}

@@ -213,4 +213,8 @@ type Report struct {
 	Final        bool               `json:"fin,omitempty"`
 	// InPlace, for an ordered job, is its failed POST to retry in place (see InPlace).
 	InPlace *InPlace `json:"ip,omitempty"`
+	// Ordered copies the job's Ordered: its delivered and dead-lettered offsets are a
+	// prefix of each key's (of the queue's) undone messages, which a new owner relies
+	// on after a crash (dispatcher/keyfloor.go). Absent from older workers' reports.
+	Ordered bool `json:"ord,omitempty"`
 }

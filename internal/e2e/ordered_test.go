@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -483,13 +482,6 @@ func TestOrderedTakeoverKeepsOrder(t *testing.T) {
 // order (repeats only of acknowledged messages, in order).
 func TestOrderedByKeyTakeoverKeepsOrder(t *testing.T) {
 	t.Parallel()
-	if os.Getenv("HERALD_TEST_KNOWN_BUGS") == "" {
-		// Known bug (docs/design.md §11): after the owner of a key-ordered group is
-		// killed -9 mid-POST, the new owner sometimes never sends the rest of a key
-		// (most runs on this 2-core machine, already at the commit before the db
-		// nodes and Redis Cluster work). HERALD_TEST_KNOWN_BUGS=1 runs it.
-		t.Skip("known bug: key-ordered takeover after SIGKILL can stall a key; HERALD_TEST_KNOWN_BUGS=1 runs it")
-	}
 	orderedHandOver(t, syscall.SIGKILL, "key")
 }
 
@@ -557,4 +549,50 @@ func orderedHandOver(t *testing.T, sig syscall.Signal, ordering string) {
 		return
 	}
 	require.Equal(t, 1, o.maxPerQueue, "the new owner sent while the old owner's POST was open")
+}
+
+// TestOrderedByKeyWorkerKilledMidPost kills -9 the worker process while a POST of
+// key-0 is open in a group ordered by key: the other keys go on once a fresh worker
+// runs, key-0 waits for its job's re-dispatch (no report, no heartbeat, past its
+// deadline) and then finishes in order, never with two POSTs of one key open.
+func TestOrderedByKeyWorkerKilledMidPost(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, nil)
+	h.CreateTopic("ord", 1)
+	worker := startWorkerProcess(t, h)
+	r := heraldtest.NewReceiver(t)
+	o := newOrderLog()
+	keys, n := keyNames(3), 10
+	held, release := make(chan struct{}), make(chan struct{})
+	o.respond(r, 5*time.Millisecond, func(m orderedMsg, tried int) int {
+		if m.K == keys[0] && m.N == 3 && tried == 0 {
+			close(held)
+			<-release // open until the worker that sent it is dead
+		}
+		return 204
+	})
+	r.SetSecret(h.CreateGroup(orderedGroup("g", r.URL, "ord", map[string]any{"ordering": "key"})))
+	apiKey := h.CreateAPIKey("ord")
+	publishSeq(t, h, apiKey, "ord", keys, 0, n)
+	select {
+	case <-held:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the held POST never arrived")
+	}
+	require.NoError(t, worker.Process.Signal(syscall.SIGKILL))
+	_ = worker.Wait()
+	close(release)
+	h.Start(app.Roles{Worker: true}) // a fresh worker
+	require.Eventually(t, func() bool {
+		for _, k := range keys {
+			got := o.ackedOf(k)
+			if len(got) == 0 || got[len(got)-1] != n-1 {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 10*time.Millisecond, "a key stalled after its worker was killed mid-POST")
+	t.Logf("%s acknowledged %v", keys[0], o.ackedOf(keys[0]))
+	requireInOrder(t, o, keys, n, true)
+	require.Equal(t, 1, o.maxPerKey, "a key had two POSTs open")
 }
