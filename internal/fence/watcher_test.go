@@ -219,7 +219,7 @@ func TestLoadReuse(t *testing.T) {
 	require.False(t, stale, "no fence yet")
 	// Unannounced: only a read of Redis can see it.
 	require.NoError(t, rdb.HSet(ctx, keys.Fence(1), "2", 6).Err())
-	advance(fence.LoadReuse - time.Millisecond)
+	advance(fence.LoadRefresh - time.Millisecond) // past it a Load would read again in the background
 	stale, err = w.Load(ctx, 1, 2, 5)
 	require.NoError(t, err)
 	require.False(t, stale, "within LoadReuse the last read is reused: no HGET")
@@ -236,7 +236,7 @@ func TestLoadReuse(t *testing.T) {
 	require.True(t, stale, "an announced raise fences at once")
 
 	require.NoError(t, rdb.HSet(ctx, keys.Fence(1), "2", 9).Err())
-	advance(2 * time.Millisecond) // LoadReuse since the first read has passed
+	advance(fence.LoadReuse - fence.LoadRefresh + 2*time.Millisecond) // LoadReuse since the first read has passed
 	stale, err = w.Load(ctx, 1, 2, 8)
 	require.NoError(t, err)
 	require.True(t, stale, "past LoadReuse Load reads Redis again")
