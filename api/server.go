@@ -164,7 +164,8 @@ func (s *Server) topic(ctx context.Context, name string) (*models.Topic, error) 
 		ct := v.(*cachedTopic)
 		if age := time.Since(ct.at); age < topicCacheTTL {
 			if age >= topicCacheTTL/2 && ct.refreshing.CompareAndSwap(false, true) {
-				go s.refreshTopic(context.WithoutCancel(ctx), name, ct)
+				rctx := context.WithoutCancel(ctx)
+				time.AfterFunc(refreshAfter, func() { s.refreshTopic(rctx, name, ct) })
 			}
 			return ct.t, nil
 		}

@@ -32,6 +32,11 @@ import (
 // groupTTL is read on the job's path.
 const groupTTL = time.Second
 
+// refreshAfter is how long after the job that found a group's copy past half its TTL
+// the background re-read starts: it then runs after that job's POST, not beside it
+// on the CPUs and the database. The copy is still served only within groupTTL.
+const refreshAfter = 50 * time.Millisecond
+
 // Worker runs delivery jobs. Create it with New and start it with Run.
 type Worker struct {
 	cfg      config.Worker
@@ -165,14 +170,15 @@ func (w *Worker) group(ctx context.Context, id int64) (*cachedGroup, error) {
 	}
 	w.mu.Unlock()
 	if refresh {
-		go func() { // the job does not wait for it; a failed read leaves the copy to expire
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupTTL)
+		base := context.WithoutCancel(ctx)
+		time.AfterFunc(refreshAfter, func() { // the job does not wait for it; a failed read leaves the copy to expire
+			rctx, cancel := context.WithTimeout(base, groupTTL)
 			defer cancel()
 			_, _ = w.loadGroup(rctx, id)
 			w.mu.Lock()
 			delete(w.refreshing, id)
 			w.mu.Unlock()
-		}()
+		})
 	}
 	if age >= 0 && age < groupTTL {
 		return g, nil

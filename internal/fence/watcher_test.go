@@ -219,7 +219,7 @@ func TestLoadReuse(t *testing.T) {
 	require.False(t, stale, "no fence yet")
 	// Unannounced: only a read of Redis can see it.
 	require.NoError(t, rdb.HSet(ctx, keys.Fence(1), "2", 6).Err())
-	advance(fence.LoadReuse - time.Millisecond)
+	advance(fence.LoadRefresh - time.Millisecond) // past it a Load would read again in the background
 	stale, err = w.Load(ctx, 1, 2, 5)
 	require.NoError(t, err)
 	require.False(t, stale, "within LoadReuse the last read is reused: no HGET")
@@ -236,8 +236,53 @@ func TestLoadReuse(t *testing.T) {
 	require.True(t, stale, "an announced raise fences at once")
 
 	require.NoError(t, rdb.HSet(ctx, keys.Fence(1), "2", 9).Err())
-	advance(2 * time.Millisecond) // LoadReuse since the first read has passed
+	advance(fence.LoadReuse - fence.LoadRefresh + 2*time.Millisecond) // LoadReuse since the first read has passed
 	stale, err = w.Load(ctx, 1, 2, 8)
 	require.NoError(t, err)
 	require.True(t, stale, "past LoadReuse Load reads Redis again")
+}
+
+// TestLoadRefresh: a Load past LoadRefresh (and within LoadReuse) answers from the
+// view at once and reads the fence again in the background, so a value written
+// behind the channel's back is seen without a job waiting for it, and the reuse
+// runs on from that read: a Load past the first read's LoadReuse reads nothing.
+func TestLoadRefresh(t *testing.T) {
+	t.Parallel()
+	rdb, ns := heraldtest.Redis(t)
+	keys := delivery.Keys{Namespace: ns}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := fence.NewWatcher(rdb, keys)
+	var mu sync.Mutex
+	now := time.Now()
+	w.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	done := make(chan struct{})
+	go func() { _ = w.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	<-w.Ready()
+
+	stale, err := w.Load(ctx, 1, 2, 5)
+	require.NoError(t, err)
+	require.False(t, stale, "no fence yet")
+	require.NoError(t, rdb.HSet(ctx, keys.Fence(1), "2", 6).Err()) // unannounced
+	advance(fence.LoadRefresh - time.Millisecond)
+	stale, err = w.Load(ctx, 1, 2, 5)
+	require.NoError(t, err)
+	require.False(t, stale, "before LoadRefresh the view answers")
+	time.Sleep(50 * time.Millisecond)
+	require.False(t, w.Stale(1, 2, 5), "before LoadRefresh nothing is read in the background")
+
+	advance(2 * time.Millisecond)
+	stale, err = w.Load(ctx, 1, 2, 5)
+	require.NoError(t, err)
+	require.False(t, stale, "past LoadRefresh the view still answers at once")
+	require.Eventually(t, func() bool { return w.Stale(1, 2, 5) }, 5*time.Second, time.Millisecond,
+		"the background read merges the fence written behind the channel's back")
+
+	require.NoError(t, rdb.HSet(ctx, keys.Fence(1), "2", 9).Err()) // unannounced
+	advance(fence.LoadReuse - fence.LoadRefresh)                   // past the first read's LoadReuse
+	stale, err = w.Load(ctx, 1, 2, 8)
+	require.NoError(t, err)
+	require.False(t, stale, "the background read renewed the reuse: no read at this job's start")
 }

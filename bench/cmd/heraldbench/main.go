@@ -40,6 +40,8 @@ type options struct {
 	// Scenario l: the lone rate and count, and the crowd's rate, publishers and time.
 	loneRate, loneN, loneBusyRate, loneBusyPublishers int
 	loneBusyDur                                       time.Duration
+	// loneFloorN is how many messages each of scenario l's stand-in series sends.
+	loneFloorN int
 	// stageTrace starts Herald with HERALD_STAGE_TRACE when scenario l runs.
 	stageTrace bool
 	// Scenario n: drained messages per drain, publishing time per throughput phase,
@@ -86,6 +88,7 @@ func parseFlags() options {
 	flag.IntVar(&o.loneN, "lone-n", 100, "lone messages in scenario l")
 	flag.IntVar(&o.loneBusyRate, "lone-busy-rate", 1000, "paced publishes per second of scenario l's crowd phase")
 	flag.IntVar(&o.loneBusyPublishers, "lone-busy-publishers", 16, "concurrent publishers of scenario l's crowd phase")
+	flag.IntVar(&o.loneFloorN, "lone-floor-n", 50, "messages per series of scenario l's floor stand-in (a Go HTTP server that POSTs on, with and without one INSERT; lone at -lone-rate and back to back; 0: no stand-in)")
 	flag.DurationVar(&o.loneBusyDur, "lone-busy-duration", 10*time.Second, "publishing time of scenario l's crowd phase (whole seconds)")
 	flag.IntVar(&o.nodesDrainN, "nodes-drain", 20000, "messages per drain of scenario n (keyless and keyed, one node and two)")
 	flag.IntVar(&o.nodesKeys, "nodes-keys", 300, "distinct message keys of scenario n's keyed variants")
@@ -96,6 +99,13 @@ func parseFlags() options {
 }
 
 func main() {
+	if dsn := os.Getenv(standInEnv); dsn != "" {
+		if err := runStandIn(dsn); err != nil {
+			fmt.Fprintln(os.Stderr, "heraldbench stand-in:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	o := parseFlags()
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "heraldbench:", err)
@@ -119,7 +129,7 @@ func (o options) validate() error {
 		o.idleDur < time.Second || o.idleGroups < 1 || o.trickleRate < 1 || o.trickleDur < time.Second ||
 		o.saturationPublishers < 1 || o.saturationMax < 1 || o.saturationDur <= 0 || o.fanoutGroups < 1 || o.fanoutRate < 1 || o.fanoutDur < time.Second ||
 		o.nodesDrainN < 1 || o.nodesKeys < 2 || o.nodesDur < time.Second ||
-		o.loneRate < 1 || o.loneN < 1 || o.loneBusyRate < 1 || o.loneBusyPublishers < 1 || o.loneBusyDur < time.Second {
+		o.loneRate < 1 || o.loneN < 1 || o.loneBusyRate < 1 || o.loneBusyPublishers < 1 || o.loneBusyDur < time.Second || o.loneFloorN < 0 {
 		return fmt.Errorf("message counts, publishers, groups and rates must be positive, -n-publish ≥ 100, -saturation-duration > 0, " +
 			"-latency-duration, -idle-duration, -trickle-duration, -fanout-duration and -lone-busy-duration ≥ 1s")
 	}

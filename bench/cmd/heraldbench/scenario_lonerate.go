@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -83,7 +85,11 @@ func (b *bench) scenarioLoneRate(ctx context.Context) *result {
 			r.note("stage trace: %v", err)
 		} else {
 			r.breakdownRows(lt, fmt.Sprintf("lone | %d msg/s", o.loneBusyRate), ids, marks, ps.ids, crowdMarks)
+			r.slowestRows(lt, ids, marks, 5)
 		}
+	}
+	if o.loneFloorN > 0 {
+		b.floorRows(ctx, r)
 	}
 	if err := b.c.pauseGroup(ctx, "bench-l"); err != nil {
 		r.note("pause bench-l: %v", err)
@@ -145,17 +151,17 @@ func (b *bench) drainStageTrace(ctx context.Context) error {
 
 // segments are the breakdown's rows: from one stage (or the publish's start, "") to
 // the next (or the receipt, "").
-var segments = []struct{ from, to, label string }{
-	{"", "publish_start", "request → publish handler (HTTP, routing, auth)"},
-	{"publish_start", "publish_submit", "publish handler (read, validate)"},
-	{"publish_submit", "flush_start", "hand-off to the group-commit writer"},
-	{"flush_start", "flush_committed", "group-commit flush: INSERT + commit"},
-	{"flush_committed", "notified", "after commit → notification"},
-	{"notified", "dispatch_event", "notification → dispatcher loop"},
-	{"dispatch_event", "job_hand_off", "dispatch: cut the job"},
-	{"job_hand_off", "worker_start", "job hand-off → worker"},
-	{"worker_start", "post_start", "worker: fence, group, sign"},
-	{"post_start", "", "POST → receiver handler"},
+var segments = []struct{ from, to, label, short string }{
+	{"", "publish_start", "request → publish handler (HTTP, routing, auth)", "request"},
+	{"publish_start", "publish_submit", "publish handler (read, validate)", "handler"},
+	{"publish_submit", "flush_start", "hand-off to the group-commit writer", "hand-off"},
+	{"flush_start", "flush_committed", "group-commit flush: INSERT + commit", "flush"},
+	{"flush_committed", "notified", "after commit → notification", "notify"},
+	{"notified", "dispatch_event", "notification → dispatcher loop", "dispatcher"},
+	{"dispatch_event", "job_hand_off", "dispatch: cut the job", "cut"},
+	{"job_hand_off", "worker_start", "job hand-off → worker", "job"},
+	{"worker_start", "post_start", "worker: fence, group, sign", "worker"},
+	{"post_start", "", "POST → receiver handler", "POST"},
 }
 
 // stageTimes gives, per segment, the sorted times of the messages ids whose every
@@ -248,4 +254,85 @@ func (r *result) breakdownRows(lt *latencyRun, label string, aIDs []string, aMar
 	}
 	r.info("breakdown: sum of medians ("+label+")", fmt.Sprintf("%s (%d of %d traced) | %s (%d of %d traced)",
 		ms(aSum), aUsed, len(aIDs), ms(bSum), bUsed, len(bIDs)))
+}
+
+// slowestRows adds the n slowest traced lone messages, each broken down by segment
+// (ms), with the time of its publish: the tail's stage and what it met.
+func (r *result) slowestRows(lt *latencyRun, ids []string, marks []stageMark, n int) {
+	type slow struct {
+		id    string
+		total time.Duration
+		row   []time.Duration
+	}
+	var all []slow
+	for _, id := range ids {
+		per, used := stageTimes(lt, []string{id}, marks)
+		if used == 0 {
+			continue
+		}
+		s := slow{id: id}
+		for _, p := range per {
+			s.row = append(s.row, p[0])
+			s.total += p[0]
+		}
+		all = append(all, s)
+	}
+	slices.SortFunc(all, func(a, b slow) int { return cmp.Compare(b.total, a.total) })
+	for i, s := range all[:min(n, len(all))] {
+		var parts []string
+		for j, d := range s.row {
+			if d >= 200*time.Microsecond {
+				parts = append(parts, fmt.Sprintf("%s %.2f", segments[j].short, float64(d)/1e6))
+			}
+		}
+		r.info(fmt.Sprintf("slowest lone #%d: %s at %s", i+1, s.id, lt.sentAt(s.id).UTC().Format("15:04:05.000")),
+			fmt.Sprintf("%.2f ms: %s", float64(s.total)/1e6, strings.Join(parts, ", ")))
+	}
+}
+
+// floorRows measures the stand-in (standin.go) on this machine in this run: the same
+// publisher, receiver and MariaDB, with and without one INSERT, lone at the lone rate
+// and back to back. It bounds from below what Herald's lone path can reach here.
+func (b *bench) floorRows(ctx context.Context, r *result) {
+	o := b.opts
+	si, err := startStandIn(b.opts.dsn)
+	if err != nil {
+		r.note("floor stand-in: %v", err)
+		return
+	}
+	defer si.stop()
+	sk, hook := b.rcv.newSink("l-floor")
+	cell := func(ds []time.Duration) string {
+		if len(ds) == 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f / %.2f / %.2f", float64(pct(ds, 0.5))/1e6, float64(pct(ds, 0.9))/1e6, float64(pct(ds, 0.99))/1e6)
+	}
+	// Warm both paths first: connections, the tables' pages.
+	for _, db := range []bool{false, true} {
+		if _, err := si.series(ctx, sk, hook, db, 20, 0); err != nil {
+			r.note("floor stand-in warm-up: %v", err)
+			return
+		}
+	}
+	for _, db := range []bool{false, true} {
+		name := "Go HTTP → handler → POST, no storage"
+		if db {
+			name = "Go HTTP → handler → one autocommit INSERT (1 KiB, queue-shaped) → POST"
+		}
+		lone, err := si.series(ctx, sk, hook, db, o.loneFloorN, time.Second/time.Duration(o.loneRate))
+		if err != nil {
+			r.note("floor stand-in: %v", err)
+			return
+		}
+		b2b, err := si.series(ctx, sk, hook, db, 4*o.loneFloorN, 0)
+		if err != nil {
+			r.note("floor stand-in: %v", err)
+			return
+		}
+		r.info(fmt.Sprintf("floor: %s, p50 / p90 / p99 ms (lone at %d msg/s | back to back)", name, o.loneRate), cell(lone.e2e)+" | "+cell(b2b.e2e))
+		if db {
+			r.info("floor: that INSERT alone, p50 / p90 / p99 ms (lone | back to back)", cell(lone.insert)+" | "+cell(b2b.insert))
+		}
+	}
 }
