@@ -119,13 +119,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	pctx, endPush := context.WithCancel(context.WithoutCancel(ctx))
 	defer endPush()
 	stopPush, listened, pushRunner := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	go func() { w.listenPushed(pctx, stopPush); close(listened) }()
-	go func() { w.runPushed(listened); close(pushRunner) }()
-	select { // until confirmed, dispatchers do not know this worker and use asynq
-	case <-w.stream.ready:
-	case <-time.After(2 * time.Second):
-		w.log.Warn("pushed jobs subscription not confirmed; jobs come through asynq meanwhile")
+	if w.cfg.PushJobs {
+		go func() { w.listenPushed(pctx, stopPush); close(listened) }()
+		select { // until confirmed, dispatchers do not know this worker and use asynq
+		case <-w.stream.ready:
+		case <-time.After(2 * time.Second):
+			w.log.Warn("pushed jobs subscription not confirmed; jobs come through asynq meanwhile")
+		}
+	} else {
+		close(listened)
 	}
+	go func() { w.runPushed(listened); close(pushRunner) }()
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(delivery.TypeDeliver, w.handle)
 	mux.HandleFunc(delivery.TypeDeliverPack, w.handlePack)

@@ -222,6 +222,11 @@ type Worker struct {
 	// ProgressInterval is the longest time between a running job's progress reports
 	// (the first comes up to 100 ms later: a job's heartbeat starts after 100 ms). Default 1s.
 	ProgressInterval time.Duration `env:"PROGRESS_INTERVAL" envDefault:"1s"`
+	// PushJobs makes the worker take jobs pushed by dispatchers over Redis pub/sub
+	// (its own channel, announced in delivery.Keys.Workers; delivery/push.go) besides
+	// asynq's. Off, it takes jobs from asynq alone, as before the push stream.
+	// Default true.
+	PushJobs bool `env:"PUSH_JOBS" envDefault:"true"`
 	// Issuer is the `iss` claim of push tokens; the app sets it from HERALD_PUBLIC_URL
 	// (it has no variable of its own).
 	Issuer string

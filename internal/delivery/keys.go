@@ -123,9 +123,14 @@ func (k Keys) JobsChannel() string { return k.Namespace + ":jobs" }
 
 // Workers is the Redis hash in which every worker process announces that it takes
 // pushed jobs (push.go): field the worker's id, value WorkerEntry's encoding,
-// rewritten every WorkerRefresh: `<ns>:workers`. One key, so it needs no hash tag;
-// on a cluster it hashes by its whole name.
-func (k Keys) Workers() string { return k.Namespace + ":workers" }
+// rewritten every WorkerRefresh: `<ns>:workers`, with HashTags
+// `<ns>:workers:{w<ns>}` (one key: the tag only spreads namespaces).
+func (k Keys) Workers() string {
+	if k.HashTags {
+		return k.Namespace + ":workers:" + k.tag("w"+k.Namespace)
+	}
+	return k.Namespace + ":workers"
+}
 
 // WorkerJobs is the pub/sub channel the worker with id subscribes to for the jobs
 // dispatchers push to it (SSUBSCRIBE on a cluster, see Sharded):

@@ -42,7 +42,7 @@ func TestKeysHashTags(t *testing.T) {
 		{k.NotifyChannel(), "herald:notify"},
 		{k.JobsChannel(), "herald:jobs"},
 		{k.FenceChannel(), "herald:fence"},
-		{k.Workers(), "herald:workers"},
+		{k.Workers(), "herald:workers:{wherald}"},
 		{k.WorkerJobs("w1a2b"), "herald:wjobs:{ww1a2b}"},
 	} {
 		require.Equal(t, tc.want, tc.got)

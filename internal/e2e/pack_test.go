@@ -47,7 +47,7 @@ func TestLostPackRedispatched(t *testing.T) {
 	}
 	key := h.CreateAPIKey("pack")
 
-	worker := startWorkerProcess(t, h)
+	worker := startRoleProcess(t, h, "worker", "HERALD_WORKER_PUSH_JOBS=false") // asynq alone: pushed jobs have TestPushedWorkerKilled
 	msg := h.Publish(key, "pack", map[string]any{"body": map[string]string{"hello": "pack"}})[0]
 	for range 2 {
 		select {
