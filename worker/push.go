@@ -54,10 +54,6 @@ func newPushStream(rdb redis.UniversalClient, concurrency int) *pushStream {
 		more: make(chan struct{}, 1), slots: make(chan struct{}, concurrency), ready: make(chan struct{})}
 }
 
-// PushID is the id under which this worker takes pushed jobs (Keys.Workers field,
-// Keys.WorkerJobs channel).
-func (w *Worker) PushID() string { return w.stream.id }
-
 // listenPushed keeps the worker subscribed to its jobs channel and announced in
 // Keys.Workers until stop is closed (then stopPushed) or ctx ends. A subscription
 // the server ended (a cluster slot moved) or that dropped is made again.
