@@ -143,22 +143,12 @@ func (d *Dispatcher) push(ctx context.Context, live []*jobState, encoded [][]byt
 	if len(d.workers.byID) == 0 {
 		return live, encoded
 	}
-	dispatchers := max(len(d.members.live), 1)
-	type room struct {
-		v    *workerView
-		free int
-	}
-	var rooms []room
+	views := make([]*workerView, 0, len(d.workers.byID))
 	for _, v := range d.workers.byID {
-		if v.lapsed || v.refusedSeq == v.seq || v.concurrency == 0 {
-			continue
-		}
 		d.pruneHeld(v)
-		if free := max(v.concurrency/dispatchers, 1) - len(v.held); free > 0 {
-			rooms = append(rooms, room{v, free})
-		}
+		views = append(views, v)
 	}
-	slices.SortFunc(rooms, func(a, b room) int { return cmp.Compare(b.free, a.free) })
+	rooms := roomsFor(views, max(len(d.members.live), 1))
 	var leftJobs []*jobState
 	var leftEnc [][]byte
 	i := 0
@@ -175,6 +165,30 @@ func (d *Dispatcher) push(ctx context.Context, live []*jobState, encoded [][]byt
 		}
 	}
 	return append(leftJobs, live[i:]...), append(leftEnc, encoded[i:]...)
+}
+
+// room is how many more jobs a worker takes from this dispatcher.
+type room struct {
+	v    *workerView
+	free int
+}
+
+// roomsFor returns the workers among views that take pushed jobs now — not lapsed,
+// not refused at their current seq, concurrency above 0 — with their free room,
+// most room first: each takes at most concurrency / dispatchers (at least 1) of
+// this dispatcher's jobs at once, less those it holds.
+func roomsFor(views []*workerView, dispatchers int) []room {
+	var rooms []room
+	for _, v := range views {
+		if v.lapsed || v.refusedSeq == v.seq || v.concurrency == 0 {
+			continue
+		}
+		if free := max(v.concurrency/max(dispatchers, 1), 1) - len(v.held); free > 0 {
+			rooms = append(rooms, room{v, free})
+		}
+	}
+	slices.SortStableFunc(rooms, func(a, b room) int { return cmp.Compare(b.free, a.free) })
+	return rooms
 }
 
 // pushTo PUBLISHes jobs to worker v and returns them if no subscriber received them.
