@@ -60,6 +60,7 @@ type Dispatcher struct {
 	queue    jobQueue
 	waker    *delivery.JobsWaker // see wakeWorkers
 	packing  []*jobState         // jobs waiting for flushPack (pack.go)
+	workers  pushWorkers         // workers taking pushed jobs (push.go)
 	log      *slog.Logger
 	now      Clock
 

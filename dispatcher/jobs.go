@@ -26,8 +26,11 @@ type jobState struct {
 	// its unreported rows are due again; zero for a first delivery.
 	leaseEnd time.Time
 	// task is the asynq task that carries the job when it went in a pack with
-	// others (pack.go); empty when it went alone or ran on the local worker.
+	// others (pack.go); empty when it went alone, was pushed or ran on the local worker.
 	task string
+	// worker is the worker the job was pushed to (push.go); empty when it went
+	// through asynq or ran on the local worker.
+	worker string
 }
 
 // cut turns pending messages and due retries into delivery jobs for every running
@@ -301,11 +304,12 @@ func (d *Dispatcher) finishJob(js *jobState, backoff time.Duration) {
 
 // checkDeadlines re-dispatches jobs whose deadline passed with no report: if the
 // worker's heartbeat lives or asynq still holds the task unstarted, the deadline is
-// extended; otherwise the rest is enqueued again as generation n+1. After
+// extended (a pushed job has no task: push.go); otherwise the rest is enqueued again as generation n+1. After
 // MaxGenerations the messages are backed off with class no_report.
 func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 	defer d.flushPack(ctx)
 	now := d.now()
+	d.watchWorkers(ctx, now)
 	for id, js := range d.jobs {
 		if now.Before(js.deadline) {
 			continue
@@ -319,28 +323,36 @@ func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 			js.deadline = now.Add(d.cfg.JobDeadlineBase)
 			continue
 		}
-		info, err := d.queue.GetTaskInfo(d.keys.AsynqQueue(), js.taskID())
-		if err == nil && (info.State == asynq.TaskStatePending || info.State == asynq.TaskStateScheduled || info.State == asynq.TaskStateRetry) {
-			js.deadline = now.Add(d.cfg.JobDeadlineBase)
-			continue
+		if js.worker == "" { // a pushed job has no asynq task; its worker's entry lapsing re-dispatches it sooner
+			info, err := d.queue.GetTaskInfo(d.keys.AsynqQueue(), js.taskID())
+			if err == nil && (info.State == asynq.TaskStatePending || info.State == asynq.TaskStateScheduled || info.State == asynq.TaskStateRetry) {
+				js.deadline = now.Add(d.cfg.JobDeadlineBase)
+				continue
+			}
 		}
 		metrics.JobsRedispatched.Inc()
-		if js.job.Generation+1 >= d.cfg.MaxGenerations {
-			d.log.Warn("job exhausted its generations without reports; its messages go to the retry topic", "task", id, "class", delivery.ClassNoReport)
-			js.group.lastError = string(delivery.ClassNoReport)
-			if js.job.Ordered && js.group.g.OrderedByKey() {
-				d.orderedKeyNoReport(js)
-				continue
-			}
-			if js.job.Ordered {
-				d.orderedNoReport(js)
-				continue
-			}
-			d.noReport(ctx, js)
-			continue
-		}
-		d.redispatch(ctx, js, now)
+		d.retire(ctx, js, now)
 	}
+}
+
+// retire re-dispatches js as its next generation, or after MaxGenerations backs its
+// messages off with class no_report (checkDeadlines, a lapsed worker).
+func (d *Dispatcher) retire(ctx context.Context, js *jobState, now time.Time) {
+	id := js.job.TaskID()
+	if js.job.Generation+1 >= d.cfg.MaxGenerations {
+		d.log.Warn("job exhausted its generations without reports; its messages go to the retry topic", "task", id, "class", delivery.ClassNoReport)
+		js.group.lastError = string(delivery.ClassNoReport)
+		switch {
+		case js.job.Ordered && js.group.g.OrderedByKey():
+			d.orderedKeyNoReport(js)
+		case js.job.Ordered:
+			d.orderedNoReport(js)
+		default:
+			d.noReport(ctx, js)
+		}
+		return
+	}
+	d.redispatch(ctx, js, now)
 }
 
 // redispatch enqueues what remains of old as its next generation (see checkDeadlines).

@@ -28,10 +28,16 @@ func (d *Dispatcher) queueForPack(js *jobState) {
 	d.packing = append(d.packing, js)
 }
 
-// flushPack enqueues the jobs waiting in d.packing as packs (see Packing) and wakes
-// the workers once. A job finished before the flush (its group paused or reset in the
+// flushPack pushes the jobs waiting in d.packing to live workers (push.go) and
+// enqueues the rest on asynq as packs (see Packing), waking the workers once. A job finished before the flush (its group paused or reset in the
 // same step) is left out.
 func (d *Dispatcher) flushPack(ctx context.Context) {
+	if len(d.packing) == 0 {
+		return
+	}
+	if d.rdb != nil && d.now().Sub(d.workers.readAt) >= delivery.WorkerRefresh {
+		d.readWorkers(ctx, d.now()) // before taking d.packing: a lapsed worker's jobs join this flush
+	}
 	jobs := d.packing
 	d.packing = nil
 	var live []*jobState
@@ -51,6 +57,9 @@ func (d *Dispatcher) flushPack(ctx context.Context) {
 		return
 	}
 	now := d.now()
+	if live, encoded = d.push(ctx, live, encoded, now); len(live) == 0 {
+		return // every job pushed to a worker (push.go)
+	}
 	sent := false
 	for _, run := range delivery.Packs(encoded) {
 		pack, enc := live[run[0]:run[1]], encoded[run[0]:run[1]]

@@ -67,17 +67,22 @@ type Worker struct {
 
 	// senders gather reports to each dispatcher into one XADD (reportsend.go).
 	senders reportSenders
+	// stream is the worker's end of the push stream (push.go).
+	stream *pushStream
 }
 
 // New returns a Worker. guard decides which endpoint addresses may be dialled.
 func New(cfg config.Worker, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisConnOpt, guard ssrf.Guard, log *slog.Logger) *Worker {
 	return &Worker{cfg: cfg, keys: keys, st: st, rdb: rdb, redisOpt: redisOpt, client: webhook.NewClient(guard), log: log,
 		groups: map[int64]*cachedGroup{}, refreshing: map[int64]bool{}, topics: map[int64]string{}, attempts: make(chan models.DeliveryAttempt, 100_000), stopping: make(chan struct{}),
-		fences: fence.NewWatcher(rdb, keys)}
+		fences: fence.NewWatcher(rdb, keys), stream: newPushStream(rdb, cfg.Concurrency)}
 }
 
-// Run serves delivery jobs until ctx ends. Shutdown order: no new POST starts (jobs
-// being fed stop at once), POSTs in flight finish within their timeout_ms, each job
+// Run serves delivery jobs, pushed (push.go) and from asynq, until ctx ends.
+// Shutdown order: the push subscription ends and the worker's entry is removed, so
+// dispatchers push no more (a push then answers 0 and goes to asynq); no new POST
+// starts (jobs being fed stop at once, pushed jobs not started yet return their
+// messages), POSTs in flight finish within their timeout_ms, each job
 // reports what finished and returns the unsent rest (ReasonShutdown) so the
 // dispatcher hands only those to another worker; then asynq stops (its
 // ShutdownTimeout, which re-queues a whole job, is only the backstop) and the buffered
@@ -118,6 +123,20 @@ func (w *Worker) Run(ctx context.Context) error {
 	case <-time.After(2 * time.Second):
 		w.log.Warn("fence subscription not confirmed; jobs still check the fence when they start")
 	}
+	pctx, endPush := context.WithCancel(context.WithoutCancel(ctx))
+	defer endPush()
+	stopPush, listened, pushRunner := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	if w.cfg.PushJobs {
+		go func() { w.listenPushed(pctx, stopPush); close(listened) }()
+		select { // until confirmed, dispatchers do not know this worker and use asynq
+		case <-w.stream.ready:
+		case <-time.After(2 * time.Second):
+			w.log.Warn("pushed jobs subscription not confirmed; jobs come through asynq meanwhile")
+		}
+	} else {
+		close(listened)
+	}
+	go func() { w.runPushed(listened); close(pushRunner) }()
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(delivery.TypeDeliver, w.handle)
 	mux.HandleFunc(delivery.TypeDeliverPack, w.handlePack)
@@ -133,6 +152,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	sweepDone := make(chan struct{})
 	go func() { w.sweepDeletedGroups(actx); close(sweepDone) }()
 	<-ctx.Done()
+	close(stopPush)
+	select {
+	case <-listened:
+	case <-time.After(pushUnsubscribeWait + time.Second):
+		endPush() // Redis does not answer: stop listening anyway
+		<-listened
+	}
 	w.stopMu.Lock()
 	close(w.stopping)
 	w.stopMu.Unlock()
@@ -140,6 +166,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.local.AttachWorker(nil)
 	}
 	w.localJobs.Wait()
+	<-pushRunner
+	w.stream.jobs.Wait()
 	srv.Shutdown()
 	stopAttempts()
 	<-done

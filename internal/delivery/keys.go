@@ -125,6 +125,28 @@ func (k Keys) FenceChannel() string { return k.Namespace + ":fence" }
 // `<ns>:jobs`. Messages carry no payload.
 func (k Keys) JobsChannel() string { return k.Namespace + ":jobs" }
 
+// Workers is the Redis hash in which every worker process announces that it takes
+// pushed jobs (push.go): field the worker's id, value WorkerEntry's encoding,
+// rewritten every WorkerRefresh: `<ns>:workers`, with HashTags
+// `<ns>:workers:{w<ns>}` (one key: the tag only spreads namespaces).
+func (k Keys) Workers() string {
+	if k.HashTags {
+		return k.Namespace + ":workers:" + k.tag("w"+k.Namespace)
+	}
+	return k.Namespace + ":workers"
+}
+
+// WorkerJobs is the pub/sub channel the worker with id subscribes to for the jobs
+// dispatchers push to it (SSUBSCRIBE on a cluster, see Sharded):
+// `<ns>:wjobs:<id>`, with HashTags `<ns>:wjobs:{w<id>}`, so workers' channels
+// spread over the cluster's slots.
+func (k Keys) WorkerJobs(id string) string {
+	if k.HashTags {
+		id = k.tag("w" + id)
+	}
+	return k.Namespace + ":wjobs:" + id
+}
+
 // untag returns what follows `<ns><infix>` in key, without the hash tag
 // `{<kind>…}` that HashTags adds, and false when key is not of that form.
 func (k Keys) untag(key, infix, kind string) (string, bool) {

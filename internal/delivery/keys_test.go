@@ -19,6 +19,8 @@ func TestKeys(t *testing.T) {
 		{k.AsynqQueue(), "herald-deliver"},
 		{k.NotifyChannel(), "herald:notify"},
 		{k.JobsChannel(), "herald:jobs"},
+		{k.Workers(), "herald:workers"},
+		{k.WorkerJobs("w1a2b"), "herald:wjobs:w1a2b"},
 	} {
 		require.Equal(t, tc.want, tc.got)
 	}
@@ -40,6 +42,8 @@ func TestKeysHashTags(t *testing.T) {
 		{k.NotifyChannel(), "herald:notify"},
 		{k.JobsChannel(), "herald:jobs"},
 		{k.FenceChannel(), "herald:fence"},
+		{k.Workers(), "herald:workers:{wherald}"},
+		{k.WorkerJobs("w1a2b"), "herald:wjobs:{ww1a2b}"},
 	} {
 		require.Equal(t, tc.want, tc.got)
 	}

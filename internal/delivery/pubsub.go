@@ -53,3 +53,12 @@ func SlotMoved(rdb redis.UniversalClient) {
 		c.ReloadState(context.Background())
 	}
 }
+
+// Unsubscribe ends ps's subscription to channel (SUNSUBSCRIBE when sharded); the
+// confirmation arrives on ps after every message Redis sent before it.
+func Unsubscribe(ctx context.Context, ps *redis.PubSub, sharded bool, channel string) error {
+	if sharded {
+		return ps.SUnsubscribe(ctx, channel)
+	}
+	return ps.Unsubscribe(ctx, channel)
+}

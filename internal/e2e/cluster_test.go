@@ -62,9 +62,9 @@ func requireExactlyDelivered(t *testing.T, r *heraldtest.Receiver, ids map[strin
 }
 
 // TestClusterDelivery runs Herald on a Redis Cluster of three masters and three
-// replicas: 300 messages are all delivered, the notify and jobs channels are
-// subscribed with SSUBSCRIBE on the node owning their slot (sharded pub/sub),
-// and Herald's keys carry their hash tags.
+// replicas: 300 messages are all delivered, pushed to the worker (no asynq task),
+// the notify, jobs and worker's jobs channels are subscribed with SSUBSCRIBE on the
+// node owning their slot (sharded pub/sub), and Herald's keys carry their hash tags.
 func TestClusterDelivery(t *testing.T) {
 	t.Parallel()
 	cluster := heraldtest.StartRedisCluster(t)
@@ -75,7 +75,15 @@ func TestClusterDelivery(t *testing.T) {
 
 	ctx := context.Background()
 	keys := delivery.Keys{Namespace: h.Cfg.Namespace, HashTags: true}
-	for _, ch := range []string{keys.NotifyChannel(), keys.JobsChannel()} {
+	workers, err := cluster.Client().HGetAll(ctx, keys.Workers()).Result()
+	require.NoError(t, err)
+	require.Len(t, workers, 1, "the worker announced for pushed jobs")
+	var workerID string
+	for id := range workers {
+		workerID = id
+	}
+	require.Zero(t, asynqProcessed(t, cluster.Client(), keys), "every job pushed, none through asynq")
+	for _, ch := range []string{keys.NotifyChannel(), keys.JobsChannel(), keys.WorkerJobs(workerID)} {
 		owner := cluster.Master(cluster.Slot(ch)).Client(t)
 		subs, err := owner.PubSubShardNumSub(ctx, ch).Result()
 		require.NoError(t, err)
@@ -85,7 +93,7 @@ func TestClusterDelivery(t *testing.T) {
 	var names []string
 	require.NoError(t, delivery.Scan(ctx, rdb, h.Cfg.Namespace+":*", 100, func(k []string) { names = append(names, k...) }))
 	for _, k := range names {
-		require.Regexp(t, `\{[dg][^{}]+\}`, k, "every Herald key carries a hash tag")
+		require.Regexp(t, `\{[dgw][^{}]+\}`, k, "every Herald key carries a hash tag")
 	}
 	fences := 0
 	for _, k := range names {

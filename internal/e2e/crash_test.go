@@ -67,7 +67,7 @@ func TestWorkerKilledMidPost(t *testing.T) {
 		"subscriptions": []map[string]any{{"topic": "crash"}}}))
 	key := h.CreateAPIKey("crash")
 
-	worker := startWorkerProcess(t, h)
+	worker := startRoleProcess(t, h, "worker", "HERALD_WORKER_PUSH_JOBS=false") // asynq's path; pushed jobs: TestPushedWorkerKilled
 	msg := h.Publish(key, "crash", map[string]any{"body": map[string]string{"hello": "world"}})[0]
 	select {
 	case <-arrived:

@@ -47,7 +47,7 @@ func TestLostPackRedispatched(t *testing.T) {
 	}
 	key := h.CreateAPIKey("pack")
 
-	worker := startWorkerProcess(t, h)
+	worker := startRoleProcess(t, h, "worker", "HERALD_WORKER_PUSH_JOBS=false") // asynq alone: pushed jobs have TestPushedWorkerKilled
 	msg := h.Publish(key, "pack", map[string]any{"body": map[string]string{"hello": "pack"}})[0]
 	for range 2 {
 		select {
@@ -60,7 +60,11 @@ func TestLostPackRedispatched(t *testing.T) {
 	defer insp.Close()
 	active, err := insp.ListActiveTasks(delivery.Keys{Namespace: h.Cfg.Namespace}.AsynqQueue())
 	require.NoError(t, err)
-	require.Len(t, active, 1, "both jobs in one task")
+	var activeIDs []string
+	for _, a := range active {
+		activeIDs = append(activeIDs, a.ID)
+	}
+	require.Len(t, active, 1, "both jobs in one task: %v", activeIDs)
 	require.Equal(t, delivery.TypeDeliverPack, active[0].Type)
 	require.True(t, strings.HasPrefix(active[0].ID, "pk:") && strings.HasSuffix(active[0].ID, ":g0+2"), active[0].ID)
 

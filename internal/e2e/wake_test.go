@@ -15,12 +15,16 @@ import (
 const slowPoll = time.Minute
 
 // TestWorkerWakeLoneMessages publishes lone messages to an idle Herald whose workers
-// poll asynq once a minute and whose jobs go through asynq (not in process): each
+// poll asynq once a minute and whose jobs go through asynq (not in process, not
+// pushed): each
 // must still arrive within a second or two, because the dispatcher's PUBLISH on
 // Keys.JobsChannel ends the worker's idle sleep.
 func TestWorkerWakeLoneMessages(t *testing.T) {
 	t.Parallel()
-	h := heraldtest.StartHerald(t, func(c *config.Config) { c.Worker.TaskCheckInterval = slowPoll; c.InProcess = new(bool) })
+	h := heraldtest.StartHerald(t, func(c *config.Config) {
+		c.Worker.TaskCheckInterval, c.InProcess = slowPoll, new(bool)
+		c.Worker.PushJobs = false // through asynq, as the wake-up is for asynq's jobs
+	})
 	h.CreateTopic("wake", 2)
 	recv := heraldtest.NewReceiver(t)
 	recv.SetSecret(h.CreateGroup(map[string]any{"name": "wake", "endpoint_url": recv.URL,
