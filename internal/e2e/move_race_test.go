@@ -231,3 +231,74 @@ func TestMoveBackRightAfterRetire(t *testing.T) {
 	r.WaitCount(sent, time.Minute)
 	requireNoStrayTables(t, h, "mb", n2, db2)
 }
+
+// TestMoveRacesDrain sends, at once, a move of a topic onto a second node and a
+// drain of that node, three times over, while the topic is published to. Either
+// the drain wins (the move answers 409 node-not-writable, the drain 200 with
+// nothing moved) or the move does (202) and the drain, finding the topic still
+// moving onto the node, answers 409 topic-moving naming it; draining again once
+// that move retired moves it off (202). Never does a topic stay live on a draining
+// node, no publish is refused, and the group gets every message.
+func TestMoveRacesDrain(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.StartHerald(t, nil)
+	n2, db2 := secondNode(t, h, "drace")
+	h.CreateTopic("dr", 2)
+	r := heraldtest.NewReceiver(t)
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": 1, "subscriptions": []map[string]any{{"topic": "dr"}}}))
+	stop := publisher(t, h, "dr", h.CreateAPIKey("dr"))
+	token := h.Token()
+	retired := func(round int) {
+		require.Eventually(t, func() bool {
+			_, _, moves := moveTopic(t, h, "dr")
+			return len(moves) == 0
+		}, time.Minute, 20*time.Millisecond, "round %d: the old queues were not retired", round)
+	}
+	drainURL := fmt.Sprintf("%s/api/v1/nodes/%d/drain", h.BaseURL, n2)
+	outcomes := map[string]int{}
+	for round := range 3 {
+		var moveCode, drainCode int
+		var moveBody, drainBody string
+		var start, wg sync.WaitGroup
+		start.Add(1)
+		wg.Go(func() {
+			start.Wait()
+			moveCode, moveBody = send("POST", h.BaseURL+"/api/v1/topics/dr/move", token, map[string]any{"to_node": n2})
+		})
+		wg.Go(func() {
+			start.Wait()
+			drainCode, drainBody = send("POST", drainURL, token, nil)
+		})
+		start.Done()
+		wg.Wait()
+		switch {
+		case moveCode == 409 && drainCode == 200:
+			outcomes["drain first"]++
+			require.Equal(t, "https://herald.dev/problems/node-not-writable", problemOf(t, moveBody), "round %d", round)
+			require.Contains(t, drainBody, `"moved_topics":[]`)
+		case moveCode == 202 && drainCode == 409:
+			outcomes["move first"]++
+			require.Equal(t, "https://herald.dev/problems/topic-moving", problemOf(t, drainBody), "round %d", round)
+			require.Contains(t, drainBody, "dr", "the drain names the topic it could not move")
+			retired(round)
+			code, body := send("POST", drainURL, token, nil)
+			require.Equal(t, 202, code, "round %d: drain again: %s", round, body)
+			require.Contains(t, body, `"moved_topics":["dr"]`)
+		default:
+			t.Fatalf("round %d: move %d %s; drain %d %s", round, moveCode, moveBody, drainCode, drainBody)
+		}
+		retired(round)
+		qs, states, _ := moveTopic(t, h, "dr")
+		require.Len(t, qs, 2, "round %d", round)
+		for i, q := range qs {
+			n, err := h.Store.QueueNode(t.Context(), q)
+			require.NoError(t, err)
+			require.Equal(t, int64(models.PrimaryNodeID), n, "round %d: queue %d (%s) is on the draining node", round, q, states[i])
+		}
+		h.Admin("PATCH", fmt.Sprintf("/nodes/%d", n2), map[string]any{"state": "read-write"}, 200)
+	}
+	t.Logf("outcomes over 3 rounds: %v", outcomes)
+	sent := stop()
+	r.WaitCount(sent, time.Minute)
+	requireNoStrayTables(t, h, "dr", n2, db2)
+}
