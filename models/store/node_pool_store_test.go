@@ -82,25 +82,34 @@ func TestTopicMoveBeginConcurrent(t *testing.T) {
 	st.SetPoolSize(16)
 	topic, err := st.TopicCreate(ctx, "race", 3)
 	require.NoError(t, err)
-	errs := make(chan error, 6)
+	type result struct {
+		err  error
+		took time.Duration
+	}
+	errs := make(chan result, 6)
 	start := make(chan struct{})
 	for range 6 {
 		go func() {
 			<-start
+			began := time.Now()
 			_, err := st.TopicMoveBegin(ctx, topic, models.PrimaryNodeID)
-			errs <- err
+			errs <- result{err, time.Since(began)}
 		}()
 	}
 	close(start)
 	won := 0
+	var took []time.Duration
 	for range 6 {
-		err := <-errs
-		if err == nil {
+		r := <-errs
+		took = append(took, r.took)
+		if r.err == nil {
 			won++
+			t.Logf("the winning move (3 queues, 3 tables) took %v", r.took)
 			continue
 		}
-		require.ErrorIs(t, err, store.ErrTopicMoving)
+		require.ErrorIs(t, r.err, store.ErrTopicMoving)
 	}
+	t.Logf("every call's time (the losers waited on the topic's row lock): %v", took)
 	require.Equal(t, 1, won)
 	var rows, tables int
 	require.NoError(t, st.DB().QueryRow("SELECT COUNT(*) FROM queues WHERE topic_id = ?", topic.ID).Scan(&rows))
