@@ -211,8 +211,8 @@ func requireNoStrayTables(t *testing.T, h *heraldtest.Herald, topic string, n2 i
 func TestMoveBackRightAfterRetire(t *testing.T) {
 	t.Parallel()
 	h := heraldtest.StartHerald(t, nil)
+	h.CreateTopic("mb", 3) // before node 2 exists: all its queues on node 1
 	n2, db2 := secondNode(t, h, "back")
-	h.CreateTopic("mb", 3)
 	r := heraldtest.NewReceiver(t)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": 1, "subscriptions": []map[string]any{{"topic": "mb"}}}))
 	stop := publisher(t, h, "mb", h.CreateAPIKey("mb"))
@@ -242,8 +242,8 @@ func TestMoveBackRightAfterRetire(t *testing.T) {
 func TestMoveRacesDrain(t *testing.T) {
 	t.Parallel()
 	h := heraldtest.StartHerald(t, nil)
+	h.CreateTopic("dr", 2) // before node 2 exists: both queues on node 1
 	n2, db2 := secondNode(t, h, "drace")
-	h.CreateTopic("dr", 2)
 	r := heraldtest.NewReceiver(t)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": 1, "subscriptions": []map[string]any{{"topic": "dr"}}}))
 	stop := publisher(t, h, "dr", h.CreateAPIKey("dr"))
