@@ -17,8 +17,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/models"
 )
+
+// fastRetire runs the maintenance role's move duty every 300 ms (5 s by default),
+// so old queues retire quickly.
+func fastRetire(c *config.Config) { c.Maintenance.OutboxInterval = 300 * time.Millisecond }
 
 // secondNode registers another database on the control database's server as a
 // read-write db node (as cheap as a node gets: no second server) and returns its id
@@ -115,7 +120,7 @@ func problemOf(t *testing.T, body string) string {
 // each once the previous move retired.
 func TestConcurrentMovesOneWins(t *testing.T) {
 	t.Parallel()
-	h := heraldtest.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, fastRetire)
 	n2, db2 := secondNode(t, h, "race")
 	h.CreateTopic("cm", 2)
 	r := heraldtest.NewReceiver(t)
@@ -210,7 +215,7 @@ func requireNoStrayTables(t *testing.T, h *heraldtest.Herald, topic string, n2 i
 // group gets every message.
 func TestMoveBackRightAfterRetire(t *testing.T) {
 	t.Parallel()
-	h := heraldtest.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, fastRetire)
 	h.CreateTopic("mb", 3) // before node 2 exists: all its queues on node 1
 	n2, db2 := secondNode(t, h, "back")
 	r := heraldtest.NewReceiver(t)
@@ -232,8 +237,9 @@ func TestMoveBackRightAfterRetire(t *testing.T) {
 	requireNoStrayTables(t, h, "mb", n2, db2)
 }
 
-// TestMoveRacesDrain sends, at once, a move of a topic onto a second node and a
-// drain of that node, three times over, while the topic is published to. Either
+// TestMoveRacesDrain sends a move of a topic onto a second node and a drain of
+// that node together (the drain 0–150 ms later), four times over, while the topic
+// is published to. Either
 // the drain wins (the move answers 409 node-not-writable, the drain 200 with
 // nothing moved) or the move does (202) and the drain, finding the topic still
 // moving onto the node, answers 409 topic-moving naming it; draining again once
@@ -241,7 +247,7 @@ func TestMoveBackRightAfterRetire(t *testing.T) {
 // node, no publish is refused, and the group gets every message.
 func TestMoveRacesDrain(t *testing.T) {
 	t.Parallel()
-	h := heraldtest.StartHerald(t, nil)
+	h := heraldtest.StartHerald(t, fastRetire)
 	h.CreateTopic("dr", 2) // before node 2 exists: both queues on node 1
 	n2, db2 := secondNode(t, h, "drace")
 	r := heraldtest.NewReceiver(t)
@@ -256,7 +262,11 @@ func TestMoveRacesDrain(t *testing.T) {
 	}
 	drainURL := fmt.Sprintf("%s/api/v1/nodes/%d/drain", h.BaseURL, n2)
 	outcomes := map[string]int{}
-	for round := range 3 {
+	// The drain starts after the move by 0, 20, 60 or 150 ms: a sleep standing for
+	// the operator's latency, so both orders (and the drain waiting on the move's
+	// lock of the node's row) happen.
+	lags := []time.Duration{0, 20 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond}
+	for round, lag := range lags {
 		var moveCode, drainCode int
 		var moveBody, drainBody string
 		var start, wg sync.WaitGroup
@@ -267,6 +277,7 @@ func TestMoveRacesDrain(t *testing.T) {
 		})
 		wg.Go(func() {
 			start.Wait()
+			time.Sleep(lag)
 			drainCode, drainBody = send("POST", drainURL, token, nil)
 		})
 		start.Done()
@@ -297,7 +308,7 @@ func TestMoveRacesDrain(t *testing.T) {
 		}
 		h.Admin("PATCH", fmt.Sprintf("/nodes/%d", n2), map[string]any{"state": "read-write"}, 200)
 	}
-	t.Logf("outcomes over 3 rounds: %v", outcomes)
+	t.Logf("outcomes over %d rounds: %v", len(lags), outcomes)
 	sent := stop()
 	r.WaitCount(sent, time.Minute)
 	requireNoStrayTables(t, h, "dr", n2, db2)
