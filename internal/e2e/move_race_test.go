@@ -245,7 +245,8 @@ func TestMoveBackRightAfterRetire(t *testing.T) {
 // the drain wins (the move answers 409 node-not-writable, the drain 200 with
 // nothing moved) or the move does (202) and the drain, finding the topic still
 // moving onto the node, answers 409 topic-moving naming it; draining again once
-// that move retired moves it off (202). Never does a topic stay live on a draining
+// that move retired moves it off (202); or the move retired before the drain
+// listed the node's topics, and the drain moves it off at once (202). Never does a topic stay live on a draining
 // node, no publish is refused, and the group gets every message.
 func TestMoveRacesDrain(t *testing.T) {
 	t.Parallel()
@@ -297,6 +298,11 @@ func TestMoveRacesDrain(t *testing.T) {
 			code, body := send("POST", drainURL, token, nil)
 			require.Equal(t, 202, code, "round %d: drain again: %s", round, body)
 			require.Contains(t, body, `"moved_topics":["dr"]`)
+		case moveCode == 202 && drainCode == 202:
+			// The move's old queues retired before the drain read the node's
+			// topics (maintenance every 300 ms): the drain moved it back at once.
+			outcomes["move retired first"]++
+			require.Contains(t, drainBody, `"moved_topics":["dr"]`)
 		default:
 			t.Fatalf("round %d: move %d %s; drain %d %s", round, moveCode, moveBody, drainCode, drainBody)
 		}
