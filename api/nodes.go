@@ -94,7 +94,9 @@ type NodeDrainDTO struct {
 	MovedTopics []string `json:"moved_topics"`
 }
 
-// nodeDrain sets a node draining and moves its topics off it (control.DrainNode).
+// nodeDrain sets a node draining and moves its topics off it (control.DrainNode):
+// 202 when it moved topics (their old queues retire later), 200 when nothing live
+// was on the node.
 func (s *Server) nodeDrain(c echo.Context) error {
 	id, err := control.ParseID(c.Param("id"), "node")
 	if err != nil {
@@ -104,5 +106,9 @@ func (s *Server) nodeDrain(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, NodeDrainDTO{Node: nodeDTO(res.Node), MovedTopics: res.Moved})
+	status := http.StatusAccepted // moves are under way
+	if len(res.Moved) == 0 {
+		status = http.StatusOK // nothing live was on the node: only its state changed
+	}
+	return c.JSON(status, NodeDrainDTO{Node: nodeDTO(res.Node), MovedTopics: res.Moved})
 }

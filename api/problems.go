@@ -65,9 +65,11 @@ const (
 	ProblemUnavailable ProblemKind = "unavailable"
 	// ProblemUnknownNode (422): a move names a db node that does not exist.
 	ProblemUnknownNode ProblemKind = "unknown-node"
-	// ProblemNodeNotWritable (409): a move's target node does not take new queues.
+	// ProblemNodeNotWritable (409): a move's target node does not take new queues,
+	// or no node is read-write to place a topic's queues on.
 	ProblemNodeNotWritable ProblemKind = "node-not-writable"
-	// ProblemTopicMoving (409): an earlier move of the topic is not finished.
+	// ProblemTopicMoving (409): an earlier move of the topic is not finished, or a
+	// concurrent move of it won; a drain answers it for a topic it could not move.
 	ProblemTopicMoving ProblemKind = "topic-moving"
 	// ProblemNothingToMove (422): no live queue to move.
 	ProblemNothingToMove ProblemKind = "nothing-to-move"
@@ -148,6 +150,7 @@ var sentinelKinds = []struct {
 }{
 	{control.ErrUnknownNode, ProblemUnknownNode},
 	{control.ErrNodeNotWritable, ProblemNodeNotWritable},
+	{models.ErrNoWritableNode, ProblemNodeNotWritable},
 	{control.ErrTopicMoving, ProblemTopicMoving},
 	{control.ErrNothingToMove, ProblemNothingToMove},
 	{control.ErrNotBuilt, ProblemNotBuilt},

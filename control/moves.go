@@ -15,7 +15,8 @@ var (
 	ErrUnknownNode = errors.New("unknown db node")
 	// ErrNodeNotWritable means the target node does not take new queues (not read-write).
 	ErrNodeNotWritable = errors.New("db node is not read-write")
-	// ErrTopicMoving means an earlier move of the topic has a queue not yet retired.
+	// ErrTopicMoving means an earlier move of the topic has a queue not yet retired,
+	// or a concurrent move of it won: one move at a time per topic.
 	ErrTopicMoving = store.ErrTopicMoving
 	// ErrNothingToMove means the topic (or node) has no live queue to move.
 	ErrNothingToMove = errors.New("nothing to move")
@@ -68,7 +69,13 @@ func (c *Control) MoveTopic(ctx context.Context, a Actor, name string, toNode in
 	}
 	before := recordOfTopic(t)
 	moves, err := c.st.TopicMoveBegin(ctx, t, toNode)
-	if err != nil {
+	switch {
+	case errors.Is(err, models.ErrNoWritableNode):
+		// The node changed state (a drain) since it was read above.
+		return nil, fmt.Errorf("node %d: %w: %w", toNode, ErrNodeNotWritable, err)
+	case errors.Is(err, models.ErrInvalid):
+		return nil, fmt.Errorf("topic %s: %w: %w", name, ErrNothingToMove, err)
+	case err != nil:
 		return nil, err
 	}
 	// The new queues' cursors and the move records are in: owners claim them and
@@ -79,13 +86,15 @@ func (c *Control) MoveTopic(ctx context.Context, a Actor, name string, toNode in
 		return nil, err
 	}
 	c.notifyGroups(ctx, groups)
-	nodeOf := map[int64]int64{}
-	for _, q := range t.Queues {
-		nodeOf[q.ID] = q.NodeID
-	}
 	var sealErr error
 	for _, m := range moves {
-		if _, err := c.st.QueueSeal(ctx, m, nodeOf[m.From]); err != nil {
+		// The store chose the old queues under the topic's lock: their nodes come
+		// from the registry, not from t as read before it.
+		node, err := c.st.QueueNode(ctx, m.From)
+		if err == nil {
+			_, err = c.st.QueueSeal(ctx, m, node)
+		}
+		if err != nil {
 			// The maintenance role seals it on its next run; the new queues already
 			// take every publish.
 			c.log.Warn("seal moved queue; maintenance retries", "queue", m.From, "err", err)
@@ -159,7 +168,8 @@ func (c *Control) TopicMoveProgress(ctx context.Context, t *models.Topic) ([]Mov
 }
 
 // DrainResult is what DrainNode did: the node (now draining) and the topics it
-// moved off it.
+// moved off it (empty when nothing live was on it: the drain changed only the
+// node's state).
 type DrainResult struct {
 	Node  *models.Node
 	Moved []string
@@ -169,14 +179,31 @@ type DrainResult struct {
 // topic with a live queue on it to the read-write node placement picks among the
 // others (MoveTopic), and audits node.drain. Node 1, the control database, cannot
 // drain (its rows are the registry itself): a *models.ValidationError. Errors:
-// models.ErrNotFound, models.ErrConflict for a retired node, and MoveTopic's
-// errors. The node stays draining; once the moved
-// queues are retired it holds none and may be retired.
+// models.ErrNotFound (no such node), models.ErrConflict for a retired node,
+// ErrNodeNotWritable when topics live on it and no other node is read-write (the
+// node's state is left as it was), and MoveTopic's errors. A topic whose earlier
+// move is not retired yet (it may be moving onto this node right now) cannot move
+// again: the others are moved, then DrainNode returns the result with an error
+// wrapping ErrTopicMoving that names it; draining again once that move retired
+// moves it. The node stays draining; once the moved queues are retired it holds
+// none and may be retired.
 func (c *Control) DrainNode(ctx context.Context, a Actor, id int64) (DrainResult, error) {
 	if id == models.PrimaryNodeID {
 		var v models.ValidationError
 		v.Add("/node", "node 1 is the control database and cannot drain: Herald's own dead-letter and event topics live there; move other topics off it with herald topic move")
 		return DrainResult{}, &v
+	}
+	if _, err := c.st.NodeGet(ctx, id); err != nil {
+		return DrainResult{}, err
+	}
+	topics, err := c.st.TopicsOnNode(ctx, id)
+	if err != nil {
+		return DrainResult{}, err
+	}
+	if len(topics) > 0 {
+		if err := c.otherWritableNode(ctx, id); err != nil {
+			return DrainResult{}, fmt.Errorf("node %d holds %d topics and no other node takes them: %w", id, len(topics), err)
+		}
 	}
 	var before map[string]any
 	n, err := c.st.NodeUpdate(ctx, id, func(n *models.Node) error {
@@ -190,21 +217,53 @@ func (c *Control) DrainNode(ctx context.Context, a Actor, id int64) (DrainResult
 	if err != nil {
 		return DrainResult{}, err
 	}
-	topics, err := c.st.TopicsOnNode(ctx, id)
-	if err != nil {
+	// Read again now the node is draining: a move onto it that committed before
+	// the state changed shows here; none can commit after (placement share-locks
+	// the node's row and refuses a draining node).
+	if topics, err = c.st.TopicsOnNode(ctx, id); err != nil {
 		return DrainResult{}, err
 	}
 	res := DrainResult{Node: n, Moved: []string{}}
+	var moving []string
 	for _, name := range topics {
 		target, err := c.st.PlaceTopicTarget(ctx)
 		if err != nil {
-			return res, err
+			return res, fmt.Errorf("move topic %s off node %d: %w", name, id, err)
 		}
-		if _, err := c.MoveTopic(ctx, a, name, target); err != nil {
+		if _, err := c.MoveTopic(ctx, a, name, target); errors.Is(err, ErrTopicMoving) {
+			moving = append(moving, name)
+			continue
+		} else if errors.Is(err, ErrNothingToMove) || errors.Is(err, models.ErrNotFound) {
+			continue // moved or deleted since the list was read
+		} else if err != nil {
 			return res, fmt.Errorf("move topic %s off node %d: %w", name, id, err)
 		}
 		res.Moved = append(res.Moved, name)
 	}
-	c.Record(ctx, a, "node.drain", n.Name, before, map[string]any{"node": recordOfNode(n), "moved_topics": res.Moved})
+	c.Record(ctx, a, "node.drain", n.Name, before, map[string]any{"node": recordOfNode(n), "moved_topics": res.Moved, "still_moving": moving})
+	if len(moving) > 0 {
+		return res, fmt.Errorf("node %d is draining and %d topics moved off it (%v), but %v could not move: %w; drain again once the move is retired",
+			id, len(res.Moved), res.Moved, moving, ErrTopicMoving)
+	}
 	return res, nil
+}
+
+// otherWritableNode returns nil when a read-write node other than id exists, or
+// an error wrapping ErrNodeNotWritable.
+func (c *Control) otherWritableNode(ctx context.Context, id int64) error {
+	for after := int64(0); ; {
+		ns, err := c.st.NodeList(ctx, after, 100)
+		if err != nil {
+			return err
+		}
+		for _, n := range ns {
+			if n.ID != id && n.State == models.NodeReadWrite {
+				return nil
+			}
+			after = n.ID
+		}
+		if len(ns) < 100 {
+			return fmt.Errorf("no other db node is read-write: %w", ErrNodeNotWritable)
+		}
+	}
 }

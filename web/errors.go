@@ -38,6 +38,7 @@ var sentinelStatus = []struct {
 	{models.ErrInvalid, http.StatusUnprocessableEntity, "The request has invalid fields"},
 	{control.ErrUnknownNode, http.StatusUnprocessableEntity, "No such db node"},
 	{control.ErrNodeNotWritable, http.StatusConflict, "The db node does not take new queues"},
+	{models.ErrNoWritableNode, http.StatusConflict, "No db node takes new queues"},
 	{control.ErrTopicMoving, http.StatusConflict, "The topic is already moving"},
 	{control.ErrNothingToMove, http.StatusUnprocessableEntity, "Nothing to move"},
 	{control.ErrNotBuilt, http.StatusUnprocessableEntity, "Not built yet"},

@@ -185,7 +185,8 @@ func TestTopicMoveRefusals(t *testing.T) {
 
 // TestNodeDrain drains db nodes: node 1 (the control database) is refused; a second
 // node (another database on the same server, registered read-only) drains — it
-// holds no queues, so nothing moves — and can then be retired.
+// holds no queues, so nothing moves and it answers 200, not 202 — and can then be
+// retired; an unknown node is a 404.
 func TestNodeDrain(t *testing.T) {
 	t.Parallel()
 	h := heraldtest.StartHerald(t, nil)
@@ -208,9 +209,10 @@ func TestNodeDrain(t *testing.T) {
 		} `json:"node"`
 		MovedTopics []string `json:"moved_topics"`
 	}
-	require.NoError(t, json.Unmarshal(h.Admin("POST", fmt.Sprintf("/nodes/%d/drain", n.ID), nil, 202), &res))
+	require.NoError(t, json.Unmarshal(h.Admin("POST", fmt.Sprintf("/nodes/%d/drain", n.ID), nil, 200), &res))
 	require.Equal(t, "draining", res.Node.State)
 	require.Empty(t, res.MovedTopics)
 	h.Admin("PATCH", fmt.Sprintf("/nodes/%d", n.ID), map[string]any{"state": "retired"}, 200)
 	h.Admin("POST", fmt.Sprintf("/nodes/%d/drain", n.ID), nil, 409)
+	h.Admin("POST", "/nodes/99/drain", nil, 404)
 }

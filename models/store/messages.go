@@ -236,9 +236,11 @@ func insertIdempotency(ctx context.Context, tx execer, reqs []*PublishRequest) e
 }
 
 // insertErr wraps a failed insert into queue q; a sealed queue's refusal matches
-// models.ErrQueueSealed.
+// models.ErrQueueSealed, and so does a missing table: a move's old queue is sealed
+// before it is retired and its table dropped, so a writer that read the topic
+// before both finds no table, and retries on the topic as it is now.
 func insertErr(q int64, err error) error {
-	if isSealed(err) {
+	if isSealed(err) || isNoTable(err) {
 		return fmt.Errorf("insert into queue %d: %w: %w", q, models.ErrQueueSealed, err)
 	}
 	return fmt.Errorf("insert into queue %d: %w", q, err)

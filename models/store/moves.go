@@ -68,74 +68,87 @@ func (s *Store) TopicMoves(ctx context.Context, topicID int64) ([]models.QueueMo
 }
 
 // TopicMoveBegin starts moving every live queue of topic t (read-write or read-only)
-// to db node toNode, and returns one move per old queue, not sealed yet. In order:
-// (1) as many new queues placed on toNode (read-only, so no publish picks them),
-// their tables created on that node; (2) in one transaction, a cursor at offset 0 on
-// each new queue for every subscribed group, the move rows, the slot table pointing
-// every moved slot at its new queue, the old queues `sealing` and the new ones
-// read-write. A fresh writer then sends keyed and keyless messages to the new
-// queues; a stale writer may still insert into an old queue until QueueSeal. Errors:
-// ErrTopicMoving while an earlier move is not retired, ErrNoWritableNode or a
-// placement error when toNode takes no queues.
+// to db node toNode, and returns one move per old queue, not sealed yet. It is one
+// transaction on the control database that first locks the topic's row (FOR
+// UPDATE) and reads the topic again under that lock, so the check that no earlier
+// move is unretired and the switch are one step: of concurrent moves of one topic
+// (or a move and a drain moving it), the first to lock wins and every other waits
+// for it, then finds its move and returns ErrTopicMoving. Under the lock: toNode is
+// checked read-write (its registry row share-locked, so a drain setting it
+// draining waits, or is waited for); as many new queues are placed on toNode and
+// their tables created there (on the node's own pool, outside the transaction:
+// a table that outlives a rolled-back move is dropped again); a cursor at offset 0
+// on each new queue for every subscribed group; the move rows; the slot table
+// pointing every moved slot at its new queue; the old queues `sealing`, the new
+// ones read-write. A fresh writer then sends keyed and keyless messages to the new
+// queues; a stale writer may still insert into an old queue until QueueSeal.
+// Errors: ErrTopicMoving while an earlier move is not retired, models.ErrNotFound
+// when the topic was deleted, models.ErrInvalid when it has no live queue,
+// ErrNoWritableNode when toNode takes no queues.
 func (s *Store) TopicMoveBegin(ctx context.Context, t *models.Topic, toNode int64) ([]models.QueueMove, error) {
-	var from []models.Queue
-	for _, q := range t.Queues {
-		if q.State == models.QueueReadWrite || q.State == models.QueueReadOnly {
-			from = append(from, q)
-		}
-	}
-	if len(from) == 0 {
-		return nil, fmt.Errorf("topic %s has no live queue: %w", t.Name, models.ErrInvalid)
-	}
-	if moving, err := s.TopicMoves(ctx, t.ID); err != nil {
-		return nil, err
-	} else if len(moving) > 0 {
-		return nil, fmt.Errorf("topic %s: %w", t.Name, ErrTopicMoving)
-	}
-	if len(t.Slots) != models.KeySlots {
-		t.Slots = models.InitialSlots(from)
-		if err := s.db.WithContext(ctx).Model(&topicRow{}).Where("id = ? AND key_slots IS NULL", t.ID).Update("key_slots", encodeSlots(t.Slots)).Error; err != nil {
-			return nil, fmt.Errorf("freeze key slots of topic %d: %w", t.ID, err)
-		}
-	}
-	next := 0
-	for _, q := range t.Queues {
-		next = max(next, q.Position+1)
-	}
-	now := time.Now().UTC()
-	var added []queueRow
+	var out []models.QueueMove
+	var made []int64 // queue tables created on toNode, dropped again if the move fails
 	err := s.WithTx(ctx, func(tx *Store) error {
+		var tr topicRow
+		if err := tx.db.WithContext(ctx).Raw("SELECT * FROM topics WHERE id = ? FOR UPDATE", t.ID).Scan(&tr).Error; err != nil {
+			return fmt.Errorf("lock topic %d: %w", t.ID, err)
+		}
+		if tr.ID == 0 {
+			return fmt.Errorf("topic %s: %w", t.Name, models.ErrNotFound)
+		}
+		var moving int64
+		if err := tx.sql.QueryRowContext(ctx, "SELECT COUNT(*) FROM queue_moves WHERE topic_id = ? AND retired_at IS NULL", t.ID).Scan(&moving); err != nil {
+			return fmt.Errorf("read moves of topic %d: %w", t.ID, err)
+		}
+		if moving > 0 {
+			return fmt.Errorf("topic %s: %w", t.Name, ErrTopicMoving)
+		}
+		var rows []queueRow
+		if err := tx.db.WithContext(ctx).Where("topic_id = ?", t.ID).Order("position").Find(&rows).Error; err != nil {
+			return fmt.Errorf("read queues of %s: %w", t.Name, err)
+		}
+		next := 0 // past every position the topic ever had, retired queues' included
+		for _, q := range rows {
+			next = max(next, q.Position+1)
+		}
+		cur := toTopic(tr, rows)
+		var from []models.Queue
+		for _, q := range cur.Queues {
+			if q.State == models.QueueReadWrite || q.State == models.QueueReadOnly {
+				from = append(from, q)
+			}
+		}
+		if len(from) == 0 {
+			return fmt.Errorf("topic %s has no live queue: %w", t.Name, models.ErrInvalid)
+		}
+		if len(cur.Slots) != models.KeySlots {
+			cur.Slots = models.InitialSlots(from)
+		}
 		if err := tx.placeQueuesOn(ctx, toNode); err != nil {
 			return err
 		}
+		now := time.Now().UTC()
+		added := make([]queueRow, len(from))
 		for i := range from {
-			added = append(added, queueRow{TopicID: t.ID, NodeID: toNode, Position: next + i, State: string(models.QueueReadOnly), CreatedAt: now})
+			added[i] = queueRow{TopicID: t.ID, NodeID: toNode, Position: next + i, State: string(models.QueueReadOnly), CreatedAt: now}
 		}
 		if err := tx.db.Create(&added).Error; err != nil {
 			return fmt.Errorf("insert queues: %w", err)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.nodeConn(ctx, toNode)
-	if err != nil {
-		return nil, err
-	}
-	to := make([]models.Queue, len(added))
-	for i, q := range added {
-		if _, err := c.ExecContext(ctx, fmt.Sprintf(queueDDL, models.QueueTableName(q.ID))); err != nil {
-			return nil, fmt.Errorf("create queue table %d: %w", q.ID, err)
+		// The node's own pool, not this transaction: DDL on node 1 would commit it.
+		c, err := s.nodeConn(ctx, toNode)
+		if err != nil {
+			return err
 		}
-		to[i] = models.Queue{ID: q.ID, TopicID: t.ID, NodeID: toNode, Position: q.Position, State: models.QueueReadWrite}
-	}
-	moved, slots := models.MovePlan(t.Slots, from, to)
-	var out []models.QueueMove
-	err = s.WithTx(ctx, func(tx *Store) error {
-		if err := tx.db.Raw("SELECT id FROM topics WHERE id = ? FOR UPDATE", t.ID).Scan(new(int64)).Error; err != nil {
-			return fmt.Errorf("lock topic: %w", err)
+		to := make([]models.Queue, len(added))
+		for i, q := range added {
+			made = append(made, q.ID)
+			if _, err := c.ExecContext(ctx, fmt.Sprintf(queueDDL, models.QueueTableName(q.ID))); err != nil {
+				return fmt.Errorf("create queue table %d: %w", q.ID, err)
+			}
+			to[i] = models.Queue{ID: q.ID, TopicID: t.ID, NodeID: toNode, Position: q.Position, State: models.QueueReadWrite}
 		}
+		moved, slots := models.MovePlan(cur.Slots, from, to)
 		for i, q := range from {
 			err := tx.db.Exec(`INSERT INTO cursors (group_id, queue_id, committed_offset, holes, version, owner, updated_at)
 				SELECT group_id, ?, 0, '[]', 1, '', NOW(3) FROM subscriptions WHERE topic_id = ?`, to[i].ID, t.ID).Error
@@ -144,7 +157,10 @@ func (s *Store) TopicMoveBegin(ctx context.Context, t *models.Topic, toNode int6
 			}
 			b, _ := json.Marshal(nonNilInts(moved[q.ID]))
 			res, err := tx.sql.ExecContext(ctx, "INSERT INTO queue_moves (topic_id, from_queue_id, to_queue_id, slots, created_at) VALUES (?,?,?,?,NOW(3))", t.ID, q.ID, to[i].ID, string(b))
-			if err != nil {
+			if isDuplicate(err) {
+				// uq_queue_moves_from: the queue was moved once already.
+				return fmt.Errorf("topic %s, queue %d: %w", t.Name, q.ID, ErrTopicMoving)
+			} else if err != nil {
 				return fmt.Errorf("insert move of queue %d: %w", q.ID, err)
 			}
 			id, _ := res.LastInsertId()
@@ -159,6 +175,12 @@ func (s *Store) TopicMoveBegin(ctx context.Context, t *models.Topic, toNode int6
 		return tx.db.Exec("UPDATE topics SET key_slots = ?, updated_at = NOW(3) WHERE id = ?", encodeSlots(slots), t.ID).Error
 	})
 	if err != nil {
+		for _, q := range made {
+			// Their rows were rolled back; a table left behind holds nothing.
+			if derr := s.queueTableDrop(context.WithoutCancel(ctx), q, toNode); derr != nil {
+				err = fmt.Errorf("%w (and drop queue table %d: %v)", err, q, derr)
+			}
+		}
 		return nil, err
 	}
 	return out, nil

@@ -105,8 +105,13 @@ type nodeHandle struct {
 
 func (s *Store) node(ctx context.Context, nodeID int64) (nodeHandle, error) {
 	nodeID = nodeOrPrimary(nodeID)
-	if nodeID == models.PrimaryNodeID || s.npool == nil {
+	if nodeID == models.PrimaryNodeID {
 		return nodeHandle{id: models.PrimaryNodeID, conn: s.sql, db: s.pool, mariadb: s.mariadb}, nil
+	}
+	if s.npool == nil {
+		// Open and WithTx always set the pool; a Store without one never sends a
+		// queue's SQL to node 1 in place of its own node.
+		return nodeHandle{}, fmt.Errorf("db node %d: this Store has no node pool: %w", nodeID, models.ErrQueueUnavailable)
 	}
 	p := s.npool
 	p.mu.Lock()
@@ -159,26 +164,27 @@ func (s *Store) QueueNode(ctx context.Context, queueID int64) (int64, error) {
 }
 
 // queueNodes returns the node of each listed queue, reading the misses of the
-// cache in one statement. A queue that does not exist makes it return an error
-// wrapping ErrNotFound.
+// cache in one statement: a queue placed on a node added after this process
+// started is a miss, read from the queues table. A Store without a node pool
+// (none is built so: Open and WithTx set it) reads every queue's node, never
+// assuming node 1. A queue that does not exist makes it return an error wrapping
+// ErrNotFound.
 func (s *Store) queueNodes(ctx context.Context, queueIDs []int64) (map[int64]int64, error) {
 	out := make(map[int64]int64, len(queueIDs))
-	if s.npool == nil {
-		for _, q := range queueIDs {
-			out[q] = models.PrimaryNodeID
-		}
-		return out, nil
-	}
 	var miss []int64
-	s.npool.qmu.RLock()
-	for _, q := range queueIDs {
-		if n, ok := s.npool.queueNode[q]; ok {
-			out[q] = n
-		} else {
-			miss = append(miss, q)
+	if s.npool == nil {
+		miss = queueIDs
+	} else {
+		s.npool.qmu.RLock()
+		for _, q := range queueIDs {
+			if n, ok := s.npool.queueNode[q]; ok {
+				out[q] = n
+			} else {
+				miss = append(miss, q)
+			}
 		}
+		s.npool.qmu.RUnlock()
 	}
-	s.npool.qmu.RUnlock()
 	if len(miss) == 0 {
 		return out, nil
 	}
@@ -199,7 +205,9 @@ func (s *Store) queueNodes(ctx context.Context, queueIDs []int64) (map[int64]int
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	s.npool.remember(found)
+	if s.npool != nil {
+		s.npool.remember(found)
+	}
 	for _, q := range miss {
 		if _, ok := out[q]; !ok {
 			return out, fmt.Errorf("queue %d: %w", q, models.ErrNotFound)
@@ -269,6 +277,9 @@ func (s *Store) NodesPing(ctx context.Context) (map[int64]error, error) {
 // NodesOpened reports whether this Store has opened a db node other than node 1
 // (so it may have written XA branches).
 func (s *Store) NodesOpened() bool {
+	if s.npool == nil {
+		return false
+	}
 	s.npool.mu.Lock()
 	defer s.npool.mu.Unlock()
 	return len(s.npool.dbs) > 0

@@ -50,6 +50,13 @@ func (s *Store) QueueRetentionGet(ctx context.Context, queueID int64, now time.T
 		return QueueRetention{}, fmt.Errorf("read retention of queue %d: %w", queueID, err)
 	}
 	err = qc.QueryRowContext(ctx, "SELECT COALESCE((SELECT MIN(id) - 1 FROM "+table+" WHERE created_at >= ?), (SELECT COALESCE(MAX(id), 0) FROM "+table+"))", cutoffMS).Scan(&r.Cutoff)
+	if isNoTable(err) {
+		// A move's old queue retired (its table dropped) after the caller read the
+		// topic: it holds nothing back any more.
+		if live, lerr := s.queuesNotRetired(ctx, []int64{queueID}); lerr == nil && len(live) == 0 {
+			return r, nil
+		}
+	}
 	if err != nil {
 		return r, fmt.Errorf("read retention cutoff of queue %d: %w", queueID, err)
 	}

@@ -218,6 +218,13 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	return t, err
 }
 
+// isNoTable reports whether err is ER_NO_SUCH_TABLE (1146): a queue table that was
+// dropped, as a retired queue's is.
+func isNoTable(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1146
+}
+
 func isDuplicate(err error) bool {
 	var me *mysql.MySQLError
 	return errors.As(err, &me) && me.Number == 1062

@@ -268,14 +268,41 @@ func (s *Store) QueueOffsetRanges(ctx context.Context, queueIDs []int64) (map[in
 		return nil, fmt.Errorf("read queue offsets: %w", err)
 	}
 	for _, n := range nodes {
-		if err := s.queueOffsetRangesOn(ctx, n, byNode[n], out); err != nil {
+		err := s.queueOffsetRangesOn(ctx, n, byNode[n], out)
+		if isNoTable(err) {
+			// A move's old queue retired (its table dropped) after the caller read
+			// the topic: it reads as empty, the others again.
+			var live []int64
+			if live, err = s.queuesNotRetired(ctx, byNode[n]); err == nil {
+				err = s.queueOffsetRangesOn(ctx, n, live, out)
+			}
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
+// queuesNotRetired returns the listed queues that are not retired, in order.
+func (s *Store) queuesNotRetired(ctx context.Context, queueIDs []int64) ([]int64, error) {
+	var retired []int64
+	if err := s.db.WithContext(ctx).Raw("SELECT id FROM queues WHERE id IN ? AND state = ?", queueIDs, string(models.QueueRetired)).Scan(&retired).Error; err != nil {
+		return nil, fmt.Errorf("read states of queues: %w", err)
+	}
+	out := make([]int64, 0, len(queueIDs))
+	for _, q := range queueIDs {
+		if !slices.Contains(retired, q) {
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
 func (s *Store) queueOffsetRangesOn(ctx context.Context, node int64, queueIDs []int64, out map[int64]QueueOffsets) error {
+	if len(queueIDs) == 0 {
+		return nil
+	}
 	c, err := s.nodeConn(ctx, node)
 	if err != nil {
 		return fmt.Errorf("read queue offsets on node %d: %w", node, err)
