@@ -123,16 +123,6 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// hasLiveOnly reports whether no queue of t is a move's old queue (sealing, sealed).
-func hasLiveOnly(t *models.Topic) bool {
-	for _, q := range t.Queues {
-		if q.State == models.QueueSealing || q.State == models.QueueSealed {
-			return false
-		}
-	}
-	return true
-}
-
 func hasLive(t *models.Topic) bool {
 	for _, q := range t.Queues {
 		if q.State == models.QueueReadWrite || q.State == models.QueueReadOnly {

@@ -93,8 +93,9 @@ func (c *Control) CreateTopic(ctx context.Context, a Actor, spec TopicSpec) (*mo
 
 // PatchTopic applies p to topic name, wakes the dispatchers of its queues (and, when
 // queues were added, the owners of the subscribed groups, which claim the new
-// cursors), drops cached copies (OnTopicChange) and audits it (topic.update). Errors: ErrNotFound, or
-// a *models.ValidationError for a shrinking queue count or a foreign queue id.
+// cursors), drops cached copies (OnTopicChange) and audits it (topic.update).
+// Errors: ErrNotFound, ErrTopicMoving (growth while a move is unretired), or a
+// *models.ValidationError for a shrinking queue count or a foreign queue id.
 func (c *Control) PatchTopic(ctx context.Context, a Actor, name string, p TopicPatch) (*models.Topic, error) {
 	t, err := c.st.TopicGetByName(ctx, name)
 	if err != nil {
@@ -117,10 +118,9 @@ func (c *Control) PatchTopic(ctx context.Context, a Actor, name string, p TopicP
 		}
 		t.RetentionHours, t.RetentionPolicy = hours, policy
 	}
-	if p.Queues != nil && !hasLiveOnly(t) {
-		return nil, fmt.Errorf("topic %s: growth waits until its move is retired: %w", name, ErrTopicMoving)
-	}
 	if p.Queues != nil {
+		// The store re-reads the topic under its row lock and refuses growth with
+		// ErrTopicMoving while a move is unretired; t becomes the topic as grown.
 		n := len(t.Queues)
 		if err := c.st.TopicAddQueues(ctx, t, *p.Queues); err != nil {
 			return nil, err

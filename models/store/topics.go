@@ -459,76 +459,111 @@ func (s *Store) TopicSetRetention(ctx context.Context, id int64, hours int, poli
 	return nil
 }
 
-// TopicAddQueues grows topic t to n queues: new queue rows and tables, and a cursor at
-// offset 0 on each new queue for every subscribed group (whatever their
-// consume_from). No key slot moves: a topic without a slot table gets one frozen
-// from its current queues first, so every key stays on its queue and per-key order
-// holds across growth; the new queues take keyless messages only. It returns a
-// *ValidationError when n is below the current count or above MaxQueuesPerTopic.
+// TopicAddQueues grows topic t to n live queues (read-write or read-only): new
+// queue rows and tables, and a cursor at offset 0 on each new queue for every
+// subscribed group (whatever their consume_from). No key slot moves: a topic
+// without a slot table gets one frozen from its current queues first, so every key
+// stays on its queue and per-key order holds across growth; the new queues take
+// keyless messages only. It is one transaction on the control database that first
+// locks the topic's row (FOR UPDATE) and reads the topic again under that lock, as
+// TopicMoveBegin does: growth and a move of one topic are serialised, so a move
+// that waited sees the grown queue set and moves it, and a growth that waited
+// finds the move and is refused. The new tables are created on each node's own
+// pool, outside the transaction (DDL on node 1 would commit it), and dropped again
+// if the transaction rolls back. On success t becomes the topic as grown (queues
+// and slot table as read under the lock). Errors: ErrTopicMoving while a move's
+// old queue is not retired, models.ErrNotFound when the topic was deleted, a
+// *ValidationError when n is below the current live count or above
+// MaxQueuesPerTopic, ErrNoWritableNode or ErrQueueUnavailable from placement.
 func (s *Store) TopicAddQueues(ctx context.Context, t *models.Topic, n int) error {
-	if n < len(t.Queues) || n > models.MaxQueuesPerTopic {
-		return &models.ValidationError{Errors: []models.FieldError{{Pointer: "/queues",
-			Detail: fmt.Sprintf("must be between the current %d and %d (queues are never removed)", len(t.Queues), models.MaxQueuesPerTopic)}}}
+	if n > models.MaxQueuesPerTopic {
+		return growthRange(len(t.Queues))
 	}
-	if n == len(t.Queues) {
-		return nil
-	}
-	if len(t.Slots) != models.KeySlots {
-		t.Slots = models.InitialSlots(t.Queues)
-		if err := s.db.WithContext(ctx).Model(&topicRow{}).Where("id = ? AND key_slots IS NULL", t.ID).Update("key_slots", encodeSlots(t.Slots)).Error; err != nil {
-			return fmt.Errorf("freeze key slots of topic %d: %w", t.ID, err)
-		}
-	}
-	// DDL commits implicitly, so the steps are separate: queue rows first (read-only,
-	// so no publish picks them yet), then their tables and cursors, then writable.
-	now := time.Now().UTC()
-	next := 0 // after a move, positions run past the retired queues'
-	for _, q := range t.Queues {
-		next = max(next, q.Position+1)
-	}
+	var grown *models.Topic
 	var added []queueRow
 	err := s.WithTx(ctx, func(tx *Store) error {
-		placed, err := tx.placeQueues(ctx, n-len(t.Queues))
+		added = nil
+		var tr topicRow
+		if err := tx.db.WithContext(ctx).Raw("SELECT * FROM topics WHERE id = ? FOR UPDATE", t.ID).Scan(&tr).Error; err != nil {
+			return fmt.Errorf("lock topic %d: %w", t.ID, err)
+		}
+		if tr.ID == 0 {
+			return fmt.Errorf("topic %s: %w", t.Name, models.ErrNotFound)
+		}
+		var moving int64
+		if err := tx.sql.QueryRowContext(ctx, "SELECT COUNT(*) FROM queue_moves WHERE topic_id = ? AND retired_at IS NULL", t.ID).Scan(&moving); err != nil {
+			return fmt.Errorf("read moves of topic %d: %w", t.ID, err)
+		}
+		if moving > 0 {
+			return fmt.Errorf("topic %s: growth waits until its move is retired: %w", t.Name, ErrTopicMoving)
+		}
+		var rows []queueRow
+		if err := tx.db.WithContext(ctx).Where("topic_id = ?", t.ID).Order("position").Find(&rows).Error; err != nil {
+			return fmt.Errorf("read queues of %s: %w", t.Name, err)
+		}
+		next := 0 // after a move, positions run past the retired queues'
+		for _, q := range rows {
+			next = max(next, q.Position+1)
+		}
+		grown = toTopic(tr, rows)
+		have := len(grown.Queues) // no move is unretired: every queue listed is live
+		if n < have {
+			return growthRange(have)
+		}
+		if n == have {
+			return nil
+		}
+		if len(grown.Slots) != models.KeySlots {
+			grown.Slots = models.InitialSlots(grown.Queues)
+			if err := tx.db.Exec("UPDATE topics SET key_slots = ?, updated_at = NOW(3) WHERE id = ?", encodeSlots(grown.Slots), t.ID).Error; err != nil {
+				return fmt.Errorf("freeze key slots of topic %d: %w", t.ID, err)
+			}
+		}
+		placed, err := tx.placeQueues(ctx, n-have)
 		if err != nil {
 			return err
 		}
-		for i := len(t.Queues); i < n; i++ {
-			added = append(added, queueRow{TopicID: t.ID, NodeID: placed[i-len(t.Queues)], Position: next + i - len(t.Queues), State: string(models.QueueReadOnly), CreatedAt: now})
+		now := time.Now().UTC()
+		rowsAdded := make([]queueRow, len(placed))
+		for i, node := range placed {
+			rowsAdded[i] = queueRow{TopicID: t.ID, NodeID: node, Position: next + i, State: string(models.QueueReadWrite), CreatedAt: now}
 		}
-		if err := tx.db.Create(&added).Error; err != nil {
+		if err := tx.db.Create(&rowsAdded).Error; err != nil {
 			return fmt.Errorf("insert queues: %w", err)
 		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	s.npool.remember(added)
-	for _, q := range added {
-		if err := s.queueTableCreate(ctx, q); err != nil {
-			return fmt.Errorf("create queue table %d: %w", q.ID, err)
-		}
-	}
-	err = s.WithTx(ctx, func(tx *Store) error {
-		for _, q := range added {
+		for _, q := range rowsAdded {
+			// The node's own pool (s, not tx): DDL on node 1 would commit the transaction.
+			if err := s.queueTableCreate(ctx, q); err != nil {
+				return fmt.Errorf("create queue table %d: %w", q.ID, err)
+			}
+			added = append(added, q)
 			err := tx.db.Exec(`INSERT INTO cursors (group_id, queue_id, committed_offset, holes, version, owner, updated_at)
 				SELECT group_id, ?, 0, '[]', 1, '', NOW(3) FROM subscriptions WHERE topic_id = ?`, q.ID, t.ID).Error
 			if err != nil {
 				return fmt.Errorf("insert cursors of queue %d: %w", q.ID, err)
 			}
-			if err := tx.db.Model(&queueRow{}).Where("id = ?", q.ID).Update("state", string(models.QueueReadWrite)).Error; err != nil {
-				return fmt.Errorf("open queue %d: %w", q.ID, err)
-			}
+			grown.Queues = append(grown.Queues, models.Queue{ID: q.ID, TopicID: t.ID, NodeID: q.NodeID, Position: q.Position, State: models.QueueReadWrite})
 		}
 		return nil
 	})
 	if err != nil {
+		for _, q := range added {
+			// Their rows were rolled back; a table left behind holds nothing.
+			if derr := s.queueTableDrop(context.WithoutCancel(ctx), q.ID, q.NodeID); derr != nil {
+				err = fmt.Errorf("%w (and drop queue table %d: %v)", err, q.ID, derr)
+			}
+		}
 		return err
 	}
-	for _, q := range added {
-		t.Queues = append(t.Queues, models.Queue{ID: q.ID, TopicID: t.ID, NodeID: q.NodeID, Position: q.Position, State: models.QueueReadWrite})
-	}
+	s.npool.remember(added)
+	t.Queues, t.Slots = grown.Queues, grown.Slots
 	return nil
+}
+
+// growthRange is the ValidationError of a queue count outside have..MaxQueuesPerTopic.
+func growthRange(have int) error {
+	return &models.ValidationError{Errors: []models.FieldError{{Pointer: "/queues",
+		Detail: fmt.Sprintf("must be between the current %d and %d (queues are never removed)", have, models.MaxQueuesPerTopic)}}}
 }
 
 // QueuesSetReadOnly makes exactly the listed queues of topic t read-only and the rest
