@@ -92,7 +92,12 @@ func (w *Worker) listenPushedOnce(ctx context.Context, stop <-chan struct{}, seq
 		actx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		e := delivery.WorkerEntry{Concurrency: w.cfg.Concurrency, Seq: *seq}
-		if err := w.rdb.HSet(actx, w.keys.Workers(), s.id, e.String()).Err(); err != nil {
+		pipe := w.rdb.Pipeline()
+		pipe.HSet(actx, w.keys.Workers(), s.id, e.String())
+		if *seq%delivery.WorkersExpireEvery == 1 {
+			pipe.PExpire(actx, w.keys.Workers(), delivery.WorkersTTL)
+		}
+		if _, err := pipe.Exec(actx); err != nil {
 			w.log.Warn("announce worker for pushed jobs", "err", err)
 		}
 	}

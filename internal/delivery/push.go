@@ -36,6 +36,15 @@ const WorkerLapse = 3 * WorkerRefresh
 // dispatcher deletes it (a worker killed without removing it).
 const WorkerForget = time.Minute
 
+// WorkersTTL is the expiry a worker sets on Keys.Workers (with its first rewrite and
+// every WorkersExpireEvery-th after), so the hash is gone a minute after the last
+// worker stopped refreshing it, as every other Herald key without an owner is.
+const WorkersTTL = WorkerForget
+
+// WorkersExpireEvery is how many rewrites of a worker's entry share one PEXPIRE of
+// Keys.Workers (every 20 s at WorkerRefresh 2 s, well inside WorkersTTL).
+const WorkersExpireEvery = 10
+
 // WorkerEntry is a worker's value in Keys.Workers, encoded "<concurrency> <seq>".
 // Concurrency is how many pushed jobs it runs at once (config.Worker.Concurrency);
 // Seq grows with every rewrite, so dispatchers judge liveness by whether it changed

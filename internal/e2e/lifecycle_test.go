@@ -227,7 +227,7 @@ func TestRedisKeysAfterDispatcherDies(t *testing.T) {
 		return out
 	}
 	var left []string
-	require.Eventually(t, func() bool { left = orphans(); return len(left) == 0 }, 10*time.Second, 50*time.Millisecond, "orphaned keys")
+	require.Eventually(t, func() bool { left = orphans(); return len(left) == 0 }, 10*time.Second, 50*time.Millisecond, "orphaned keys: %v", &left)
 	require.Empty(t, left)
 
 	h.Admin("DELETE", "/groups/k", nil, 200)
