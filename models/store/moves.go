@@ -89,29 +89,10 @@ func (s *Store) TopicMoveBegin(ctx context.Context, t *models.Topic, toNode int6
 	var out []models.QueueMove
 	var made []int64 // queue tables created on toNode, dropped again if the move fails
 	err := s.WithTx(ctx, func(tx *Store) error {
-		var tr topicRow
-		if err := tx.db.WithContext(ctx).Raw("SELECT * FROM topics WHERE id = ? FOR UPDATE", t.ID).Scan(&tr).Error; err != nil {
-			return fmt.Errorf("lock topic %d: %w", t.ID, err)
+		cur, next, err := tx.lockTopicForChange(ctx, t, "")
+		if err != nil {
+			return err
 		}
-		if tr.ID == 0 {
-			return fmt.Errorf("topic %s: %w", t.Name, models.ErrNotFound)
-		}
-		var moving int64
-		if err := tx.sql.QueryRowContext(ctx, "SELECT COUNT(*) FROM queue_moves WHERE topic_id = ? AND retired_at IS NULL", t.ID).Scan(&moving); err != nil {
-			return fmt.Errorf("read moves of topic %d: %w", t.ID, err)
-		}
-		if moving > 0 {
-			return fmt.Errorf("topic %s: %w", t.Name, ErrTopicMoving)
-		}
-		var rows []queueRow
-		if err := tx.db.WithContext(ctx).Where("topic_id = ?", t.ID).Order("position").Find(&rows).Error; err != nil {
-			return fmt.Errorf("read queues of %s: %w", t.Name, err)
-		}
-		next := 0 // past every position the topic ever had, retired queues' included
-		for _, q := range rows {
-			next = max(next, q.Position+1)
-		}
-		cur := toTopic(tr, rows)
 		var from []models.Queue
 		for _, q := range cur.Queues {
 			if q.State == models.QueueReadWrite || q.State == models.QueueReadOnly {
@@ -393,4 +374,37 @@ func (s *Store) PlaceTopicTarget(ctx context.Context) (int64, error) {
 		return nil
 	})
 	return out, err
+}
+
+// lockTopicForChange locks topic t's row (SELECT … FOR UPDATE) inside the control
+// transaction tx, so moves and growth of one topic run one after the other, and
+// refuses while a move of it is not retired. It returns the topic as read under the
+// lock and the position after every one the topic ever had
+// (retired queues' included), where new queues go. what, if not empty, names the
+// refused change in the error. Errors: ErrTopicMoving, models.ErrNotFound when the
+// topic was deleted, or the read's.
+func (tx *Store) lockTopicForChange(ctx context.Context, t *models.Topic, what string) (*models.Topic, int, error) {
+	var tr topicRow
+	if err := tx.db.WithContext(ctx).Raw("SELECT * FROM topics WHERE id = ? FOR UPDATE", t.ID).Scan(&tr).Error; err != nil {
+		return nil, 0, fmt.Errorf("lock topic %d: %w", t.ID, err)
+	}
+	if tr.ID == 0 {
+		return nil, 0, fmt.Errorf("topic %s: %w", t.Name, models.ErrNotFound)
+	}
+	var moving int64
+	if err := tx.sql.QueryRowContext(ctx, "SELECT COUNT(*) FROM queue_moves WHERE topic_id = ? AND retired_at IS NULL", t.ID).Scan(&moving); err != nil {
+		return nil, 0, fmt.Errorf("read moves of topic %d: %w", t.ID, err)
+	}
+	if moving > 0 {
+		return nil, 0, fmt.Errorf("topic %s: %s%w", t.Name, what, ErrTopicMoving)
+	}
+	var rows []queueRow
+	if err := tx.db.WithContext(ctx).Where("topic_id = ?", t.ID).Order("position").Find(&rows).Error; err != nil {
+		return nil, 0, fmt.Errorf("read queues of %s: %w", t.Name, err)
+	}
+	next := 0
+	for _, q := range rows {
+		next = max(next, q.Position+1)
+	}
+	return toTopic(tr, rows), next, nil
 }

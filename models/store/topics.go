@@ -483,29 +483,12 @@ func (s *Store) TopicAddQueues(ctx context.Context, t *models.Topic, n int) erro
 	var added []queueRow
 	err := s.WithTx(ctx, func(tx *Store) error {
 		added = nil
-		var tr topicRow
-		if err := tx.db.WithContext(ctx).Raw("SELECT * FROM topics WHERE id = ? FOR UPDATE", t.ID).Scan(&tr).Error; err != nil {
-			return fmt.Errorf("lock topic %d: %w", t.ID, err)
+		var next int
+		var err error
+		grown, next, err = tx.lockTopicForChange(ctx, t, "growth waits until its move is retired: ")
+		if err != nil {
+			return err
 		}
-		if tr.ID == 0 {
-			return fmt.Errorf("topic %s: %w", t.Name, models.ErrNotFound)
-		}
-		var moving int64
-		if err := tx.sql.QueryRowContext(ctx, "SELECT COUNT(*) FROM queue_moves WHERE topic_id = ? AND retired_at IS NULL", t.ID).Scan(&moving); err != nil {
-			return fmt.Errorf("read moves of topic %d: %w", t.ID, err)
-		}
-		if moving > 0 {
-			return fmt.Errorf("topic %s: growth waits until its move is retired: %w", t.Name, ErrTopicMoving)
-		}
-		var rows []queueRow
-		if err := tx.db.WithContext(ctx).Where("topic_id = ?", t.ID).Order("position").Find(&rows).Error; err != nil {
-			return fmt.Errorf("read queues of %s: %w", t.Name, err)
-		}
-		next := 0 // after a move, positions run past the retired queues'
-		for _, q := range rows {
-			next = max(next, q.Position+1)
-		}
-		grown = toTopic(tr, rows)
 		have := len(grown.Queues) // no move is unretired: every queue listed is live
 		if n < have {
 			return growthRange(have)
