@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/heraldtest"
@@ -200,19 +201,8 @@ func TestStatusFence(t *testing.T) {
 // after LoadReuse reads Redis again.
 func TestLoadReuse(t *testing.T) {
 	t.Parallel()
-	rdb, ns := heraldtest.Redis(t)
-	keys := delivery.Keys{Namespace: ns}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w := fence.NewWatcher(rdb, keys)
-	var mu sync.Mutex
-	now := time.Now()
-	w.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	done := make(chan struct{})
-	go func() { _ = w.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	<-w.Ready()
+	rdb, keys, w, advance := startClockedWatcher(t)
+	ctx := context.Background()
 
 	stale, err := w.Load(ctx, 1, 2, 5)
 	require.NoError(t, err)
@@ -248,19 +238,8 @@ func TestLoadReuse(t *testing.T) {
 // runs on from that read: a Load past the first read's LoadReuse reads nothing.
 func TestLoadRefresh(t *testing.T) {
 	t.Parallel()
-	rdb, ns := heraldtest.Redis(t)
-	keys := delivery.Keys{Namespace: ns}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w := fence.NewWatcher(rdb, keys)
-	var mu sync.Mutex
-	now := time.Now()
-	w.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	done := make(chan struct{})
-	go func() { _ = w.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	<-w.Ready()
+	rdb, keys, w, advance := startClockedWatcher(t)
+	ctx := context.Background()
 
 	stale, err := w.Load(ctx, 1, 2, 5)
 	require.NoError(t, err)
@@ -285,4 +264,23 @@ func TestLoadRefresh(t *testing.T) {
 	stale, err = w.Load(ctx, 1, 2, 8)
 	require.NoError(t, err)
 	require.False(t, stale, "the background read renewed the reuse: no read at this job's start")
+}
+
+// startClockedWatcher runs a Watcher on a fresh Redis namespace with a clock the test
+// moves by advance, and waits until it is subscribed; it stops with the test.
+func startClockedWatcher(t *testing.T) (*redis.Client, delivery.Keys, *fence.Watcher, func(time.Duration)) {
+	t.Helper()
+	rdb, ns := heraldtest.Redis(t)
+	keys := delivery.Keys{Namespace: ns}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := fence.NewWatcher(rdb, keys)
+	var mu sync.Mutex
+	now := time.Now()
+	w.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	done := make(chan struct{})
+	go func() { _ = w.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	<-w.Ready()
+	return rdb, keys, w, advance
 }
