@@ -1,6 +1,7 @@
 package models
 
 import (
+	"fmt"
 	"hash/fnv"
 	"time"
 )
@@ -96,6 +97,26 @@ type Queue struct {
 	Position int // 0-based index within the topic, used for key slots
 	State    QueueState
 }
+
+// queueDDL is the one fixed shape of every queue table (no user string in SQL). Tag
+// and key are VARBINARY so they are stored byte-exact; created_at is Unix ms.
+const queueDDL = `CREATE TABLE IF NOT EXISTS %s (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  tag VARBINARY(255) NOT NULL DEFAULT '',
+  msg_key VARBINARY(255) NOT NULL DEFAULT '',
+  headers JSON NULL,
+  body LONGBLOB NOT NULL,
+  content_type VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+  trace_id VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',
+  created_at BIGINT NOT NULL,
+  producer_ip VARCHAR(45) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',
+  KEY idx_created_at (created_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci`
+
+// QueueTableDDL returns the CREATE TABLE IF NOT EXISTS statement of a queue table
+// named table (QueueTableName for Herald's own; the benchmark's stand-in uses the
+// same shape under its own names).
+func QueueTableDDL(table string) string { return fmt.Sprintf(queueDDL, table) }
 
 // QueueTableName returns the table holding queue id: "queue_" and the id in at
 // least six digits. No user string ever reaches a table name.

@@ -124,7 +124,7 @@ func (s *Store) TopicMoveBegin(ctx context.Context, t *models.Topic, toNode int6
 		to := make([]models.Queue, len(added))
 		for i, q := range added {
 			made = append(made, q.ID)
-			if _, err := c.ExecContext(ctx, fmt.Sprintf(queueDDL, models.QueueTableName(q.ID))); err != nil {
+			if _, err := c.ExecContext(ctx, models.QueueTableDDL(models.QueueTableName(q.ID))); err != nil {
 				return fmt.Errorf("create queue table %d: %w", q.ID, err)
 			}
 			to[i] = models.Queue{ID: q.ID, TopicID: t.ID, NodeID: toNode, Position: q.Position, State: models.QueueReadWrite}

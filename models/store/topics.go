@@ -41,7 +41,7 @@ func (s *Store) queueTableCreate(ctx context.Context, q queueRow) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.ExecContext(ctx, fmt.Sprintf(queueDDL, models.QueueTableName(q.ID)))
+	_, err = c.ExecContext(ctx, models.QueueTableDDL(models.QueueTableName(q.ID)))
 	return err
 }
 
@@ -54,22 +54,6 @@ func (s *Store) queueTableDrop(ctx context.Context, q, node int64) error {
 	_, err = c.ExecContext(ctx, "DROP TABLE IF EXISTS "+models.QueueTableName(q))
 	return err
 }
-
-// queueDDL is the one fixed shape of every queue table (no user string in SQL). The table name is
-// built from the queue's numeric id only. Tag and key are VARBINARY so they are stored
-// byte-exact; created_at is Unix ms.
-const queueDDL = `CREATE TABLE IF NOT EXISTS %s (
-  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
-  tag VARBINARY(255) NOT NULL DEFAULT '',
-  msg_key VARBINARY(255) NOT NULL DEFAULT '',
-  headers JSON NULL,
-  body LONGBLOB NOT NULL,
-  content_type VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
-  trace_id VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',
-  created_at BIGINT NOT NULL,
-  producer_ip VARCHAR(45) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',
-  KEY idx_created_at (created_at)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci`
 
 // TopicCreate creates topic name with n queues, each with its queue table, placed on
 // read-write db nodes by models.PlaceQueues (ErrNoWritableNode when there is none).

@@ -18,26 +18,13 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/heraldhq/herald/models"
 )
 
 // standInEnv names the stand-in's DSN when heraldbench runs as the stand-in server
 // (a child process of itself, see startStandIn).
 const standInEnv = "HERALDBENCH_STANDIN_DSN"
-
-// standInDDL is the shape of a Herald queue table (models/store queueDDL); the
-// stand-in writes four of them, one after the other, as a 4-queue topic's flushes do.
-const standInDDL = `CREATE TABLE IF NOT EXISTS standin_q%d (
-  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
-  tag VARBINARY(255) NOT NULL DEFAULT '',
-  msg_key VARBINARY(255) NOT NULL DEFAULT '',
-  headers JSON NULL,
-  body LONGBLOB NOT NULL,
-  content_type VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
-  trace_id VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',
-  created_at BIGINT NOT NULL,
-  producer_ip VARCHAR(45) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT '',
-  KEY idx_created_at (created_at)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci`
 
 // runStandIn is the stand-in server: a separate process like Herald, so that each
 // hop wakes another process as Herald's do. POST /publish?hook=URL&db=1 reads the
@@ -59,8 +46,10 @@ func runStandIn(dsn string) error {
 	}
 	db := sql.OpenDB(conn)
 	db.SetMaxIdleConns(16)
+	// Four tables of a Herald queue table's shape, written one after the other as a
+	// 4-queue topic's flushes are.
 	for i := range 4 {
-		if _, err := db.Exec(fmt.Sprintf(standInDDL, i)); err != nil {
+		if _, err := db.Exec(models.QueueTableDDL(fmt.Sprintf("standin_q%d", i))); err != nil {
 			return err
 		}
 	}
