@@ -37,14 +37,20 @@ func StartMariaDB(t testing.TB, name string) string {
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	data := filepath.Join(dir, "data")
-	out, err := exec.Command(install, "--no-defaults", "--datadir="+data, "--auth-root-authentication-method=normal",
-		"--user=root", "--skip-test-db").CombinedOutput()
+	// Its own TMPDIR: servers sharing /tmp for internal temporary tables have lost
+	// them to each other (mariadb-install-db failing on "#sql-temptable-…").
+	env := append(os.Environ(), "TMPDIR="+dir)
+	installCmd := exec.Command(install, "--no-defaults", "--datadir="+data, "--auth-root-authentication-method=normal",
+		"--user=root", "--skip-test-db")
+	installCmd.Env = env
+	out, err := installCmd.CombinedOutput()
 	require.NoError(t, err, "mariadb-install-db: %s", out)
 
 	port := freePort(t)
 	cmd := exec.Command(server, "--no-defaults", "--datadir="+data, fmt.Sprintf("--port=%d", port),
 		"--bind-address=127.0.0.1", "--socket="+filepath.Join(dir, "s"), "--pid-file="+filepath.Join(dir, "pid"),
 		"--user=root", "--skip-log-bin", "--innodb-buffer-pool-size=32M", "--log-error="+filepath.Join(dir, "err.log"))
+	cmd.Env = env
 	require.NoError(t, cmd.Start())
 	// exited closes when mariadbd has exited; waitErr (read after that) says how.
 	exited := make(chan struct{})

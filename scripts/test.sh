@@ -84,7 +84,7 @@ start_private() {
 		--socket="$PRIVATE_DIR/s" --pid-file="$PRIVATE_DIR/pid" --user="$user" --skip-log-bin \
 		--max-connections="$WANT_CONNECTIONS" --innodb-buffer-pool-size=1G --innodb-log-file-size=512M \
 		--max-allowed-packet=64M --character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci \
-		--log-error="$PRIVATE_DIR/err.log" &
+		--tmpdir="$PRIVATE_DIR" --log-error="$PRIVATE_DIR/err.log" &
 	PRIVATE_PID=$!
 	for _ in $(seq 1 600); do
 		[ "$(max_connections 127.0.0.1 "$port")" = "$WANT_CONNECTIONS" ] && break

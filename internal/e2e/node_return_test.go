@@ -118,8 +118,10 @@ func startKillableMariaDB(t *testing.T, schema string) *killableMariaDB {
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	s := &killableMariaDB{dir: dir, data: filepath.Join(dir, "data"), schema: schema}
-	out, err := exec.Command(mariadbBinary(t, "mariadb-install-db"), "--no-defaults", "--datadir="+s.data,
-		"--auth-root-authentication-method=normal", "--user=root", "--skip-test-db").CombinedOutput()
+	install := exec.Command(mariadbBinary(t, "mariadb-install-db"), "--no-defaults", "--datadir="+s.data,
+		"--auth-root-authentication-method=normal", "--user=root", "--skip-test-db")
+	install.Env = append(os.Environ(), "TMPDIR="+dir) // its own, as heraldtest.StartMariaDB's
+	out, err := install.CombinedOutput()
 	require.NoError(t, err, "mariadb-install-db: %s", out)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -144,6 +146,7 @@ func (s *killableMariaDB) start(t *testing.T) {
 	s.cmd = exec.Command(mariadbBinary(t, "mariadbd"), "--no-defaults", "--datadir="+s.data, "--port="+port,
 		"--bind-address=127.0.0.1", "--socket="+filepath.Join(s.dir, "s"), "--pid-file="+filepath.Join(s.dir, "pid"),
 		"--user=root", "--skip-log-bin", "--innodb-buffer-pool-size=32M", "--log-error="+filepath.Join(s.dir, "err.log"))
+	s.cmd.Env = append(os.Environ(), "TMPDIR="+s.dir)
 	require.NoError(t, s.cmd.Start())
 	exited := make(chan struct{})
 	s.exited = exited
