@@ -57,8 +57,13 @@ func TestRequestMetricsAndDeletedGroupSeries(t *testing.T) {
 	require.Contains(t, out, `herald_api_request_duration_seconds_count{method="GET",route="/api/v1/groups/:group"}`)
 	require.NotContains(t, out, `route="/api/v1/groups/`+group+`"`)
 	require.NotContains(t, out, `route="/api/v1/groups/no-such-group"`)
-	require.Contains(t, out, `herald_delivered_messages_total{group="`+group+`"}`)
-	require.Contains(t, out, `herald_post_duration_seconds_count{group="`+group+`"}`)
+	// The worker counts a delivery when the POST's answer is back, which may be
+	// after the receiver saw it.
+	require.Eventually(t, func() bool {
+		out := scrape()
+		return strings.Contains(out, `herald_delivered_messages_total{group="`+group+`"}`) &&
+			strings.Contains(out, `herald_post_duration_seconds_count{group="`+group+`"}`)
+	}, 10*time.Second, 20*time.Millisecond, "the group's worker series are exported")
 
 	h.Admin("DELETE", "/groups/"+group, nil, 200)
 	require.Eventually(t, func() bool { return !strings.Contains(scrape(), `group="`+group+`"`) }, 10*time.Second, 50*time.Millisecond,

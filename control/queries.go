@@ -125,7 +125,10 @@ func (c *Control) blockedKeys(ctx context.Context, g *models.Group, list *[]mode
 		*n = len(*list)
 		return nil
 	}
+	// Keys unblocked between the two reads leave the count below the list it
+	// follows; the page never shows fewer keys counted than listed.
 	*n, err = c.st.OrderedKeyBlocksCount(ctx, g.ID)
+	*n = max(*n, len(*list))
 	return err
 }
 

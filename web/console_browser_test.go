@@ -277,7 +277,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	h.Publish(h.CreateAPIKey("risky"), "risky", map[string]any{"body": map[string]string{"html": "<img src=x onerror=alert(1)>"}})
 	require.Eventually(t, func() bool {
 		b.open("/console/dead-letters?group=flaky")
-		return b.text("#dlq-pending") == "1"
+		return b.text("#dlq-pending") == "1" && eval[bool](b, `!!document.querySelector('#dead-letters a[href*="id="]')`)
 	}, 20*time.Second, 250*time.Millisecond, "the dead letter shows up")
 	detail := eval[string](b, `document.querySelector('#dead-letters a[href*="id="]').getAttribute("href")`)
 	require.Eventually(t, func() bool { // workers write attempt rows within a second

@@ -46,14 +46,16 @@ func (s *Console) consoleDeadLetters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// The count is read before the list: a dead letter written between the two
+	// reads then shows in the list without being counted, never counted but missing.
+	if page.Pending, err = s.ctl.PendingDeadLetters(ctx, page.Group); err != nil {
+		return err
+	}
 	g, ds, err := s.ctl.ListDeadLetters(ctx, page.Group, models.DeadLetterState(page.State), p)
 	if err != nil {
 		return err
 	}
 	page.Selected = true
-	if page.Pending, err = s.ctl.PendingDeadLetters(ctx, g.Name); err != nil {
-		return err
-	}
 	page.Items = control.Map(ds, deadLetterViewOf).Items
 	page.NextURL = nextURL(c, consolePath+"/dead-letters", ds.NextCursor)
 	if raw := c.QueryParam("id"); raw != "" {

@@ -33,9 +33,25 @@ func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
 // (progress reports, fence flushes and the heartbeat key; see reporter.heartbeat).
 const heartbeatDelay = 100 * time.Millisecond
 
-// run runs job j: fence and group checks, messages (carried or loaded), batches
-// sent with at most j.Parallelism POSTs at once, and every outcome reported.
+// run runs job j on one of the worker's slots, waiting for one; a job whose context
+// ends, or whose worker stops, before a slot is free returns its messages unsent
+// (ReasonShutdown).
 func (w *Worker) run(ctx context.Context, j delivery.Job) {
+	if !w.slots.take(ctx, w.stopping) {
+		rep := newReporter(w, j)
+		rep.returned(delivery.ReasonShutdown, delivery.Expand(j.Offsets), delivery.Counters{})
+		rep.flush(true)
+		return
+	}
+	w.runHeld(ctx, j)
+}
+
+// runHeld runs job j on the slot its caller took, and gives the slot back once the
+// job's final report is flushed: fence and group checks, messages (carried or
+// loaded), batches sent with at most j.Parallelism POSTs at once (each beyond the
+// first on a further slot, when one is free), and every outcome reported.
+func (w *Worker) runHeld(ctx context.Context, j delivery.Job) {
+	defer w.slots.give()
 	traceStart := stagetrace.Now()
 	rep := newReporter(w, j)
 	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
@@ -120,20 +136,27 @@ func (w *Worker) run(ctx context.Context, j delivery.Job) {
 	}
 	work := make(chan []models.Message)
 	var wg sync.WaitGroup
-	for range min(j.Parallelism, len(batches)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	sender := func(slot bool) {
+		wg.Go(func() {
+			if slot {
+				defer w.slots.give()
+			}
 			for b := range work {
 				run.send(ctx, b)
 			}
-		}()
+		})
 	}
+	sender(false) // on the job's own slot
+	senders, most := 1, min(j.Parallelism, len(batches))
 	i := 0
 feed:
 	for ; i < len(batches); i++ {
 		if run.stopReason() != "" || w.isStopping() {
 			break
+		}
+		if senders < most && w.slots.tryTake() {
+			sender(true)
+			senders++
 		}
 		select {
 		case work <- batches[i]:

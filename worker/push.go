@@ -31,27 +31,26 @@ type pushedJob struct {
 	timeout time.Duration
 }
 
-// pushStream is a worker's end of the push stream (delivery/push.go): its id, the
-// queue the subscription drains into, and the slots pushed jobs run on.
+// pushStream is a worker's end of the push stream (delivery/push.go): its id and
+// the queue the subscription drains into; pushed jobs run on the worker's slots.
 type pushStream struct {
 	id      string
 	sharded bool
 	mu      sync.Mutex
 	queue   []pushedJob
 	more    chan struct{} // a job was queued (buffer of one)
-	slots   chan struct{} // Concurrency
 	jobs    sync.WaitGroup
 	ready   chan struct{} // closed once the first subscription is confirmed
 }
 
 // newPushStream returns a worker's push stream end with a fresh id
-// (`<host>-<8 hex>`), for concurrency slots.
-func newPushStream(rdb redis.UniversalClient, concurrency int) *pushStream {
+// (`<host>-<8 hex>`).
+func newPushStream(rdb redis.UniversalClient) *pushStream {
 	host, _ := os.Hostname()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return &pushStream{id: fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:])), sharded: delivery.Sharded(rdb),
-		more: make(chan struct{}, 1), slots: make(chan struct{}, concurrency), ready: make(chan struct{})}
+		more: make(chan struct{}, 1), ready: make(chan struct{})}
 }
 
 // listenPushed keeps the worker subscribed to its jobs channel and announced in
@@ -189,7 +188,8 @@ func (w *Worker) takePushed(m any) {
 	}
 }
 
-// runPushed starts queued pushed jobs, each on a slot as soon as one is free, and
+// runPushed starts queued pushed jobs in order, each on one of the worker's slots as
+// soon as one is free, and
 // bounded by its timeout like an asynq task; it returns once listened is closed and
 // the queue is empty (a job started while the worker stops reports its messages
 // returned, ReasonShutdown, at once).
@@ -219,16 +219,13 @@ func (w *Worker) runPushed(listened <-chan struct{}) {
 				continue
 			}
 		}
-		s.slots <- struct{}{}
+		w.slots <- struct{}{} // a running job gives its slot back within its timeout
 		s.jobs.Add(1)
 		go func() {
-			defer func() {
-				<-s.slots
-				s.jobs.Done()
-			}()
+			defer s.jobs.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), next.timeout)
 			defer cancel()
-			w.run(ctx, next.job)
+			w.runHeld(ctx, next.job)
 		}()
 	}
 }

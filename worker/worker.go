@@ -60,10 +60,13 @@ type Worker struct {
 	stopping chan struct{}
 
 	// local links the worker to the dispatcher of its process (local.go).
-	local      *delivery.Local
-	localSlots chan struct{}
-	localJobs  sync.WaitGroup
-	stopMu     sync.Mutex // orders closing stopping against localJobs.Add
+	local     *delivery.Local
+	localJobs sync.WaitGroup
+	stopMu    sync.Mutex // orders closing stopping against localJobs.Add
+
+	// slots bounds the jobs running here and their open POSTs, whatever carried
+	// the jobs (slots.go).
+	slots slots
 
 	// senders gather reports to each dispatcher into one XADD (reportsend.go).
 	senders reportSenders
@@ -75,7 +78,7 @@ type Worker struct {
 func New(cfg config.Worker, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisConnOpt, guard ssrf.Guard, log *slog.Logger) *Worker {
 	return &Worker{cfg: cfg, keys: keys, st: st, rdb: rdb, redisOpt: redisOpt, client: webhook.NewClient(guard), log: log,
 		groups: map[int64]*cachedGroup{}, refreshing: map[int64]bool{}, topics: map[int64]string{}, attempts: make(chan models.DeliveryAttempt, 100_000), stopping: make(chan struct{}),
-		fences: fence.NewWatcher(rdb, keys), stream: newPushStream(rdb, cfg.Concurrency)}
+		fences: fence.NewWatcher(rdb, keys), stream: newPushStream(rdb), slots: newSlots(cfg.Concurrency)}
 }
 
 // Run serves delivery jobs, pushed (push.go) and from asynq, until ctx ends.

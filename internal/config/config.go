@@ -205,7 +205,9 @@ type Dispatcher struct {
 
 // Worker tunes the worker role: concurrency, asynq polling, shutdown, heartbeats.
 type Worker struct {
-	// Concurrency is how many delivery jobs one worker runs at once. Default 64.
+	// Concurrency bounds what one worker runs at once: its running delivery jobs,
+	// and the POSTs they have open, are each at most Concurrency, whether a job came
+	// in-process, pushed or through asynq (one semaphore, worker/slots.go). Default 64.
 	Concurrency int `env:"CONCURRENCY" envDefault:"64"`
 	// TaskCheckInterval is asynq's idle poll for new jobs, the fallback for a lost
 	// wake-up: dispatchers PUBLISH on delivery.Keys.JobsChannel after enqueueing and
