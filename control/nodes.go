@@ -67,8 +67,8 @@ func validNodeDSN(v *models.ValidationError, dsn string) {
 	case len(dsn) > models.MaxNodeDSNBytes:
 		v.Add("/dsn", fmt.Sprintf("at most %d bytes", models.MaxNodeDSNBytes))
 	default:
-		if _, err := store.NormalizeDSN(dsn); err != nil {
-			v.Add("/dsn", "not a DSN of the form user:password@tcp(host:3306)/database")
+		if why := store.NodeDSNRefusal(dsn); why != "" {
+			v.Add("/dsn", why)
 		}
 	}
 }

@@ -132,7 +132,7 @@ func (s *Store) node(ctx context.Context, nodeID int64) (nodeHandle, error) {
 	if err != nil {
 		return nodeHandle{}, fmt.Errorf("open dsn of node %d: %w", nodeID, err)
 	}
-	cfg, err := NormalizeDSN(dsn)
+	cfg, err := NormalizeNodeDSN(dsn) // a stored DSN is neutralised whatever it says
 	if err != nil {
 		return nodeHandle{}, err
 	}

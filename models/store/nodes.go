@@ -47,7 +47,7 @@ func MaskDSN(dsn string) string {
 // auto_increment_increment is 1 (the gap rule needs every id), and closes the
 // connection. It returns the server's VERSION(). Errors say which check failed.
 func NodeProbe(ctx context.Context, dsn string) (string, error) {
-	cfg, err := NormalizeDSN(dsn)
+	cfg, err := NormalizeNodeDSN(dsn)
 	if err != nil {
 		return "", err
 	}

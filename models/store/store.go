@@ -59,6 +59,11 @@ func NormalizeDSN(dsn string) (*mysql.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse mysql dsn: %w", err)
 	}
+	return normalizeConfig(cfg)
+}
+
+// normalizeConfig sets on a parsed DSN what NormalizeDSN promises.
+func normalizeConfig(cfg *mysql.Config) (*mysql.Config, error) {
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
 	cfg.InterpolateParams = true
