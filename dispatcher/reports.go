@@ -83,11 +83,14 @@ func (d *Dispatcher) noteOrdered() {
 	d.holdsOrdered.Store(ordered)
 }
 
-// applyEntry applies the reports of a report stream entry and records the entry
-// for trimming.
+// applyEntry applies the reports of a report stream entry, except the durable
+// copies of reports already applied in memory (Report.Applied), and records the
+// entry for trimming.
 func (d *Dispatcher) applyEntry(e reportEntry) {
 	for _, r := range e.reports {
-		d.applyReport(r)
+		if !r.Applied {
+			d.applyReport(r)
+		}
 	}
 	d.reportLog.add(e.id, e.reports)
 }

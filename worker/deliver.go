@@ -142,6 +142,10 @@ func (w *Worker) runHeld(ctx context.Context, j delivery.Job) {
 				defer w.slots.give()
 			}
 			for b := range work {
+				// A POST starts only once its predecessors' outcomes are durable (a local
+				// job's copies, report.go): what a kill repeats stays within the job's
+				// parallelism.
+				run.rep.awaitCopies()
 				run.send(ctx, b)
 			}
 		})

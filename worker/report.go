@@ -15,10 +15,20 @@ import (
 // Redis write per report, never per message, and one for all the reports a worker
 // has waiting for that owner (reportsend.go). Retry rows and dead letters are written before the
 // report that names them, so a report never claims a write that did not happen.
+//
+// A job whose owner is the dispatcher of this process (`herald all`) hands its
+// reports over in memory, and also queues each POST's done offsets, as soon as they
+// are known, to the owner's stream as a durable copy (delivery.Report.Applied,
+// gathered with the worker's other sends). A report is handed over only once the
+// copies of what it names are written, so the owner frees a job's share of
+// max_in_flight only for durable outcomes: process and owner die together, and a
+// successor replays the copies and sends again only what the job's POSTs held, at
+// most the group's max_in_flight.
 type reporter struct {
 	w      *Worker
 	job    delivery.Job
 	taskID string
+	local  bool // the owner is this process's dispatcher
 
 	mu        sync.Mutex
 	sent      []int64
@@ -30,10 +40,41 @@ type reporter struct {
 	final     bool
 	inPlace   *delivery.InPlace
 	beating   atomic.Bool // the heartbeat key was written
+	// copied is closed once the last durable copy queued is written (local jobs).
+	copied <-chan struct{}
 }
 
 func newReporter(w *Worker, j delivery.Job) *reporter {
-	return &reporter{w: w, job: j, taskID: j.TaskID(), back: map[delivery.Reason][]int64{}}
+	return &reporter{w: w, job: j, taskID: j.TaskID(), back: map[delivery.Reason][]int64{},
+		local: w.local != nil && w.local.Owns(j.Owner)}
+}
+
+// durable queues the durable copy of one POST's done offsets for a local job (see
+// reporter); the job does not wait for it.
+func (r *reporter) durable(delivered, retried, dead []int64) {
+	if !r.local || r.job.Retry || len(delivered)+len(retried)+len(dead) == 0 {
+		return
+	}
+	rep := delivery.Report{TaskID: r.taskID, Group: r.job.Group, Queue: r.job.Queue, Version: r.job.Version, Generation: r.job.Generation,
+		Delivered: delivery.Ranges(delivered), RetryWritten: delivery.Ranges(retried), DeadLettered: delivery.Ranges(dead), Ordered: r.job.Ordered}
+	b, _ := json.Marshal(rep.DurableCopy())
+	done := r.w.senders.sender(r.w, r.job.Owner).queue(b, "", false)
+	r.mu.Lock()
+	r.copied = done // a sender writes in queue order: this one closes after the earlier ones
+	r.mu.Unlock()
+}
+
+// awaitCopies waits until the durable copies queued so far are written (or given
+// up on after reportPushFor), cutting the sender's linger short.
+func (r *reporter) awaitCopies() {
+	r.mu.Lock()
+	done := r.copied
+	r.mu.Unlock()
+	if done == nil {
+		return
+	}
+	r.w.senders.sender(r.w, r.job.Owner).hurry()
+	<-done
 }
 
 func (r *reporter) add(c delivery.Counters) {
@@ -60,6 +101,7 @@ func (r *reporter) delivered(offsets []int64, c delivery.Counters) {
 	r.sent = append(r.sent, offsets...)
 	r.add(c)
 	r.mu.Unlock()
+	r.durable(offsets, nil, nil)
 }
 
 // failed records where RetryRecord put failed messages.
@@ -72,6 +114,7 @@ func (r *reporter) failed(retried, dead []int64, nextDue time.Time, c delivery.C
 	}
 	r.add(c)
 	r.mu.Unlock()
+	r.durable(nil, retried, dead)
 }
 
 func (r *reporter) returned(reason delivery.Reason, offsets []int64, c delivery.Counters) {
@@ -101,6 +144,7 @@ func (r *reporter) flush(final bool) {
 		}
 	}
 	sent := r.sent
+	copied := r.copied
 	r.inPlace = nil
 	r.sent, r.retried, r.dead, r.back, r.nextDueMS, r.counters, r.final = nil, nil, nil, map[delivery.Reason][]int64{}, 0, delivery.Counters{}, final
 	r.mu.Unlock()
@@ -115,7 +159,10 @@ func (r *reporter) flush(final bool) {
 			r.w.log.Warn("release returned retry rows", "task", r.taskID, "err", err)
 		}
 	}
-	if r.w.local != nil && r.w.local.Report(r.job.Owner, rep) {
+	if copied != nil {
+		r.awaitCopies() // what rep names is durable before the owner frees its credits
+	}
+	if r.w.local != nil && r.w.local.Report(r.job.Owner, rep) { // its durable copies went POST by POST
 		if final && r.beating.Load() {
 			r.w.rdb.Del(ctx, r.w.keys.Heartbeat(r.job.Owner, r.taskID))
 		}

@@ -64,6 +64,25 @@ func (s *reportSenders) sender(w *Worker, owner string) *reportSender {
 // in the owner's stream, or was given up on after reportPushFor. urgent skips the
 // linger (a report an ordered group's next message waits for).
 func (rs *reportSender) send(report []byte, heartbeat string, urgent bool) {
+	<-rs.queue(report, heartbeat, urgent)
+}
+
+// hurry sends the gathering waiting for the next send without its linger.
+func (rs *reportSender) hurry() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.next == nil || rs.next.urgent {
+		return
+	}
+	rs.next.urgent = true
+	select {
+	case rs.urgent <- struct{}{}:
+	default:
+	}
+}
+
+// queue is send without the wait: it returns a channel closed when the send ended.
+func (rs *reportSender) queue(report []byte, heartbeat string, urgent bool) <-chan struct{} {
 	rs.mu.Lock()
 	if rs.next == nil {
 		rs.next = &reportSend{done: make(chan struct{})}
@@ -85,7 +104,7 @@ func (rs *reportSender) send(report []byte, heartbeat string, urgent bool) {
 		go rs.run()
 	}
 	rs.mu.Unlock()
-	<-g.done
+	return g.done
 }
 
 // run sends gatherings until none waits, then ends (a sender costs no goroutine

@@ -74,6 +74,13 @@ func (l *Local) Report(owner string, r Report) bool {
 	}
 }
 
+// Owns reports whether owner is the attached dispatcher.
+func (l *Local) Owns(owner string) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.reports != nil && l.owner == owner
+}
+
 // AttachWorker registers the worker's runner; nil detaches it.
 func (l *Local) AttachWorker(run LocalRunner) {
 	l.mu.Lock()

@@ -217,4 +217,17 @@ type Report struct {
 	// prefix of each key's (of the queue's) undone messages, which a new owner relies
 	// on after a crash (dispatcher/keyfloor.go). Absent from older workers' reports.
 	Ordered bool `json:"ord,omitempty"`
+	// Applied marks the durable copy of a report its owner already applied in
+	// memory (`herald all`, Local): the owner only records it in its report stream's
+	// log for trimming, and a successor that takes the owner's cursors over replays
+	// it like any other report, so what a killed process delivered but never
+	// committed is not sent again. It carries only what a replay reads.
+	Applied bool `json:"ap,omitempty"`
+}
+
+// DurableCopy returns the Applied copy of r: its task, cursor, version and done
+// offsets, without counters, returned offsets or an in-place retry.
+func (r Report) DurableCopy() Report {
+	return Report{TaskID: r.TaskID, Group: r.Group, Queue: r.Queue, Version: r.Version, Generation: r.Generation,
+		Delivered: r.Delivered, RetryWritten: r.RetryWritten, DeadLettered: r.DeadLettered, Ordered: r.Ordered, Final: r.Final, Applied: true}
 }
