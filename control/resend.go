@@ -33,10 +33,12 @@ type ResendResult struct {
 
 // ResendMessage sends message id (`msg_<queue>_<offset>`) to group name again
 // through its retry topic, at the group's rate, under the same webhook-id; its
-// herald-attempt continues from the attempts recorded. Audited as group.resend.
-// Errors: models.ErrNotFound (group, message, or a topic the group does not
-// subscribe to), a *models.ValidationError on /id when the message is filtered out
-// by the group's tags or not delivered yet.
+// herald-attempt continues from the attempts recorded. Only a message the group's
+// subscription accepts as delivery does — its tag filter and its attribute filter
+// (models.Subscription Matches and MatchesAttributes) — is sent again. Audited as
+// group.resend. Errors: models.ErrNotFound (group, message, or a topic the group
+// does not subscribe to), a *models.ValidationError on /id when the group's tag or
+// attribute filter excludes the message or it is not delivered yet.
 func (c *Control) ResendMessage(ctx context.Context, a Actor, name, id string) (ResendResult, error) {
 	g, err := c.st.GroupGetByName(ctx, name)
 	if err != nil {
@@ -50,7 +52,7 @@ func (c *Control) ResendMessage(ctx context.Context, a Actor, name, id string) (
 	if err != nil {
 		return ResendResult{}, err
 	}
-	ms, err := c.st.ResendCandidates(ctx, q, off, off, 0, 0, 1)
+	ms, err := c.st.ResendCandidates(ctx, q, off, off, 0, 0, 1, sub.HasFilter())
 	if err != nil {
 		return ResendResult{}, err
 	}
@@ -59,18 +61,28 @@ func (c *Control) ResendMessage(ctx context.Context, a Actor, name, id string) (
 	}
 	switch {
 	case !sub.Matches(ms[0].Tag):
-		return ResendResult{}, invalid("/id", "the group's tag filter skips this message")
+		return ResendResult{}, invalid("/id", fmt.Sprintf("the group's tag filter excludes this message (tag %q)", ms[0].Tag))
+	case !sub.MatchesAttributes(ms[0].Headers):
+		return ResendResult{}, invalid("/id", fmt.Sprintf("the group's attribute filter excludes this message (%s)", sub.Filter))
 	case off > committed:
 		return ResendResult{}, invalid("/id", "not delivered to this group yet; it will be sent in turn")
 	}
 	return c.resend(ctx, a, g, map[int64][]int64{q: {off}}, map[string]any{"id": id})
 }
 
+// resendBatch is how many messages a range resend reads from a queue at a time
+// (headers included when the subscription filters on attributes), so its memory
+// is one batch plus the offsets picked (at most MaxResendMessages) however long the
+// range is.
+const resendBatch = 1000
+
 // ResendMessages sends the already-delivered messages that r selects to group name
-// again, as ResendMessage does for one. Messages the group's tag filter skips and
-// offsets its cursor has not passed are left out. Audited as group.resend with the
-// range. Errors: a *models.ValidationError for a malformed range or one selecting
-// more than MaxResendMessages, models.ErrNotFound.
+// again, as ResendMessage does for one. Messages the group's subscription excludes
+// (its tag filter or its attribute filter, decided as delivery decides) and
+// offsets its cursor has not passed are left out, and not counted; the range is
+// read in batches of resendBatch. Audited as group.resend with the range. Errors:
+// a *models.ValidationError for a malformed range or one selecting more than
+// MaxResendMessages (counting only the messages it would send), models.ErrNotFound.
 func (c *Control) ResendMessages(ctx context.Context, a Actor, name string, r ResendRange) (ResendResult, error) {
 	byQueue := r.Queue != 0 || r.FromOffset != 0 || r.ToOffset != 0
 	byTime := r.FromTime != nil || r.ToTime != nil
@@ -107,18 +119,25 @@ func (c *Control) ResendMessages(ctx context.Context, a Actor, name string, r Re
 		if err != nil {
 			return ResendResult{}, err
 		}
-		ms, err := c.st.ResendCandidates(ctx, q, from, min(to, committed), fromMS, toMS, MaxResendMessages+1)
-		if err != nil {
-			return ResendResult{}, err
-		}
-		for _, m := range ms {
-			if sub.Matches(m.Tag) {
-				picked[q] = append(picked[q], m.Offset)
-				n++
+		for next, last := from, min(to, committed); next <= last; {
+			ms, err := c.st.ResendCandidates(ctx, q, next, last, fromMS, toMS, resendBatch, sub.HasFilter())
+			if err != nil {
+				return ResendResult{}, err
 			}
-		}
-		if n > MaxResendMessages {
-			return ResendResult{}, invalid("", fmt.Sprintf("the range selects more than %d messages; narrow it", MaxResendMessages))
+			for _, m := range ms {
+				// The dispatcher's test (dispatcher.passes): the tag filter, then the attribute filter.
+				if sub.Matches(m.Tag) && sub.MatchesAttributes(m.Headers) {
+					picked[q] = append(picked[q], m.Offset)
+					n++
+				}
+			}
+			if n > MaxResendMessages {
+				return ResendResult{}, invalid("", fmt.Sprintf("the range selects more than %d messages; narrow it", MaxResendMessages))
+			}
+			if len(ms) < resendBatch {
+				break
+			}
+			next = ms[len(ms)-1].Offset + 1
 		}
 	}
 	rec := map[string]any{"queue": r.Queue, "from_offset": r.FromOffset, "to_offset": r.ToOffset, "from_time": r.FromTime, "to_time": r.ToTime}

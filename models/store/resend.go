@@ -2,25 +2,36 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/heraldhq/herald/models"
 )
 
-// ResendCandidate is a stored message a resend may select: its offset, tag and
-// publish time (Unix ms).
+// ResendCandidate is a stored message a resend may select: its offset, tag,
+// publish time (Unix ms) and, when read for a subscription with an attribute
+// filter, its publisher headers (lower-case names, as stored; nil otherwise or
+// when the message has none).
 type ResendCandidate struct {
 	Offset    int64
 	Tag       string
 	CreatedAt int64
+	Headers   map[string]string
 }
 
 // ResendCandidates returns up to limit messages of one queue in id order with
 // fromOffset ≤ offset ≤ toOffset and, when fromMS or toMS is not zero, fromMS ≤
-// created_at < toMS (Unix ms). It never reads bodies.
-func (s *Store) ResendCandidates(ctx context.Context, queueID, fromOffset, toOffset, fromMS, toMS int64, limit int) ([]ResendCandidate, error) {
-	q := "SELECT id, tag, created_at FROM " + models.QueueTableName(queueID) + " WHERE id >= ? AND id <= ?"
+// created_at < toMS (Unix ms). withHeaders also reads each message's headers, for
+// a subscription whose attribute filter must decide (as QueueScanAttributes does
+// for the dispatcher); other resends never read that column. It never reads bodies.
+// A caller walking a long range calls it again from the last offset + 1.
+func (s *Store) ResendCandidates(ctx context.Context, queueID, fromOffset, toOffset, fromMS, toMS int64, limit int, withHeaders bool) ([]ResendCandidate, error) {
+	cols := "id, tag, created_at"
+	if withHeaders {
+		cols += ", headers"
+	}
+	q := "SELECT " + cols + " FROM " + models.QueueTableName(queueID) + " WHERE id >= ? AND id <= ?"
 	args := []any{fromOffset, toOffset}
 	if fromMS != 0 {
 		q += " AND created_at >= ?"
@@ -44,12 +55,26 @@ func (s *Store) ResendCandidates(ctx context.Context, queueID, fromOffset, toOff
 	var out []ResendCandidate
 	for rows.Next() {
 		var c ResendCandidate
-		if err := rows.Scan(&c.Offset, &c.Tag, &c.CreatedAt); err != nil {
-			return nil, err
+		var tag, headers []byte
+		dest := []any{&c.Offset, &tag, &c.CreatedAt}
+		if withHeaders {
+			dest = append(dest, &headers)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("read resend candidates of queue %d: %w", queueID, err)
+		}
+		c.Tag = string(tag)
+		if len(headers) > 0 {
+			if err := json.Unmarshal(headers, &c.Headers); err != nil {
+				return nil, fmt.Errorf("headers of message %d in queue %d: %w", c.Offset, queueID, err)
+			}
 		}
 		out = append(out, c)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read resend candidates of queue %d: %w", queueID, err)
+	}
+	return out, nil
 }
 
 // RetryResend puts messages of one queue into a group's retry topic, due now, so the
