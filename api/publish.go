@@ -136,10 +136,6 @@ func (s *Server) publish(c echo.Context) error {
 	} else if err != nil {
 		return err
 	}
-	// While this request is read and checked, the writer's next flush may linger
-	// for it (groupcommit.Writer.Linger).
-	expected := s.writer.Expect()
-	defer expected()
 	body, err := readBody(c, MaxRequestBytes)
 	if err != nil {
 		return err
@@ -175,7 +171,6 @@ func (s *Server) publish(c echo.Context) error {
 		if idemKey != "" {
 			pr.Idempotency = &groupcommit.IdempotencyRecord{APIKeyID: key.ID, TopicID: topic.ID, Key: idemKey, RequestHash: reqHash}
 		}
-		expected()
 		traceSubmit = stagetrace.Now()
 		err = s.writer.Submit(ctx, pr)
 		if try > 0 || !errors.Is(err, models.ErrQueueSealed) {

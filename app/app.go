@@ -114,7 +114,6 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 	if roles.API {
 		a.Writer = groupcommit.New(st, notifier, log)
 		a.Writer.Lanes = cfg.PublishLanes
-		a.Writer.Linger = cfg.PublishLinger
 		a.Writer.FlushTimeout = cfg.PublishTimeout
 		a.API = api.New(api.Options{PublishTimeout: cfg.PublishTimeout}, ctl, rdb, a.Writer, log)
 		a.API.Mount(web.New(web.Config{Control: ctl, Log: log, CookieSecure: cfg.CookieSecure}).Routes)

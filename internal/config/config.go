@@ -73,11 +73,6 @@ type Config struct {
 	// together is refused: it would change nothing.
 	InProcess *bool `env:"IN_PROCESS"`
 
-	// PublishLinger is how long a group-commit flush may wait for publish requests
-	// that are already being read, so concurrent publishers share one commit; a flush
-	// never waits when no request is being read. Default 0 (off); at most 5ms.
-	PublishLinger time.Duration `env:"PUBLISH_LINGER" envDefault:"0"`
-
 	// PublishLanes is how many group-commit flushes the api runs at once per db node,
 	// each on its own connection. Default 1, one writer per node: two lanes measured no
 	// better on 2 cores (docs/measurements/publish-lanes.md).
@@ -333,9 +328,6 @@ func (c Config) Validate() error {
 		if p.d < 0 || p.d > 20*time.Millisecond {
 			errs = append(errs, fmt.Errorf("%s must be between 0 and 20ms, not %s", p.name, p.d))
 		}
-	}
-	if c.PublishLinger < 0 || c.PublishLinger > 5*time.Millisecond {
-		errs = append(errs, fmt.Errorf("HERALD_PUBLISH_LINGER must be between 0 and 5ms, not %s", c.PublishLinger))
 	}
 	if c.Maintenance.AttemptRetention < 24*time.Hour {
 		errs = append(errs, errors.New("HERALD_MAINTENANCE_ATTEMPT_RETENTION must be at least 24h (attempts are kept in daily partitions)"))

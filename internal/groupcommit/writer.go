@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/heraldhq/herald/internal/notify"
@@ -83,11 +82,6 @@ type Writer struct {
 	OnFlush func(requests, rows int)
 	// Lanes is how many flushes may run at once, each on its own connection. Default 1.
 	Lanes int
-	// Linger is how long a flush may wait for requests that are already being read
-	// (Expect) before it starts; it never waits when none is. Default 0 (no wait).
-	Linger time.Duration
-	// expected counts requests between Expect and their Submit.
-	expected atomic.Int64
 	// FlushTimeout bounds one flush, statement and commit; a flush that runs out
 	// fails its requests with ErrOutcomeUnknown and frees its lane, so a stalled
 	// database cannot hold publishes forever. Default DefaultFlushTimeout (10 s).
@@ -124,21 +118,6 @@ func (w *Writer) startLanes(ctx context.Context, node int64, in chan *item) {
 		go func() { defer w.lanesWG.Done(); w.lane(ctx, node, in) }()
 	}
 }
-
-// Expect announces a publish request being read that will reach Submit soon (or
-// be abandoned); call the returned func once when it has been submitted or
-// abandoned. While requests are expected, a flush lingers up to Linger for them, so
-// concurrent publishers share one commit instead of queueing behind it.
-func (w *Writer) Expect() (done func()) {
-	if w.Linger <= 0 {
-		return noop // nothing lingers: nothing to count
-	}
-	w.expected.Add(1)
-	var once sync.Once
-	return func() { once.Do(func() { w.expected.Add(-1) }) }
-}
-
-func noop() {}
 
 // Submit queues req for the next flush and waits until it is committed or failed.
 // The request is stored entirely or not at all. It returns ctx's error if ctx ends
@@ -217,8 +196,7 @@ func (w *Writer) Run(ctx context.Context) error {
 type gathering struct {
 	items       []*item
 	rows, bytes int
-	carry       *item     // the request that did not fit: it starts the next flush
-	until       time.Time // end of this flush's linger, set when it starts
+	carry       *item // the request that did not fit: it starts the next flush
 }
 
 // full reports whether the flush reached a cap.
@@ -267,9 +245,7 @@ func (w *Writer) lane(ctx context.Context, node int64, in chan *item) {
 					break drain
 				}
 			default:
-				if !w.linger(in, g) {
-					break drain
-				}
+				break drain
 			}
 		}
 		carry = g.carry
@@ -280,30 +256,6 @@ func (w *Writer) lane(ctx context.Context, node int64, in chan *item) {
 		if w.OnFlush != nil {
 			w.OnFlush(len(g.items), g.rows)
 		}
-	}
-}
-
-// linger waits, while requests are expected (being read), for one more until
-// g.until (Linger after the flush first lingered) and takes it; it reports whether
-// the drain goes on.
-func (w *Writer) linger(in chan *item, g *gathering) bool {
-	if w.Linger <= 0 || w.expected.Load() == 0 {
-		return false
-	}
-	if g.until.IsZero() {
-		g.until = time.Now().Add(w.Linger)
-	}
-	wait := time.Until(g.until)
-	if wait <= 0 {
-		return false
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case it := <-in:
-		return g.take(it)
-	case <-t.C:
-		return false
 	}
 }
 

@@ -57,7 +57,7 @@ const defaultScenarios = "e,g,l,h,k,x,d,s,o,a,b,c,n,f"
 func parseFlags() options {
 	var o options
 	flag.StringVar(&o.herald, "herald", "bin/herald", "path of the herald binary")
-	flag.StringVar(&o.heraldEnv, "herald-env", "", "extra HERALD_* settings for the Herald under test, comma-separated NAME=value pairs (e.g. HERALD_PUBLISH_LINGER=1ms); the report lists them")
+	flag.StringVar(&o.heraldEnv, "herald-env", "", "extra HERALD_* settings for the Herald under test, comma-separated NAME=value pairs (e.g. HERALD_PUBLISH_LANES=2); the report lists them")
 	flag.StringVar(&o.fixtures, "fixtures", "testdata/github-webhooks", "directory of GitHub webhook JSON files with index.tsv (scenario b)")
 	flag.StringVar(&o.results, "results", "bench/results", "directory for the report and Herald's log")
 	flag.StringVar(&o.dsn, "mysql-dsn", "root@tcp(127.0.0.1:3306)/herald_bench", "DSN of the benchmark database; it is DROPPED and recreated")
