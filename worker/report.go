@@ -64,8 +64,13 @@ func (r *reporter) durable(delivered, retried, dead []int64) {
 	r.mu.Unlock()
 }
 
+// copyWait bounds how long a local job waits for its durable copies: while Redis
+// does not take them (a failover), delivery goes on at the cost of repeats after a
+// kill in that time, never of a loss.
+const copyWait = time.Second
+
 // awaitCopies waits until the durable copies queued so far are written (or given
-// up on after reportPushFor), cutting the sender's linger short.
+// up on), at most copyWait, cutting the sender's linger short.
 func (r *reporter) awaitCopies() {
 	r.mu.Lock()
 	done := r.copied
@@ -73,8 +78,18 @@ func (r *reporter) awaitCopies() {
 	if done == nil {
 		return
 	}
+	select {
+	case <-done:
+		return
+	default:
+	}
 	r.w.senders.sender(r.w, r.job.Owner).hurry()
-	<-done
+	t := time.NewTimer(copyWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 func (r *reporter) add(c delivery.Counters) {
