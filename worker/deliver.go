@@ -145,7 +145,7 @@ func (w *Worker) runHeld(ctx context.Context, j delivery.Job) {
 				// A POST starts only once its predecessors' outcomes are durable (a local
 				// job's copies, report.go): what a kill repeats stays within the job's
 				// parallelism.
-				run.rep.awaitCopies()
+				run.rep.awaitCopies(true)
 				run.send(ctx, b)
 			}
 		})

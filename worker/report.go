@@ -70,8 +70,10 @@ func (r *reporter) durable(delivered, retried, dead []int64) {
 const copyWait = time.Second
 
 // awaitCopies waits until the durable copies queued so far are written (or given
-// up on), at most copyWait, cutting the sender's linger short.
-func (r *reporter) awaitCopies() {
+// up on), at most copyWait; hurry cuts the sender's linger short (a POST of the job
+// waits, or an ordered group's next message waits for this report), otherwise the
+// copies go with the next gathering (HERALD_WORKER_REPORT_LINGER).
+func (r *reporter) awaitCopies(hurry bool) {
 	r.mu.Lock()
 	done := r.copied
 	r.mu.Unlock()
@@ -83,7 +85,9 @@ func (r *reporter) awaitCopies() {
 		return
 	default:
 	}
-	r.w.senders.sender(r.w, r.job.Owner).hurry()
+	if hurry {
+		r.w.senders.sender(r.w, r.job.Owner).hurry()
+	}
 	t := time.NewTimer(copyWait)
 	defer t.Stop()
 	select {
@@ -175,7 +179,7 @@ func (r *reporter) flush(final bool) {
 		}
 	}
 	if copied != nil {
-		r.awaitCopies() // what rep names is durable before the owner frees its credits
+		r.awaitCopies(r.job.Ordered || r.job.Probe) // what rep names is durable before the owner frees its credits
 	}
 	if r.w.local != nil && r.w.local.Report(r.job.Owner, rep) { // its durable copies went POST by POST
 		if final && r.beating.Load() {
