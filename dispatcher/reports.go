@@ -114,6 +114,9 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 		return
 	}
 	js := d.jobs[r.TaskID]
+	// When the report came in: observe may write an event (a database round trip),
+	// and a returned message's delay must not outlast the pause the report starts.
+	nowMS := d.now().UnixMilli()
 	d.observe(gs, r)
 	if r.NextDueMS > 0 {
 		gs.health.retryDueBy(time.UnixMilli(r.NextDueMS))
@@ -167,7 +170,6 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 	if js == nil {
 		return
 	}
-	nowMS := d.now().UnixMilli()
 	var back []pendingMsg
 	for reason, rs := range r.Returned {
 		if reason == delivery.ReasonFenced {

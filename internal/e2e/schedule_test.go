@@ -41,6 +41,14 @@ func queueOf(id string) string {
 	return parts[1]
 }
 
+// idOffset returns the offset in a webhook-id msg_<queue>_<offset>.
+func idOffset(t *testing.T, id string) int64 {
+	t.Helper()
+	_, off, err := models.ParseMessageID(id)
+	require.NoError(t, err, "webhook-id %q", id)
+	return off
+}
+
 // hit is one request a receiver saw, whatever its answer.
 type hit struct {
 	id     string
@@ -112,7 +120,15 @@ func TestRateLimitSharedAcrossQueues(t *testing.T) {
 }
 
 // TestThrottledMessageFirstAfterPause: a message answered 429 with Retry-After 1 is
-// the first one sent when the pause ends, not queued behind the backlog.
+// sent again when the pause ends, before any newer message, not queued behind the
+// backlog (README, "What your answer means": the messages it returned are the first
+// sent when the pause ends; dispatcher/reports.go puts them back in offset order).
+//
+// The rule is the order in which the dispatcher cuts jobs. max_in_flight 1 makes the
+// endpoint see POSTs in that order: with more, a job's POSTs run in parallel, so a
+// message of the throttled job whose POST had not started is held and, being older,
+// rightly goes first; and the job cut after the re-send may overtake it (the re-sent
+// message is loaded from MySQL, the next one came with its notification).
 func TestThrottledMessageFirstAfterPause(t *testing.T) {
 	t.Parallel()
 	h := heraldtest.StartHerald(t, nil)
@@ -125,29 +141,30 @@ func TestThrottledMessageFirstAfterPause(t *testing.T) {
 		}
 		return 204
 	})
-	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "rate_limit": 50, "subscriptions": []map[string]any{{"topic": "t"}}}))
+	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "rate_limit": 50, "max_in_flight": 1,
+		"subscriptions": []map[string]any{{"topic": "t"}}}))
 	publishN(t, h, h.CreateAPIKey("t"), "t", "", 250)
 	require.Eventually(t, func() bool { return len(hits()) > 20 }, 15*time.Second, 5*time.Millisecond)
 	throttled := hits()[20]
-	// Requests already on the wire when the 429 came back may land just after it.
-	require.Eventually(t, func() bool {
-		for _, x := range hits() {
-			if x.at.After(throttled.at.Add(500 * time.Millisecond)) {
-				return true
+	again := func(hs []hit) int { // the index of its next POST, or -1
+		for i := 21; i < len(hs); i++ {
+			if hs[i].id == throttled.id {
+				return i
 			}
 		}
-		return false
-	}, 10*time.Second, 5*time.Millisecond)
-	var first hit
-	for _, x := range hits() {
-		if x.at.After(throttled.at.Add(500 * time.Millisecond)) {
-			first = x
-			break
-		}
+		return -1
 	}
-	require.Equal(t, throttled.id, first.id, "the throttled message goes first when the pause ends")
-	wait := first.at.Sub(throttled.at)
-	t.Logf("throttled message sent again after %v", wait)
+	require.Eventually(t, func() bool { return again(hits()) > 0 }, 10*time.Second, 5*time.Millisecond, "%s sent again", throttled.id)
+	hs := hits()
+	i := again(hs)
+	// Held messages of its job are newer and come after it; an older message may
+	// still be backing off from an earlier return and go before it.
+	for _, x := range hs[21:i] {
+		require.Less(t, idOffset(t, x.id), idOffset(t, throttled.id),
+			"%s was sent after the 429 and before %s went again: the throttled message goes before every newer one", x.id, throttled.id)
+	}
+	wait := hs[i].at.Sub(throttled.at)
+	t.Logf("%s sent again after %v, POST %d after the 429", throttled.id, wait, i-20)
 	require.Greater(t, wait, 900*time.Millisecond, "paused for Retry-After")
 	require.Less(t, wait, 2*time.Second, "sent again at the end of the pause (Retry-After 1 s ± 1 s)")
 	r.WaitCount(250, 20*time.Second)
