@@ -57,12 +57,24 @@ func scanAttributes(rows *sql.Rows) ([]RowAttributes, error) {
 			return nil, err
 		}
 		m.Tag, m.Key = string(tag), string(key)
-		if len(headers) > 0 {
-			if err := json.Unmarshal(headers, &m.Headers); err != nil {
-				return nil, fmt.Errorf("headers of row %d: %w", m.ID, err)
-			}
+		var err error
+		if m.Headers, err = decodeHeaders(headers, m.ID); err != nil {
+			return nil, err
 		}
 		out = append(out, m)
 	}
 	return out, rows.Err()
+}
+
+// decodeHeaders decodes a queue row's headers column (a JSON object of lower-case
+// names to values; empty for none, then nil) of row id.
+func decodeHeaders(b []byte, id int64) (map[string]string, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var h map[string]string
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, fmt.Errorf("headers of row %d: %w", id, err)
+	}
+	return h, nil
 }

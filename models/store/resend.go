@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -64,10 +63,8 @@ func (s *Store) ResendCandidates(ctx context.Context, queueID, fromOffset, toOff
 			return nil, fmt.Errorf("read resend candidates of queue %d: %w", queueID, err)
 		}
 		c.Tag = string(tag)
-		if len(headers) > 0 {
-			if err := json.Unmarshal(headers, &c.Headers); err != nil {
-				return nil, fmt.Errorf("headers of message %d in queue %d: %w", c.Offset, queueID, err)
-			}
+		if c.Headers, err = decodeHeaders(headers, c.Offset); err != nil {
+			return nil, fmt.Errorf("queue %d: %w", queueID, err)
 		}
 		out = append(out, c)
 	}
