@@ -55,9 +55,8 @@ func (r *reporter) durable(delivered, retried, dead []int64) {
 	if !r.local || r.job.Retry || len(delivered)+len(retried)+len(dead) == 0 {
 		return
 	}
-	rep := delivery.Report{TaskID: r.taskID, Group: r.job.Group, Queue: r.job.Queue, Version: r.job.Version, Generation: r.job.Generation,
-		Delivered: delivery.Ranges(delivered), RetryWritten: delivery.Ranges(retried), DeadLettered: delivery.Ranges(dead), Ordered: r.job.Ordered}
-	b, _ := json.Marshal(rep.DurableCopy())
+	b, _ := json.Marshal(delivery.Report{TaskID: r.taskID, Group: r.job.Group, Queue: r.job.Queue, Version: r.job.Version, Generation: r.job.Generation,
+		Delivered: delivery.Ranges(delivered), RetryWritten: delivery.Ranges(retried), DeadLettered: delivery.Ranges(dead), Ordered: r.job.Ordered, Applied: true})
 	done := r.w.senders.sender(r.w, r.job.Owner).queue(b, "", false)
 	r.mu.Lock()
 	r.copied = done // a sender writes in queue order: this one closes after the earlier ones
@@ -163,7 +162,6 @@ func (r *reporter) flush(final bool) {
 		}
 	}
 	sent := r.sent
-	copied := r.copied
 	r.inPlace = nil
 	r.sent, r.retried, r.dead, r.back, r.nextDueMS, r.counters, r.final = nil, nil, nil, map[delivery.Reason][]int64{}, 0, delivery.Counters{}, final
 	r.mu.Unlock()
@@ -178,9 +176,7 @@ func (r *reporter) flush(final bool) {
 			r.w.log.Warn("release returned retry rows", "task", r.taskID, "err", err)
 		}
 	}
-	if copied != nil {
-		r.awaitCopies(r.job.Ordered || r.job.Probe) // what rep names is durable before the owner frees its credits
-	}
+	r.awaitCopies(r.job.Ordered || r.job.Probe) // what rep names is durable before the owner frees its credits
 	if r.w.local != nil && r.w.local.Report(r.job.Owner, rep) { // its durable copies went POST by POST
 		if final && r.beating.Load() {
 			r.w.rdb.Del(ctx, r.w.keys.Heartbeat(r.job.Owner, r.taskID))

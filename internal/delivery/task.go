@@ -224,10 +224,3 @@ type Report struct {
 	// committed is not sent again. It carries only what a replay reads.
 	Applied bool `json:"ap,omitempty"`
 }
-
-// DurableCopy returns the Applied copy of r: its task, cursor, version and done
-// offsets, without counters, returned offsets or an in-place retry.
-func (r Report) DurableCopy() Report {
-	return Report{TaskID: r.TaskID, Group: r.Group, Queue: r.Queue, Version: r.Version, Generation: r.Generation,
-		Delivered: r.Delivered, RetryWritten: r.RetryWritten, DeadLettered: r.DeadLettered, Ordered: r.Ordered, Final: r.Final, Applied: true}
-}
