@@ -16,6 +16,7 @@ import (
 	"github.com/heraldhq/herald/api"
 	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/dispatcher"
+	"github.com/heraldhq/herald/internal/bus"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/groupcommit"
@@ -118,25 +119,33 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		a.API = api.New(api.Options{PublishTimeout: cfg.PublishTimeout}, ctl, rdb, a.Writer, log)
 		a.API.Mount(web.New(web.Config{Control: ctl, Log: log, CookieSecure: cfg.CookieSecure}).Routes)
 	}
+	// The delivery bus, chosen once: in memory where this process runs the
+	// dispatcher and the worker together, else over Redis.
+	var jobs bus.Jobs
+	var source bus.Source
+	if inProcess && roles.Worker {
+		ip := bus.NewInProcess()
+		jobs, source = ip, ip
+	} else {
+		if roles.Dispatcher {
+			jobs = bus.NewRedisJobs(rdb, ropt, keys, log, nil)
+		}
+		if roles.Worker {
+			source = bus.NewRedisSource(cfg.Worker, rdb, ropt, keys, log)
+		}
+	}
 	if roles.Dispatcher {
-		a.Dispatcher = dispatcher.New(cfg.Dispatcher, keys, st, rdb, ropt, log, nil)
+		a.Dispatcher = dispatcher.New(cfg.Dispatcher, keys, st, rdb, jobs, log, nil)
 	}
 	if roles.Worker {
 		cfg.Worker.Issuer = cfg.PublicURL
-		a.Worker = worker.New(cfg.Worker, keys, st, rdb, ropt, guard, log)
+		a.Worker = worker.New(cfg.Worker, keys, st, rdb, source, guard, log)
 	}
 	if roles.Maintenance {
 		a.Maintenance = maintenance.New(cfg.Maintenance, keys, st, rdb, log)
 	}
-	if inProcess {
-		local := &delivery.Local{}
-		a.Dispatcher.UseLocal(local)
-		if a.Worker != nil {
-			a.Worker.UseLocal(local)
-		}
-		if a.API != nil {
-			notifier.Local = a.Dispatcher.Notified
-		}
+	if inProcess && a.API != nil {
+		notifier.Local = a.Dispatcher.Notified
 	}
 	return a, nil
 }

@@ -8,58 +8,54 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/bus"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
 
-// recordQueue is a jobQueue that keeps the jobs enqueued on it, in order (a pack's
-// jobs one by one), and how many jobs each task carried.
-type recordQueue struct {
+// recordBus is a bus.Jobs that keeps the jobs sent on it, in order, and how many
+// each Send carried; it holds no job (Alive is false) unless alive names it.
+type recordBus struct {
 	jobs  []delivery.Job
-	tasks []int
-	err   error // returned by every EnqueueContext when set
-	// states answers GetTaskInfo by task id (absent: asynq.ErrTaskNotFound); asked
-	// lists the ids asked about.
-	states map[string]asynq.TaskState
-	asked  []string
+	sends []int
+	err   error // refuses every job sent when set
+	alive map[string]bool
+	lost  []string // returned by the next Lost
 }
 
-func (q *recordQueue) EnqueueContext(_ context.Context, t *asynq.Task, _ ...asynq.Option) (*asynq.TaskInfo, error) {
-	if q.err != nil {
-		return nil, q.err
-	}
-	if t.Type() == delivery.TypeDeliverPack {
-		jobs, errs := delivery.ParseDeliverPack(t)
-		if len(errs) > 0 {
-			return nil, errs[0]
+func (q *recordBus) Send(_ context.Context, jobs []bus.Outgoing) []bus.Refusal {
+	var refused []bus.Refusal
+	for _, o := range jobs {
+		if q.err != nil {
+			refused = append(refused, bus.Refusal{Job: o.Job, Err: q.err})
+			continue
 		}
-		q.jobs = append(q.jobs, jobs...)
-		q.tasks = append(q.tasks, len(jobs))
-		return &asynq.TaskInfo{}, nil
+		q.jobs = append(q.jobs, o.Job)
 	}
-	j, err := delivery.ParseDeliver(t)
-	if err != nil {
-		return nil, err
+	if q.err == nil {
+		q.sends = append(q.sends, len(jobs))
 	}
-	q.jobs = append(q.jobs, j)
-	q.tasks = append(q.tasks, 1)
-	return &asynq.TaskInfo{ID: j.TaskID()}, nil
+	return refused
 }
 
-func (q *recordQueue) GetTaskInfo(_, id string) (*asynq.TaskInfo, error) {
-	q.asked = append(q.asked, id)
-	if st, ok := q.states[id]; ok {
-		return &asynq.TaskInfo{ID: id, State: st}, nil
-	}
-	return nil, asynq.ErrTaskNotFound
+func (q *recordBus) Alive(_ context.Context, j delivery.Job) bool { return q.alive[j.TaskID()] }
+
+func (q *recordBus) Lost(context.Context) []string {
+	l := q.lost
+	q.lost = nil
+	return l
 }
 
-func (q *recordQueue) Close() error { return nil }
+func (q *recordBus) Forget(string)                         {}
+func (q *recordBus) Peers(int)                             {}
+func (q *recordBus) Attach(string, chan<- delivery.Report) {}
+func (q *recordBus) Detach()                               {}
+func (q *recordBus) Busy() int                             { return 0 }
+func (q *recordBus) Close() error                          { return nil }
 
 // memStore is a scheduleStore holding due retry rows in memory; commits lose the
 // cursors named in lost.
@@ -95,20 +91,20 @@ func (s *memStore) CursorsCommit(_ context.Context, _ string, commits []store.Cu
 	return s.lost, nil
 }
 
-// cutBundle is a dispatcher wired to a recordQueue and a memStore at a fixed time.
+// cutBundle is a dispatcher wired to a recordBus and a memStore at a fixed time.
 type cutBundle struct {
 	d   *Dispatcher
-	q   *recordQueue
+	q   *recordBus
 	st  *memStore
 	now time.Time
 }
 
 func setupCut(t *testing.T, maxJobs, jobSize int) *cutBundle {
 	t.Helper()
-	b := &cutBundle{q: &recordQueue{}, st: &memStore{}, now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	b := &cutBundle{q: &recordBus{}, st: &memStore{}, now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
 	b.d = &Dispatcher{
 		cfg: config.Dispatcher{JobSize: jobSize, MaxJobsInFlight: maxJobs, JobDeadlineBase: 40 * time.Second},
-		id:  "d1", sched: b.st, queue: b.q, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: func() time.Time { return b.now },
+		id:  "d1", sched: b.st, bus: b.q, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: func() time.Time { return b.now },
 		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
 		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{}, reload: map[int64]bool{},
 	}
@@ -242,7 +238,7 @@ func TestCutGates(t *testing.T) {
 	}
 }
 
-// TestCutEnqueueFails: a job asynq refuses gives its credits back and its messages
+// TestCutEnqueueFails: a job the bus refuses gives its credits back and its messages
 // return to the to-send set after enqueueRetry (250 ms).
 func TestCutEnqueueFails(t *testing.T) {
 	t.Parallel()

@@ -1,7 +1,8 @@
 // Package dispatcher owns consumer groups' cursors: it holds leases on them, reads
 // queue tables once per queue for all the cursors it owns there, tracks holes, cuts
-// delivery jobs under each group's rate and in-flight credits, enqueues them on asynq,
-// applies the workers' reports and commits cursors fenced by version and owner.
+// delivery jobs under each group's rate and in-flight credits, hands them to the
+// delivery bus (internal/bus), applies the workers' reports and commits cursors
+// fenced by version and owner.
 //
 // Everything runs on one goroutine (Run's loop) except the notify subscriber and the
 // report popper, which feed it through channels; the state needs no locks.
@@ -17,10 +18,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/heraldhq/herald/internal/bus"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
@@ -57,16 +58,12 @@ type Dispatcher struct {
 	sched    scheduleStore // st as the cut, retry claims and commits see it
 	rdb      redis.UniversalClient
 	notifier *notify.Notifier
-	queue    jobQueue
-	waker    *delivery.JobsWaker // see wakeWorkers
-	packing  []*jobState         // jobs waiting for flushPack (pack.go)
-	workers  pushWorkers         // workers taking pushed jobs (push.go)
+	bus      bus.Jobs    // where jobs go and whether one is still held (internal/bus)
+	sending  []*jobState // jobs cut this step, sent by flush (jobs.go)
 	log      *slog.Logger
 	now      Clock
 
-	// local links this dispatcher to the api and worker of its process (local.go);
-	// nil when they run elsewhere.
-	local        *delivery.Local
+	// localEvents carries the api's notifications of this process (notified.go).
 	localEvents  chan notify.Event
 	overflow     atomic.Bool // a local notification found localEvents full
 	alone        atomic.Bool // this is the only live dispatcher (last rebalance)
@@ -121,8 +118,9 @@ type Dispatcher struct {
 	unreadable map[int64]int64
 }
 
-// New returns a Dispatcher with a fresh random id. now may be nil (time.Now).
-func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisConnOpt, log *slog.Logger, now Clock) *Dispatcher {
+// New returns a Dispatcher with a fresh random id that sends its jobs on jobs. now
+// may be nil (time.Now).
+func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, jobs bus.Jobs, log *slog.Logger, now Clock) *Dispatcher {
 	if now == nil {
 		now = time.Now
 	}
@@ -131,7 +129,7 @@ func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.U
 	_, _ = rand.Read(b[:])
 	return &Dispatcher{
 		cfg: cfg, keys: keys, id: fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:])),
-		st: st, sched: st, rdb: rdb, notifier: notify.New(rdb, keys), queue: newAsynqQueue(redisOpt), log: log, now: now,
+		st: st, sched: st, rdb: rdb, notifier: notify.New(rdb, keys), bus: jobs, log: log, now: now,
 		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
 		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{}, dirtyQ: map[int64]bool{},
 		exported: map[int64]*groupGauges{}, reload: map[int64]bool{}, lapsed: make(chan struct{}, 1),
@@ -148,12 +146,10 @@ func (d *Dispatcher) ID() string { return d.id }
 // successor claims them at once; jobs in flight are re-dispatched by that successor
 // from the commit.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	defer func() { _ = d.queue.Close() }()
+	defer func() { _ = d.bus.Close() }()
 	events := make(chan notify.Event, 1024)
 	reports := make(chan delivery.Report, 1024)
-	if d.local != nil {
-		d.local.AttachDispatcher(d.id, reports)
-	}
+	d.bus.Attach(d.id, reports)
 	entries := make(chan reportEntry, 256)
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() error { return d.subscribe(ectx, events) })
@@ -320,14 +316,12 @@ func (d *Dispatcher) wakeBy(t time.Time) {
 func (d *Dispatcher) shutdown(reports <-chan delivery.Report, entries <-chan reportEntry) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if d.local != nil {
-		// The process's worker stops with it: its local jobs start no new POST and
-		// finish the open ones (within timeout_ms). Their reports are applied before
-		// the commit, so a successor sends none of it again; after the wait, later
-		// reports go to Redis.
-		d.awaitLocalJobs(ctx, reports)
-		d.local.DetachDispatcher()
-	}
+	// The process's worker stops with it: its jobs start no new POST and finish
+	// the open ones (within timeout_ms). Their reports are applied before the
+	// commit, so a successor sends none of it again; after the wait, later reports
+	// go to the report stream.
+	d.awaitLocalJobs(ctx, reports)
+	d.bus.Detach()
 	d.applyWaiting(reports, entries)
 	d.commit(ctx)
 	d.deleteGroupMetrics()

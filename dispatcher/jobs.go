@@ -5,8 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hibiken/asynq"
-
+	"github.com/heraldhq/herald/internal/bus"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/stagetrace"
@@ -25,12 +24,6 @@ type jobState struct {
 	// leaseEnd is when a retry job's claim lease on its rows ends (claimRetries), so
 	// its unreported rows are due again; zero for a first delivery.
 	leaseEnd time.Time
-	// task is the asynq task that carries the job when it went in a pack with
-	// others (pack.go); empty when it went alone, was pushed or ran on the local worker.
-	task string
-	// worker is the worker the job was pushed to (push.go); empty when it went
-	// through asynq or ran on the local worker.
-	worker string
 }
 
 // cut turns pending messages and due retries into delivery jobs for every running
@@ -38,7 +31,7 @@ type jobState struct {
 // rate and each cursor's job cap; a throttled group or an open breaker sends
 // nothing, and a half-open breaker sends one probe batch.
 func (d *Dispatcher) cut(ctx context.Context) {
-	defer d.flushPack(ctx)
+	defer d.flush(ctx)
 	now := d.now()
 	for _, gs := range d.groups {
 		if gs.g.Status != models.GroupRunning || !gs.hasWork(now) || !d.mayCut(gs, now) {
@@ -199,26 +192,72 @@ func (d *Dispatcher) startJob(ctx context.Context, js *jobState, taken []pending
 	return d.enqueueJob(ctx, js, now)
 }
 
-// enqueueJob puts a registered job (startJob, redispatch) in d.jobs and enqueues it;
-// on failure finishJob releases its credits and its unreported offsets come due
-// again: a first delivery's after a second, a retry job's when its claim lease ends.
-// It reports whether the job is in flight.
+// enqueueJob puts a registered job (startJob, redispatch) in d.jobs, sets its
+// deadline (jobLifetime of what remains) and queues it for flush, which sends it on
+// the bus when the cut or deadline check that made it ends; a job the bus refuses
+// is released there (flush). It reports whether the job is in flight.
 func (d *Dispatcher) enqueueJob(ctx context.Context, js *jobState, now time.Time) bool {
-	id := js.job.TaskID()
-	d.jobs[id] = js
-	if err := d.enqueue(ctx, js, now); err != nil {
-		d.log.Warn("enqueue delivery job", "task", id, "retry", js.job.Retry, "ordered", js.job.Ordered, "generation", js.job.Generation, "err", err)
-		d.finishJob(js, enqueueRetry)
-		return false
+	d.jobs[js.job.TaskID()] = js
+	js.deadline = now.Add(d.jobLifetime(js.group.g, len(js.remaining), js.job.Parallelism))
+	if at := stagetrace.Now(); !at.IsZero() {
+		for _, o := range delivery.Expand(js.job.Offsets) {
+			stagetrace.Mark(stagetrace.JobHandOff, at, js.job.Queue, o)
+		}
 	}
+	d.sending = append(d.sending, js)
 	return true
 }
 
-// enqueueRetry is how long a job's messages wait after its enqueue failed before
+// enqueueRetry is how long a job's messages wait after the bus refused it before
 // they are cut into a job again. Short, because the usual cause is a Redis
-// failover, and the first enqueue after the new master is known should not wait
-// out more than this (it was 1 s, most of Herald's share of a cluster takeover).
+// failover, and the first send after the new master is known should not wait out
+// more than this.
 const enqueueRetry = 250 * time.Millisecond
+
+// flush sends the jobs cut since the last flush on the bus, in one Send: the jobs
+// of several groups or queues cut in one step share its round trips (one PUBLISH
+// or one asynq task, bus.RedisJobs). Before that, the jobs the bus reports Lost
+// (their worker died) are re-dispatched, so they join this send. A job finished
+// before the flush (its group paused or reset in the same step) is left out; a job
+// the bus refuses gives its credits back and its messages come due again after
+// enqueueRetry (a retry job's when its claim lease ends).
+func (d *Dispatcher) flush(ctx context.Context) {
+	d.bus.Peers(len(d.members.live))
+	if lost := d.bus.Lost(ctx); len(lost) > 0 {
+		now := d.now()
+		for _, id := range lost {
+			if js := d.jobs[id]; js != nil {
+				metrics.JobsRedispatched.Inc()
+				d.retire(ctx, js, now)
+			}
+		}
+	}
+	if len(d.sending) == 0 {
+		return
+	}
+	jobs := d.sending
+	d.sending = nil
+	out := make([]bus.Outgoing, 0, len(jobs))
+	now := d.now()
+	for _, js := range jobs {
+		if d.jobs[js.job.TaskID()] == js {
+			out = append(out, bus.Outgoing{Job: js.job, Timeout: max(js.deadline.Sub(now), time.Second)})
+		}
+	}
+	for _, r := range d.bus.Send(ctx, out) {
+		js := d.jobs[r.Job.TaskID()]
+		d.log.Warn("send delivery job", "task", r.Job.TaskID(), "retry", r.Job.Retry, "ordered", r.Job.Ordered, "generation", r.Job.Generation, "err", r.Err)
+		if js != nil {
+			d.finishJob(js, enqueueRetry)
+		}
+	}
+}
+
+// dropJob stops tracking job id (final report, re-dispatch, release).
+func (d *Dispatcher) dropJob(id string) {
+	delete(d.jobs, id)
+	d.bus.Forget(id)
+}
 
 // carried returns the messages of take (offset order) when a local notification
 // brought every one of them, else nil (the worker loads them).
@@ -252,24 +291,6 @@ func (d *Dispatcher) jobLifetime(g *models.Group, msgs, par int) time.Duration {
 	return dl
 }
 
-// enqueue hands js to this process's worker when it has a free slot (Local), else
-// queues it for asynq (flushPack, at the end of the cut or deadline check), and sets
-// its deadline (jobLifetime of what remains).
-func (d *Dispatcher) enqueue(ctx context.Context, js *jobState, now time.Time) error {
-	dl := d.jobLifetime(js.group.g, len(js.remaining), js.job.Parallelism)
-	js.deadline = now.Add(dl)
-	if at := stagetrace.Now(); !at.IsZero() {
-		for _, o := range delivery.Expand(js.job.Offsets) {
-			stagetrace.Mark(stagetrace.JobHandOff, at, js.job.Queue, o)
-		}
-	}
-	if d.local != nil && d.local.Offer(js.job, dl) {
-		return nil
-	}
-	d.queueForPack(js) // enqueued when the cut or deadline check ends (pack.go)
-	return nil
-}
-
 // finishJob releases a job's credits and returns its unreported offsets to the
 // to-send set after backoff.
 func (d *Dispatcher) finishJob(js *jobState, backoff time.Duration) {
@@ -277,7 +298,7 @@ func (d *Dispatcher) finishJob(js *jobState, backoff time.Duration) {
 	if _, ok := d.jobs[js.job.TaskID()]; !ok {
 		return
 	}
-	delete(d.jobs, js.job.TaskID())
+	d.dropJob(js.job.TaskID())
 	js.group.inflightP -= js.job.Parallelism
 	if js.job.Probe {
 		js.group.health.breaker.probing = false
@@ -302,33 +323,21 @@ func (d *Dispatcher) finishJob(js *jobState, backoff time.Duration) {
 	}
 }
 
-// checkDeadlines re-dispatches jobs whose deadline passed with no report: if the
-// worker's heartbeat lives or asynq still holds the task unstarted, the deadline is
-// extended (a pushed job has no task: push.go); otherwise the rest is enqueued again as generation n+1. After
-// MaxGenerations the messages are backed off with class no_report.
+// checkDeadlines re-dispatches the jobs the bus reports Lost and those whose
+// deadline passed with no report unless the bus says they are still held
+// (bus.Jobs.Alive: the deadline is then extended by JobDeadlineBase): the rest is
+// sent again as generation n+1. After MaxGenerations the messages are backed off
+// with class no_report.
 func (d *Dispatcher) checkDeadlines(ctx context.Context) {
-	defer d.flushPack(ctx)
+	defer d.flush(ctx)
 	now := d.now()
-	d.watchWorkers(ctx, now)
-	for id, js := range d.jobs {
+	for _, js := range d.jobs {
 		if now.Before(js.deadline) {
 			continue
 		}
-		if d.local != nil && d.local.Running(id) {
-			js.deadline = now.Add(d.cfg.JobDeadlineBase) // still running on this process's worker
-			continue
-		}
-		alive, err := d.rdb.Exists(ctx, d.keys.Heartbeat(js.job.Owner, id)).Result()
-		if err == nil && alive > 0 {
+		if d.bus.Alive(ctx, js.job) {
 			js.deadline = now.Add(d.cfg.JobDeadlineBase)
 			continue
-		}
-		if js.worker == "" { // a pushed job has no asynq task; its worker's entry lapsing re-dispatches it sooner
-			info, err := d.queue.GetTaskInfo(d.keys.AsynqQueue(), js.taskID())
-			if err == nil && (info.State == asynq.TaskStatePending || info.State == asynq.TaskStateScheduled || info.State == asynq.TaskStateRetry) {
-				js.deadline = now.Add(d.cfg.JobDeadlineBase)
-				continue
-			}
 		}
 		metrics.JobsRedispatched.Inc()
 		d.retire(ctx, js, now)
@@ -358,7 +367,7 @@ func (d *Dispatcher) retire(ctx context.Context, js *jobState, now time.Time) {
 // redispatch enqueues what remains of old as its next generation (see checkDeadlines).
 func (d *Dispatcher) redispatch(ctx context.Context, old *jobState, now time.Time) {
 	cs := old.cursor
-	delete(d.jobs, old.job.TaskID())
+	d.dropJob(old.job.TaskID())
 	offsets := make([]int64, 0, len(old.remaining))
 	for off := range old.remaining {
 		offsets = append(offsets, off)

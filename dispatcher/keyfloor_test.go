@@ -74,7 +74,7 @@ func TestTakeoverKeyFloorNotResent(t *testing.T) {
 	cs.markDone(55) // re-read: a filtered-out row, say
 	require.True(t, b.d.cutOrderedKey(context.Background(), gs, cs, b.now, false))
 	require.Nil(t, cs.floors, "read past 60 with no hole below it: nothing more to cover")
-	b.d.flushPack(context.Background())
+	b.d.flush(context.Background())
 	var sent []int64
 	for _, j := range b.q.jobs {
 		sent = append(sent, delivery.Expand(j.Offsets)...)

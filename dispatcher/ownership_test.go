@@ -17,6 +17,7 @@ import (
 
 	"github.com/heraldhq/herald/dispatcher"
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/bus"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
@@ -73,7 +74,7 @@ func (b *ownBundle) start(t *testing.T, cfg config.Dispatcher) (d *dispatcher.Di
 	st, err := store.Open(context.Background(), b.counter.ProxiedDSN(t, b.dsn))
 	require.NoError(t, err)
 	st.SetPoolSize(4)
-	d = dispatcher.New(cfg, b.keys, st, b.rdb, asynq.RedisClientOpt{Addr: heraldtest.RedisAddr()}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	d = dispatcher.New(cfg, b.keys, st, b.rdb, bus.NewRedisJobs(b.rdb, asynq.RedisClientOpt{Addr: heraldtest.RedisAddr()}, b.keys, slog.New(slog.NewTextHandler(io.Discard, nil)), nil), slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

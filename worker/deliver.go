@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hibiken/asynq"
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/metrics"
@@ -17,41 +16,23 @@ import (
 	"github.com/heraldhq/herald/models/store"
 )
 
-// handle runs one delivery job. It always returns nil: asynq's retry is not used;
-// only the dispatcher re-executes a job, as its next generation.
-func (w *Worker) handle(ctx context.Context, t *asynq.Task) error {
-	j, err := delivery.ParseDeliver(t)
-	if err != nil {
-		w.log.Error("drop malformed delivery job", "err", err)
-		return nil
-	}
-	w.run(ctx, j)
-	return nil
-}
-
 // heartbeatDelay is how long a job runs before its heartbeat goroutine starts
 // (progress reports, fence flushes and the heartbeat key; see reporter.heartbeat).
 const heartbeatDelay = 100 * time.Millisecond
 
-// run runs job j on one of the worker's slots, waiting for one; a job whose context
-// ends, or whose worker stops, before a slot is free returns its messages unsent
-// (ReasonShutdown).
-func (w *Worker) run(ctx context.Context, j delivery.Job) {
-	if !w.slots.take(ctx, w.stopping) {
-		rep := newReporter(w, j)
-		rep.returned(delivery.ReasonShutdown, delivery.Expand(j.Offsets), delivery.Counters{})
-		rep.flush(true)
-		return
-	}
-	w.runHeld(ctx, j)
+// ReturnJob is the bus.Runner's: j's messages go back unsent (ReasonShutdown), the
+// worker stopped before a slot was free for it.
+func (w *Worker) ReturnJob(j delivery.Job) {
+	rep := newReporter(w, j)
+	rep.returned(delivery.ReasonShutdown, delivery.Expand(j.Offsets), delivery.Counters{})
+	rep.flush(true)
 }
 
-// runHeld runs job j on the slot its caller took, and gives the slot back once the
+// RunJob is the bus.Runner's: it runs job j on the slot its source took, until the
 // job's final report is flushed: fence and group checks, messages (carried or
 // loaded), batches sent with at most j.Parallelism POSTs at once (each beyond the
 // first on a further slot, when one is free), and every outcome reported.
-func (w *Worker) runHeld(ctx context.Context, j delivery.Job) {
-	defer w.slots.give()
+func (w *Worker) RunJob(ctx context.Context, j delivery.Job) {
 	traceStart := stagetrace.Now()
 	rep := newReporter(w, j)
 	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
@@ -139,7 +120,7 @@ func (w *Worker) runHeld(ctx context.Context, j delivery.Job) {
 	sender := func(slot bool) {
 		wg.Go(func() {
 			if slot {
-				defer w.slots.give()
+				defer w.slots.Give()
 			}
 			for b := range work {
 				// A POST starts only once its predecessors' outcomes are durable (a local
@@ -158,7 +139,7 @@ feed:
 		if run.stopReason() != "" || w.isStopping() {
 			break
 		}
-		if senders < most && w.slots.tryTake() {
+		if senders < most && w.slots.TryTake() {
 			sender(true)
 			senders++
 		}

@@ -1,4 +1,4 @@
-// Package worker is the asynq server that runs delivery jobs: it loads a job's
+// Package worker runs delivery jobs, whichever bus.Source carried them: it loads a job's
 // messages by offset, cuts them into batches, signs each just before its POST, sends
 // at most the job's parallelism at once, classifies each answer and reports per
 // message to the owning dispatcher (never per job, so done is per message).
@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/heraldhq/herald/internal/bus"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/fence"
@@ -43,7 +43,7 @@ type Worker struct {
 	keys     delivery.Keys
 	st       *store.Store
 	rdb      redis.UniversalClient
-	redisOpt asynq.RedisConnOpt
+	source   bus.Source
 	client   *http.Client
 	log      *slog.Logger
 	fences   *fence.Watcher
@@ -59,95 +59,45 @@ type Worker struct {
 	// cancel handler contexts on Shutdown, so handlers watch this instead.
 	stopping chan struct{}
 
-	// local links the worker to the dispatcher of its process (local.go).
-	local     *delivery.Local
-	localJobs sync.WaitGroup
-	stopMu    sync.Mutex // orders closing stopping against localJobs.Add
+	// local hands reports to the dispatcher of this process in memory when the
+	// source is the in-process bus (report.go); nil otherwise.
+	local *bus.InProcess
 
 	// slots bounds the jobs running here and their open POSTs, whatever carried
-	// the jobs (slots.go).
-	slots slots
+	// the jobs (bus.Slots).
+	slots bus.Slots
 
 	// senders gather reports to each dispatcher into one XADD (reportsend.go).
 	senders reportSenders
-	// stream is the worker's end of the push stream (push.go).
-	stream *pushStream
 }
 
-// New returns a Worker. guard decides which endpoint addresses may be dialled.
-func New(cfg config.Worker, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, redisOpt asynq.RedisConnOpt, guard ssrf.Guard, log *slog.Logger) *Worker {
-	return &Worker{cfg: cfg, keys: keys, st: st, rdb: rdb, redisOpt: redisOpt, client: webhook.NewClient(guard), log: log,
+// New returns a Worker that runs the jobs src carries. guard decides which
+// endpoint addresses may be dialled.
+func New(cfg config.Worker, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, src bus.Source, guard ssrf.Guard, log *slog.Logger) *Worker {
+	w := &Worker{cfg: cfg, keys: keys, st: st, rdb: rdb, source: src, client: webhook.NewClient(guard), log: log,
 		groups: map[int64]*cachedGroup{}, refreshing: map[int64]bool{}, topics: map[int64]string{}, attempts: make(chan models.DeliveryAttempt, 100_000), stopping: make(chan struct{}),
-		fences: fence.NewWatcher(rdb, keys), stream: newPushStream(rdb), slots: newSlots(cfg.Concurrency)}
+		fences: fence.NewWatcher(rdb, keys), slots: bus.NewSlots(cfg.Concurrency)}
+	w.local, _ = src.(*bus.InProcess)
+	return w
 }
 
-// Run serves delivery jobs, pushed (push.go) and from asynq, until ctx ends.
-// Shutdown order: the push subscription ends and the worker's entry is removed, so
-// dispatchers push no more (a push then answers 0 and goes to asynq); no new POST
-// starts (jobs being fed stop at once, pushed jobs not started yet return their
-// messages), POSTs in flight finish within their timeout_ms, each job
+// Run runs the jobs its source carries until ctx ends. Shutdown order: the source
+// takes no more jobs (bus.Source.Stop), no new POST starts (jobs waiting for a slot
+// return their messages), POSTs in flight finish within their timeout_ms, each job
 // reports what finished and returns the unsent rest (ReasonShutdown) so the
-// dispatcher hands only those to another worker; then asynq stops (its
-// ShutdownTimeout, which re-queues a whole job, is only the backstop) and the buffered
-// attempt rows are written.
+// dispatcher hands only those to another worker; then the buffered attempt rows are
+// written.
 func (w *Worker) Run(ctx context.Context) error {
-	// Idle cost: the processor sleeps TaskCheckInterval (default 1 s) between empty
-	// polls unless a dispatcher's PUBLISH on Keys.JobsChannel wakes it (the patched
-	// Config.Wake, third_party/asynq/HERALD-PATCH.md). Herald schedules no asynq
-	// task and keeps no completed one (Retention 0), so the forwarder (a panicking
-	// handler's task) and the janitor only cover rare paths and poll slowly.
-	wake := make(chan struct{}, 1)
-	srv := asynq.NewServer(w.redisOpt, asynq.Config{
-		Concurrency:              w.cfg.Concurrency,
-		Queues:                   map[string]int{w.keys.AsynqQueue(): 1},
-		TaskCheckInterval:        w.cfg.TaskCheckInterval,
-		Wake:                     wake,
-		ShutdownTimeout:          w.cfg.ShutdownTimeout,
-		DelayedTaskCheckInterval: w.cfg.DelayedTaskCheckInterval,
-		JanitorInterval:          time.Minute,
-		Logger:                   asynqLogger{w.log},
-		LogLevel:                 asynq.WarnLevel,
-		IsFailure:                func(error) bool { return false },
-	})
 	fctx, stopFences := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopFences()
 	go func() { _ = w.fences.Run(fctx) }()
-	jctx, stopWake := context.WithCancel(context.WithoutCancel(ctx))
-	wakeReady, wakeDone := make(chan struct{}), make(chan struct{})
-	go func() { delivery.ListenJobs(jctx, w.rdb, w.keys, wake, wakeReady); close(wakeDone) }()
-	defer func() { stopWake(); <-wakeDone }()
-	select { // until confirmed, new jobs wait for the next poll
-	case <-wakeReady:
-	case <-time.After(2 * time.Second):
-		w.log.Warn("jobs wake-up subscription not confirmed; new jobs wait for the next poll")
-	}
 	select { // announced fences must reach running jobs; job starts read the fence anyway
 	case <-w.fences.Ready():
 	case <-time.After(2 * time.Second):
 		w.log.Warn("fence subscription not confirmed; jobs still check the fence when they start")
 	}
-	pctx, endPush := context.WithCancel(context.WithoutCancel(ctx))
-	defer endPush()
-	stopPush, listened, pushRunner := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	if w.cfg.PushJobs {
-		go func() { w.listenPushed(pctx, stopPush); close(listened) }()
-		select { // until confirmed, dispatchers do not know this worker and use asynq
-		case <-w.stream.ready:
-		case <-time.After(2 * time.Second):
-			w.log.Warn("pushed jobs subscription not confirmed; jobs come through asynq meanwhile")
-		}
-	} else {
-		close(listened)
-	}
-	go func() { w.runPushed(listened); close(pushRunner) }()
-	mux := asynq.NewServeMux()
-	mux.HandleFunc(delivery.TypeDeliver, w.handle)
-	mux.HandleFunc(delivery.TypeDeliverPack, w.handlePack)
-	if err := srv.Start(mux); err != nil {
-		return fmt.Errorf("start asynq server: %w", err)
-	}
-	if w.local != nil {
-		w.local.AttachWorker(w.runLocal)
+	if err := w.source.Start(ctx, w, w.slots); err != nil {
+		return err
 	}
 	actx, stopAttempts := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
@@ -155,23 +105,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	sweepDone := make(chan struct{})
 	go func() { w.sweepDeletedGroups(actx); close(sweepDone) }()
 	<-ctx.Done()
-	close(stopPush)
-	select {
-	case <-listened:
-	case <-time.After(pushUnsubscribeWait + time.Second):
-		endPush() // Redis does not answer: stop listening anyway
-		<-listened
-	}
-	w.stopMu.Lock()
-	close(w.stopping)
-	w.stopMu.Unlock()
-	if w.local != nil {
-		w.local.AttachWorker(nil)
-	}
-	w.localJobs.Wait()
-	<-pushRunner
-	w.stream.jobs.Wait()
-	srv.Shutdown()
+	w.source.Stop(func() { close(w.stopping) })
 	stopAttempts()
 	<-done
 	<-sweepDone
@@ -260,11 +194,3 @@ func (w *Worker) topic(ctx context.Context, queue int64) string {
 	w.mu.Unlock()
 	return all[queue]
 }
-
-type asynqLogger struct{ l *slog.Logger }
-
-func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...)) }
-func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...)) }
-func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...)) }
-func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...)) }
-func (a asynqLogger) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...)) }

@@ -68,7 +68,7 @@ type Config struct {
 
 	// InProcess, where one process runs the dispatcher with the api or the worker
 	// (`herald all`), passes notifications, delivery jobs and reports between those
-	// roles in memory (delivery.Local); false sends them through Redis as between
+	// roles in memory (bus.InProcess); false sends them through Redis as between
 	// separate processes. Default true. Setting it where no two of those roles run
 	// together is refused: it would change nothing.
 	InProcess *bool `env:"IN_PROCESS"`
@@ -202,7 +202,7 @@ type Dispatcher struct {
 type Worker struct {
 	// Concurrency bounds what one worker runs at once: its running delivery jobs,
 	// and the POSTs they have open, are each at most Concurrency, whether a job came
-	// in-process, pushed or through asynq (one semaphore, worker/slots.go). Default 64.
+	// in-process, pushed or through asynq (one semaphore, bus.Slots). Default 64.
 	Concurrency int `env:"CONCURRENCY" envDefault:"64"`
 	// TaskCheckInterval is asynq's idle poll for new jobs, the fallback for a lost
 	// wake-up: dispatchers PUBLISH on delivery.Keys.JobsChannel after enqueueing and
@@ -232,7 +232,7 @@ type Worker struct {
 	// Between 0 and 20ms. Default 5ms.
 	ReportLinger time.Duration `env:"REPORT_LINGER" envDefault:"5ms"`
 	// PushJobs makes the worker take jobs pushed by dispatchers over Redis pub/sub
-	// (its own channel, announced in delivery.Keys.Workers; delivery/push.go) besides
+	// (its own channel, announced in delivery.Keys.Workers; internal/bus/push_codec.go) besides
 	// asynq's. Off, it takes jobs from asynq alone, as before the push stream.
 	// Default true.
 	PushJobs bool `env:"PUSH_JOBS" envDefault:"true"`

@@ -126,7 +126,7 @@ func (k Keys) FenceChannel() string { return k.Namespace + ":fence" }
 func (k Keys) JobsChannel() string { return k.Namespace + ":jobs" }
 
 // Workers is the Redis hash in which every worker process announces that it takes
-// pushed jobs (push.go): field the worker's id, value WorkerEntry's encoding,
+// pushed jobs (internal/bus/push_codec.go): field the worker's id, value WorkerEntry's encoding,
 // rewritten every WorkerRefresh: `<ns>:workers`, with HashTags
 // `<ns>:workers:{w<ns>}` (one key: the tag only spreads namespaces).
 func (k Keys) Workers() string {

@@ -1,23 +1,18 @@
-// Package delivery is the asynq contract between dispatcher and worker: the delivery
-// job's type name and payload, the report a worker sends back (task.go), the words
-// both use for a failed POST and for messages handed back (vocabulary.go), and every
-// Redis key, pub/sub channel and asynq queue name Herald uses (keys.go). It is the
-// only package the two roles share besides models/store.
+// Package delivery is the vocabulary the dispatcher and the workers share: the
+// delivery job and the report a worker sends back (task.go), the words both use for
+// a failed POST and for messages handed back (vocabulary.go), and every Redis key,
+// pub/sub channel and asynq queue name Herald uses (keys.go). internal/bus carries
+// jobs and reports between the roles.
 package delivery
 
 import (
-	"encoding/json"
-	"fmt"
 	"slices"
 	"strconv"
 
-	"github.com/hibiken/asynq"
 
 	"github.com/heraldhq/herald/models"
 )
 
-// TypeDeliver names the delivery-job asynq task.
-const TypeDeliver = "delivery:job"
 
 // Range is an inclusive run of offsets [First, Last], JSON-encoded as [first,last].
 type Range [2]int64
@@ -132,31 +127,6 @@ func (j Job) TaskID() string {
 	}
 	return strconv.FormatInt(j.Group, 10) + ":" + strconv.FormatInt(j.Queue, 10) + ":" + strconv.FormatInt(j.Version, 10) + ":" +
 		strconv.FormatInt(first, 10) + "-" + strconv.FormatInt(last, 10) + ":g" + strconv.Itoa(j.Generation)
-}
-
-// NewDeliver builds the asynq task for j, without its Messages when they exceed
-// MaxCarriedBytes. Callers add TaskID, Queue, MaxRetry(0) and Timeout.
-func NewDeliver(j Job) (*asynq.Task, error) {
-	if !j.Carry() {
-		j.Messages = nil
-	}
-	b, err := json.Marshal(j)
-	if err != nil {
-		return nil, err
-	}
-	return asynq.NewTask(TypeDeliver, b), nil
-}
-
-// ParseDeliver decodes a delivery job; errors name the malformed payload.
-func ParseDeliver(t *asynq.Task) (Job, error) {
-	var j Job
-	if err := json.Unmarshal(t.Payload(), &j); err != nil {
-		return j, fmt.Errorf("parse %s payload: %w", TypeDeliver, err)
-	}
-	if j.Group <= 0 || j.Queue <= 0 || len(j.Offsets) == 0 || j.Parallelism < 1 {
-		return j, fmt.Errorf("parse %s payload: missing group, queue, offsets or parallelism", TypeDeliver)
-	}
-	return j, nil
 }
 
 // InPlace is an ordered job's failed POST to be retried in place (RocketMQ's

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/heraldhq/herald/internal/bus"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -65,7 +66,7 @@ func TestLostPackRedispatched(t *testing.T) {
 		activeIDs = append(activeIDs, a.ID)
 	}
 	require.Len(t, active, 1, "both jobs in one task: %v", activeIDs)
-	require.Equal(t, delivery.TypeDeliverPack, active[0].Type)
+	require.Equal(t, bus.TypeDeliverPack, active[0].Type)
 	require.True(t, strings.HasPrefix(active[0].ID, "pk:") && strings.HasSuffix(active[0].ID, ":g0+2"), active[0].ID)
 
 	require.NoError(t, worker.Process.Signal(syscall.SIGKILL))

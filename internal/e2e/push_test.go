@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/heraldhq/herald/internal/bus"
 	"sync"
 	"syscall"
 	"testing"
@@ -87,7 +88,7 @@ func TestPushFallsBackToAsynq(t *testing.T) {
 	t.Parallel()
 	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true, Dispatcher: true}, nil)
 	keys := delivery.Keys{Namespace: h.Cfg.Namespace}
-	require.NoError(t, h.Redis.HSet(context.Background(), keys.Workers(), "ghost", delivery.WorkerEntry{Concurrency: 64, Seq: 1}.String()).Err())
+	require.NoError(t, h.Redis.HSet(context.Background(), keys.Workers(), "ghost", bus.WorkerEntry{Concurrency: 64, Seq: 1}.String()).Err())
 	h.CreateTopic("t", 1)
 	r := heraldtest.NewReceiver(t)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": 1,

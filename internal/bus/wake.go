@@ -1,7 +1,8 @@
-package delivery
+package bus
 
 import (
 	"context"
+	"github.com/heraldhq/herald/internal/delivery"
 	"sync/atomic"
 	"time"
 
@@ -33,8 +34,8 @@ type JobsWaker struct {
 }
 
 // NewJobsWaker returns a JobsWaker publishing on keys.JobsChannel through rdb.
-func NewJobsWaker(rdb redis.UniversalClient, keys Keys) *JobsWaker {
-	return &JobsWaker{rdb: rdb, channel: keys.JobsChannel(), sharded: Sharded(rdb)}
+func NewJobsWaker(rdb redis.UniversalClient, keys delivery.Keys) *JobsWaker {
+	return &JobsWaker{rdb: rdb, channel: keys.JobsChannel(), sharded: delivery.Sharded(rdb)}
 }
 
 // Poke asks for a wake-up PUBLISH after the jobs the caller has enqueued; it never
@@ -54,7 +55,7 @@ func (w *JobsWaker) publish() {
 	w.sent.Add(1)
 	ctx, cancel := context.WithTimeout(context.Background(), wakeTimeout)
 	defer cancel()
-	_ = Publish(ctx, w.rdb, w.sharded, w.channel, "").Err()
+	_ = delivery.Publish(ctx, w.rdb, w.sharded, w.channel, "").Err()
 }
 
 // ListenJobs subscribes to keys.JobsChannel (SSUBSCRIBE on a cluster) and, for every
@@ -63,7 +64,7 @@ func (w *JobsWaker) publish() {
 // Config.Wake). A sharded subscription the server ended (Unsubscribed: the slot
 // moved) is made again at once. It returns when ctx ends; ready, if not nil, is
 // closed once the first subscription is confirmed.
-func ListenJobs(ctx context.Context, rdb redis.UniversalClient, keys Keys, wake chan<- struct{}, ready chan<- struct{}) {
+func ListenJobs(ctx context.Context, rdb redis.UniversalClient, keys delivery.Keys, wake chan<- struct{}, ready chan<- struct{}) {
 	for ctx.Err() == nil {
 		ready = listenJobs(ctx, rdb, keys, wake, ready)
 	}
@@ -76,8 +77,8 @@ const resubscribeDelay = 200 * time.Millisecond
 
 // listenJobs is one subscription of ListenJobs; it returns when ctx ends, the
 // subscription was refused or the server ended it, with ready (nil once closed).
-func listenJobs(ctx context.Context, rdb redis.UniversalClient, keys Keys, wake chan<- struct{}, ready chan<- struct{}) chan<- struct{} {
-	ps := Subscribe(ctx, rdb, keys.JobsChannel())
+func listenJobs(ctx context.Context, rdb redis.UniversalClient, keys delivery.Keys, wake chan<- struct{}, ready chan<- struct{}) chan<- struct{} {
+	ps := delivery.Subscribe(ctx, rdb, keys.JobsChannel())
 	defer ps.Close()
 	// Wait for the confirmation: a refused SSUBSCRIBE would otherwise leave the
 	// PubSub subscribed to nothing, and go-redis would not try again.
@@ -109,8 +110,8 @@ func listenJobs(ctx context.Context, rdb redis.UniversalClient, keys Keys, wake 
 				return ready
 			}
 			poke()
-			if Unsubscribed(m) {
-				SlotMoved(rdb)
+			if delivery.Unsubscribed(m) {
+				delivery.SlotMoved(rdb)
 				return ready
 			}
 		}

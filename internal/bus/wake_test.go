@@ -1,7 +1,8 @@
-package delivery_test
+package bus_test
 
 import (
 	"context"
+	"github.com/heraldhq/herald/internal/bus"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestJobsWaker(t *testing.T) {
 	keys := delivery.Keys{Namespace: ns}
 	ctx, cancel := context.WithCancel(context.Background())
 	wake, ready, done := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-	go func() { delivery.ListenJobs(ctx, rdb, keys, wake, ready); close(done) }()
+	go func() { bus.ListenJobs(ctx, rdb, keys, wake, ready); close(done) }()
 	defer func() { cancel(); <-done }()
 	select {
 	case <-ready:
@@ -37,7 +38,7 @@ func TestJobsWaker(t *testing.T) {
 		}
 	}
 	drain() // the subscription itself wakes once
-	w := delivery.NewJobsWaker(rdb, keys)
+	w := bus.NewJobsWaker(rdb, keys)
 	w.Poke()
 	select {
 	case <-wake:

@@ -1,6 +1,7 @@
-package delivery
+package bus
 
 import (
+	"github.com/heraldhq/herald/internal/delivery"
 	"testing"
 	"time"
 
@@ -14,10 +15,10 @@ import (
 // reported while the others still run.
 func TestPushRoundTrip(t *testing.T) {
 	t.Parallel()
-	jobs := []Job{
-		{Group: 1, Queue: 2, Version: 3, Generation: 1, Owner: "d1", Offsets: []Range{{5, 6}}, Parallelism: 2, Attempt: 1,
+	jobs := []delivery.Job{
+		{Group: 1, Queue: 2, Version: 3, Generation: 1, Owner: "d1", Offsets: []delivery.Range{{5, 6}}, Parallelism: 2, Attempt: 1,
 			Messages: []models.Message{{QueueID: 2, Offset: 5, Body: []byte(`{"a":1}`)}, {QueueID: 2, Offset: 6, Body: []byte{0, 1}}}},
-		{Group: 4, Queue: 5, Version: 6, Owner: "d1", Offsets: []Range{{9, 9}}, Parallelism: 1, Attempt: 3, Retry: true, Attempts: []int{3}},
+		{Group: 4, Queue: 5, Version: 6, Owner: "d1", Offsets: []delivery.Range{{9, 9}}, Parallelism: 1, Attempt: 3, Retry: true, Attempts: []int{3}},
 	}
 	var enc [][]byte
 	for _, j := range jobs {

@@ -8,17 +8,13 @@ import (
 	"github.com/heraldhq/herald/internal/notify"
 )
 
-// localJobsWait bounds how long a stopping dispatcher waits for its local jobs.
+// localJobsWait bounds how long a stopping dispatcher waits for the jobs running on
+// its process's worker.
 const localJobsWait = 10 * time.Second
 
 // localEventsBuffer is how many local notifications (one per flush and queue) wait
 // for the loop; beyond it they are dropped and every queue is read instead.
 const localEventsBuffer = 8192
-
-// UseLocal links the dispatcher to the api and worker of its own process (`herald
-// all`): set the api's notify.Notifier.Local to Notified, and jobs go to l's worker
-// when it has a free slot, reports come back through l. Call it before Run.
-func (d *Dispatcher) UseLocal(l *delivery.Local) { d.local = l }
 
 // Notified is the api's notify.LocalSink in `herald all`: it hands a flush's events,
 // with the messages' bodies, to this dispatcher's loop without waiting, and reports
@@ -39,21 +35,21 @@ func (d *Dispatcher) Notified(evs []notify.Event) (alone bool) {
 	return d.alone.Load()
 }
 
-// awaitLocalJobs applies reports while jobs run on the process's worker, until none
-// does, ctx ends or localJobsWait passes; a job still running then is re-sent by
-// the successor (a POST in flight).
+// awaitLocalJobs applies reports while jobs run on the process's worker (bus.Jobs.Busy),
+// until none does, ctx ends or localJobsWait passes; a job still running then is
+// re-sent by the successor (a POST in flight).
 func (d *Dispatcher) awaitLocalJobs(ctx context.Context, reports <-chan delivery.Report) {
 	deadline := time.NewTimer(localJobsWait)
 	defer deadline.Stop()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for d.local.Busy() > 0 {
+	for d.bus.Busy() > 0 {
 		select {
 		case r := <-reports:
 			d.applyReport(r)
 		case <-tick.C:
 		case <-deadline.C:
-			d.log.Warn("stopping with local jobs still running; their POSTs may be sent again", "jobs", d.local.Busy())
+			d.log.Warn("stopping with local jobs still running; their POSTs may be sent again", "jobs", d.bus.Busy())
 			return
 		case <-ctx.Done():
 			return

@@ -1,7 +1,8 @@
-package delivery
+package bus
 
 import (
 	"bytes"
+	"github.com/heraldhq/herald/internal/delivery"
 	"testing"
 
 	"github.com/hibiken/asynq"
@@ -14,10 +15,10 @@ import (
 // carried bodies), one job travels as a plain delivery job, and a malformed job in
 // a pack is reported while the others still run.
 func TestPackRoundTrip(t *testing.T) {
-	jobs := []Job{
-		{Group: 1, Queue: 2, Version: 3, Generation: 1, Owner: "d1", Offsets: []Range{{5, 6}}, Parallelism: 2, Attempt: 1,
+	jobs := []delivery.Job{
+		{Group: 1, Queue: 2, Version: 3, Generation: 1, Owner: "d1", Offsets: []delivery.Range{{5, 6}}, Parallelism: 2, Attempt: 1,
 			Messages: []models.Message{{QueueID: 2, Offset: 5, Body: []byte(`{"a":1}`)}, {QueueID: 2, Offset: 6, Body: []byte{0, 1}}}},
-		{Group: 4, Queue: 5, Version: 6, Owner: "d1", Offsets: []Range{{9, 9}}, Parallelism: 1, Attempt: 3, Retry: true, Attempts: []int{3}, BatchKeys: []int64{7}},
+		{Group: 4, Queue: 5, Version: 6, Owner: "d1", Offsets: []delivery.Range{{9, 9}}, Parallelism: 1, Attempt: 3, Retry: true, Attempts: []int{3}, BatchKeys: []int64{7}},
 	}
 	var enc [][]byte
 	for _, j := range jobs {
@@ -68,4 +69,19 @@ func TestPacksSplit(t *testing.T) {
 	require.Equal(t, [][2]int{{0, 2}, {2, 3}, {3, 4}}, Packs([][]byte{big, []byte("{}"), big, big}))
 	huge := bytes.Repeat([]byte("x"), MaxPackBytes+1)
 	require.Equal(t, [][2]int{{0, 1}, {1, 2}, {2, 3}}, Packs([][]byte{[]byte("{}"), huge, []byte("{}")}))
+}
+
+func TestJobRoundTrip(t *testing.T) {
+	t.Parallel()
+	j := delivery.Job{Group: 1, Queue: 2, Version: 3, Generation: 4, Owner: "d1", Offsets: []delivery.Range{{10, 20}, {25, 25}}, Parallelism: 2, Attempt: 1}
+	require.Equal(t, "1:2:3:10-25:g4", j.TaskID())
+	tk, err := NewDeliver(j)
+	require.NoError(t, err)
+	got, err := ParseDeliver(tk)
+	require.NoError(t, err)
+	require.Equal(t, j, got)
+	j.Offsets = nil
+	tk, _ = NewDeliver(j)
+	_, err = ParseDeliver(tk)
+	require.Error(t, err)
 }

@@ -1,7 +1,8 @@
-package delivery_test
+package bus_test
 
 import (
 	"context"
+	"github.com/heraldhq/herald/internal/bus"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func TestJobsWakerCluster(t *testing.T) {
 	keys := delivery.Keys{Namespace: heraldtest.RandomName("t"), HashTags: true}
 	ctx, cancel := context.WithCancel(context.Background())
 	wake, ready, done := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-	go func() { delivery.ListenJobs(ctx, rdb, keys, wake, ready); close(done) }()
+	go func() { bus.ListenJobs(ctx, rdb, keys, wake, ready); close(done) }()
 	defer func() { cancel(); <-done }()
 	select {
 	case <-ready:
@@ -37,7 +38,7 @@ func TestJobsWakerCluster(t *testing.T) {
 		return owner.PubSubShardNumSub(context.Background(), ch).Val()[ch]
 	}
 	require.Equal(t, int64(1), subscribers(), "one sharded subscriber at the slot's owner")
-	w := delivery.NewJobsWaker(rdb, keys)
+	w := bus.NewJobsWaker(rdb, keys)
 	woken := func(what string) {
 		t.Helper()
 		for { // empty the channel: (re)subscriptions wake too

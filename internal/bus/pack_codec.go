@@ -1,8 +1,9 @@
-package delivery
+package bus
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/heraldhq/herald/internal/delivery"
 	"strconv"
 
 	"github.com/hibiken/asynq"
@@ -31,7 +32,7 @@ type packPayload struct {
 
 // EncodeJob returns j's task payload (as NewDeliver's), without its Messages when
 // they exceed MaxCarriedBytes.
-func EncodeJob(j Job) ([]byte, error) {
+func EncodeJob(j delivery.Job) ([]byte, error) {
 	if !j.Carry() {
 		j.Messages = nil
 	}
@@ -90,7 +91,7 @@ func PackTaskID(first string, n int) string {
 
 // ParseDeliverPack decodes a pack's jobs; a job that does not parse is reported in
 // errs (by position) and left out, the others run.
-func ParseDeliverPack(t *asynq.Task) (jobs []Job, errs []error) {
+func ParseDeliverPack(t *asynq.Task) (jobs []delivery.Job, errs []error) {
 	var p packPayload
 	if err := json.Unmarshal(t.Payload(), &p); err != nil {
 		return nil, []error{fmt.Errorf("parse %s payload: %w", TypeDeliverPack, err)}
@@ -104,4 +105,32 @@ func ParseDeliverPack(t *asynq.Task) (jobs []Job, errs []error) {
 		jobs = append(jobs, j)
 	}
 	return jobs, errs
+}
+
+// TypeDeliver names the asynq task that carries one delivery job.
+const TypeDeliver = "delivery:job"
+
+// NewDeliver builds the asynq task for j, without its Messages when they exceed
+// MaxCarriedBytes. Callers add TaskID, Queue, MaxRetry(0) and Timeout.
+func NewDeliver(j delivery.Job) (*asynq.Task, error) {
+	if !j.Carry() {
+		j.Messages = nil
+	}
+	b, err := json.Marshal(j)
+	if err != nil {
+		return nil, err
+	}
+	return asynq.NewTask(TypeDeliver, b), nil
+}
+
+// ParseDeliver decodes a delivery job; errors name the malformed payload.
+func ParseDeliver(t *asynq.Task) (delivery.Job, error) {
+	var j delivery.Job
+	if err := json.Unmarshal(t.Payload(), &j); err != nil {
+		return j, fmt.Errorf("parse %s payload: %w", TypeDeliver, err)
+	}
+	if j.Group <= 0 || j.Queue <= 0 || len(j.Offsets) == 0 || j.Parallelism < 1 {
+		return j, fmt.Errorf("parse %s payload: missing group, queue, offsets or parallelism", TypeDeliver)
+	}
+	return j, nil
 }

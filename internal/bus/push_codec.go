@@ -1,8 +1,9 @@
-package delivery
+package bus
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/heraldhq/herald/internal/delivery"
 	"strconv"
 	"strings"
 	"time"
@@ -93,7 +94,7 @@ func EncodePush(encoded [][]byte, timeout time.Duration) ([]byte, error) {
 
 // ParsePush decodes a push: its jobs and timeout (at least 1 s). A job that does
 // not parse is reported in errs (by position) and left out; the others run.
-func ParsePush(b []byte) (jobs []Job, timeout time.Duration, errs []error) {
+func ParsePush(b []byte) (jobs []delivery.Job, timeout time.Duration, errs []error) {
 	var p pushPayload
 	if err := json.Unmarshal(b, &p); err != nil {
 		return nil, 0, []error{fmt.Errorf("parse pushed jobs: %w", err)}

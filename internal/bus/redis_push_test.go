@@ -1,6 +1,7 @@
-package dispatcher
+package bus
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,10 +12,10 @@ import (
 // none; the most room comes first.
 func TestRoomsFor(t *testing.T) {
 	t.Parallel()
-	holding := func(n int) map[*jobState]struct{} {
-		m := map[*jobState]struct{}{}
+	holding := func(n int) map[string]struct{} {
+		m := map[string]struct{}{}
 		for range n {
-			m[&jobState{}] = struct{}{}
+			m[strconv.Itoa(len(m))] = struct{}{}
 		}
 		return m
 	}

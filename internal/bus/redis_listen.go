@@ -1,0 +1,142 @@
+package bus
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/heraldhq/herald/internal/delivery"
+)
+
+// listenPushed keeps the worker subscribed to its jobs channel and announced in
+// Keys.Workers until stop is closed (then stopPushed) or ctx ends. A subscription
+// the server ended (a cluster slot moved) or that dropped is made again.
+func (s *RedisSource) listenPushed(ctx context.Context) {
+	stop := s.stopPush
+	var seq int64
+	for ctx.Err() == nil {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if s.listenPushedOnce(ctx, stop, &seq) {
+			return
+		}
+	}
+}
+
+// listenPushedOnce is one subscription of listenPushed; it reports whether the
+// worker stopped taking pushes (stop closed, unsubscribed and unannounced).
+func (s *RedisSource) listenPushedOnce(ctx context.Context, stop <-chan struct{}, seq *int64) bool {
+	channel := s.keys.WorkerJobs(s.id)
+	ps := delivery.Subscribe(ctx, s.rdb, channel)
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil { // a refused SSUBSCRIBE leaves go-redis subscribed to nothing
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return false
+	}
+	// Announced only while subscribed: a dispatcher that reads the entry finds the
+	// channel listened to (or its PUBLISH answers 0 and it falls back to asynq).
+	announce := func() {
+		*seq++
+		actx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		e := WorkerEntry{Concurrency: s.cfg.Concurrency, Seq: *seq}
+		pipe := s.rdb.Pipeline()
+		pipe.HSet(actx, s.keys.Workers(), s.id, e.String())
+		if *seq%WorkersExpireEvery == 1 {
+			pipe.PExpire(actx, s.keys.Workers(), WorkersTTL)
+		}
+		if _, err := pipe.Exec(actx); err != nil {
+			s.log.Warn("announce worker for pushed jobs", "err", err)
+		}
+	}
+	announce()
+	select {
+	case <-s.ready:
+	default:
+		close(s.ready)
+	}
+	tick := time.NewTicker(WorkerRefresh)
+	defer tick.Stop()
+	ch := ps.ChannelWithSubscriptions(redis.WithChannelSize(pushChannelSize), redis.WithChannelHealthCheckInterval(30*time.Second))
+	for {
+		select {
+		case <-ctx.Done():
+			return true
+		case <-stop:
+			s.stopPushed(ctx, ps, ch, channel)
+			return true
+		case <-tick.C:
+			announce()
+		case m, ok := <-ch:
+			if !ok {
+				return false
+			}
+			if delivery.Unsubscribed(m) {
+				delivery.SlotMoved(s.rdb)
+				return false
+			}
+			s.takePushed(m)
+		}
+	}
+}
+
+// stopPushed ends the subscription and waits for its confirmation, taking every
+// push Redis sent before it (a PUBLISH after it answers 0 and goes to asynq), then
+// removes the worker's entry so dispatchers stop choosing it. Jobs already pushed
+// are finished by the caller; their dispatchers wait for their reports.
+func (s *RedisSource) stopPushed(ctx context.Context, ps *redis.PubSub, ch <-chan any, channel string) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushUnsubscribeWait)
+	defer cancel()
+	if err := delivery.Unsubscribe(uctx, ps, delivery.Sharded(s.rdb), channel); err != nil {
+		s.log.Warn("unsubscribe from pushed jobs", "err", err)
+	} else {
+	drain:
+		for {
+			select {
+			case m, ok := <-ch:
+				if !ok {
+					break drain
+				}
+				if sub, isSub := m.(*redis.Subscription); isSub && (sub.Kind == "unsubscribe" || sub.Kind == "sunsubscribe") {
+					break drain
+				}
+				s.takePushed(m)
+			case <-uctx.Done():
+				s.log.Warn("unsubscribe from pushed jobs not confirmed; a job pushed meanwhile is re-dispatched at its deadline")
+				break drain
+			}
+		}
+	}
+	if err := s.rdb.HDel(uctx, s.keys.Workers(), s.id).Err(); err != nil {
+		s.log.Warn("remove worker entry", "err", err)
+	}
+}
+
+// takePushed queues the jobs of a pushed message for the slots.
+func (s *RedisSource) takePushed(m any) {
+	msg, ok := m.(*redis.Message)
+	if !ok {
+		return
+	}
+	jobs, timeout, errs := ParsePush([]byte(msg.Payload))
+	for _, err := range errs {
+		s.log.Error("drop malformed pushed job", "err", err)
+	}
+	if len(jobs) == 0 {
+		return
+	}
+	q := make([]queued, len(jobs))
+	for i, j := range jobs {
+		q[i] = queued{job: j, timeout: timeout}
+	}
+	if !s.q.add(q...) {
+		s.log.Warn("pushed jobs arrived after the worker stopped; they are sent again at their deadline", "jobs", len(jobs))
+	}
+}

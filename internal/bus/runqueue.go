@@ -1,0 +1,119 @@
+package bus
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/heraldhq/herald/internal/delivery"
+)
+
+// queued is a job that reached a worker and waits for a slot; done, if set, is
+// called once the job returned.
+type queued struct {
+	job     delivery.Job
+	timeout time.Duration
+	done    func()
+}
+
+// runQueue holds the jobs that reached a worker in memory (InProcess) or pushed
+// (Redis) until one of its slots is free, and runs them in arrival order.
+type runQueue struct {
+	mu     sync.Mutex
+	queue  []queued
+	closed bool          // add refuses: the source stopped taking jobs
+	more   chan struct{} // a job was added, or the queue closed (buffer of one)
+	stop   chan struct{} // closed by Stop: waiting jobs are returned, not run
+	served chan struct{} // closed when serve returned
+	jobs   sync.WaitGroup
+}
+
+func newRunQueue() *runQueue {
+	return &runQueue{more: make(chan struct{}, 1), stop: make(chan struct{}), served: make(chan struct{})}
+}
+
+// add queues jobs and reports whether it took them: false once closed.
+func (q *runQueue) add(jobs ...queued) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	q.queue = append(q.queue, jobs...)
+	q.mu.Unlock()
+	q.poke()
+	return true
+}
+
+func (q *runQueue) poke() {
+	select {
+	case q.more <- struct{}{}:
+	default:
+	}
+}
+
+// close refuses later adds; serve runs (or, after halt, returns) what is queued.
+func (q *runQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.poke()
+}
+
+// next takes the first queued job; ok is false when the queue is empty, and end
+// is true when it also is closed.
+func (q *runQueue) next() (j queued, ok, end bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.queue) == 0 {
+		return queued{}, false, q.closed
+	}
+	j = q.queue[0]
+	q.queue[0] = queued{}
+	q.queue = q.queue[1:]
+	return j, true, false
+}
+
+// serve runs queued jobs in order on r, each on a slot as soon as one is free,
+// bounded by its timeout, until the queue is closed and empty; after halt (stop
+// closed) a job still waiting is returned instead.
+func (q *runQueue) serve(r Runner, slots Slots) {
+	defer close(q.served)
+	for {
+		j, ok, end := q.next()
+		if end {
+			return
+		}
+		if !ok {
+			<-q.more
+			continue
+		}
+		if !slots.Take(context.Background(), q.stop) {
+			r.ReturnJob(j.job)
+			if j.done != nil {
+				j.done()
+			}
+			continue
+		}
+		q.jobs.Add(1)
+		go func() {
+			defer q.jobs.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
+			defer cancel()
+			r.RunJob(ctx, j.job)
+			slots.Give()
+			if j.done != nil {
+				j.done()
+			}
+		}()
+	}
+}
+
+// halt closes the queue and makes serve return the jobs still waiting; it returns
+// once serve returned and every job it started has.
+func (q *runQueue) halt() {
+	q.close()
+	close(q.stop)
+	<-q.served
+	q.jobs.Wait()
+}
