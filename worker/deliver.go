@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/stagetrace"
@@ -17,7 +16,7 @@ import (
 )
 
 // heartbeatDelay is how long a job runs before its heartbeat goroutine starts
-// (progress reports, fence flushes and the heartbeat key; see reporter.heartbeat).
+// (progress reports and fence flushes; see reporter.heartbeat).
 const heartbeatDelay = 100 * time.Millisecond
 
 // ReturnJob is the bus.Runner's: j's messages go back unsent (ReasonShutdown), the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/heraldhq/herald/internal/delivery"
@@ -39,7 +38,6 @@ type reporter struct {
 	counters  delivery.Counters
 	final     bool
 	inPlace   *delivery.InPlace
-	beating   atomic.Bool // the heartbeat key was written
 	// copied is closed once the last durable copy queued is written (local jobs).
 	copied <-chan struct{}
 }
@@ -57,7 +55,7 @@ func (r *reporter) durable(delivered, retried, dead []int64) {
 	}
 	b, _ := json.Marshal(delivery.Report{TaskID: r.taskID, Group: r.job.Group, Queue: r.job.Queue, Version: r.job.Version, Generation: r.job.Generation,
 		Delivered: delivery.Ranges(delivered), RetryWritten: delivery.Ranges(retried), DeadLettered: delivery.Ranges(dead), Ordered: r.job.Ordered, Applied: true})
-	done := r.w.senders.sender(r.w, r.job.Owner).queue(b, "", false)
+	done := r.w.senders.sender(r.w, r.job.Owner).queue(b, false)
 	r.mu.Lock()
 	r.copied = done // a sender writes in queue order: this one closes after the earlier ones
 	r.mu.Unlock()
@@ -176,21 +174,14 @@ func (r *reporter) flush(final bool) {
 			r.w.log.Warn("release returned retry rows", "task", r.taskID, "err", err)
 		}
 	}
-	r.awaitCopies(r.job.Ordered || r.job.Probe) // what rep names is durable before the owner frees its credits
+	r.awaitCopies(r.job.Ordered || r.job.Probe)                 // what rep names is durable before the owner frees its credits
 	if r.w.local != nil && r.w.local.Report(r.job.Owner, rep) { // its durable copies went POST by POST
-		if final && r.beating.Load() {
-			r.w.rdb.Del(ctx, r.w.keys.Heartbeat(r.job.Owner, r.taskID))
-		}
 		return
 	}
 	b, _ := json.Marshal(rep)
-	hb := ""
-	if final && r.beating.Load() {
-		hb = r.w.keys.Heartbeat(r.job.Owner, r.taskID)
-	}
 	// An ordered group's next message of this key or queue waits for this report;
 	// other jobs' reports may linger for company (reportsend.go).
-	r.w.senders.sender(r.w, r.job.Owner).send(b, hb, r.job.Ordered || r.job.Probe)
+	r.w.senders.sender(r.w, r.job.Owner).send(b, r.job.Ordered || r.job.Probe)
 }
 
 // reportPushFor is how long a worker keeps trying to push a report while Redis
@@ -207,16 +198,10 @@ const reportPushFor = 15 * time.Second
 const reportPushRetry = 50 * time.Millisecond
 
 // heartbeat flushes progress every interval and at once when the job is fenced,
-// and, from a third of HeartbeatTTL on,
-// keeps the job's heartbeat key alive, until ctx ends. Short jobs never write the
-// key: the dispatcher's deadline (≥ JobDeadlineBase) covers them.
+// until ctx ends. (The job's heartbeat key, its liveness, is the bus's: bus.Source.)
 func (r *reporter) heartbeat(ctx context.Context, interval time.Duration) {
-	key := r.w.keys.Heartbeat(r.job.Owner, r.taskID)
-	ttl := r.w.cfg.HeartbeatTTL
 	progress := time.NewTicker(interval)
 	defer progress.Stop()
-	beat := time.NewTicker(ttl / 3)
-	defer beat.Stop()
 	var fenced <-chan struct{}
 	if !r.job.Retry {
 		fenced = r.w.fences.Changed()
@@ -239,9 +224,6 @@ func (r *reporter) heartbeat(ctx context.Context, interval time.Duration) {
 			}
 		case <-progress.C:
 			r.flush(false)
-		case <-beat.C:
-			r.beating.Store(true)
-			r.w.rdb.Set(ctx, key, 1, ttl)
 		}
 	}
 }

@@ -18,8 +18,7 @@ type reportSenders struct {
 }
 
 // reportSender gathers the reports a worker's jobs send to one dispatcher and sends
-// each gathering as one XADD to the owner's report stream (delivery.Keys.Reports),
-// pipelined with the deletion of the heartbeat keys of the jobs that finished: a
+// each gathering as one XADD to the owner's report stream (delivery.Keys.Reports): a
 // group commit, as a database log writer's, so the number of Redis commands follows
 // the sends, not the reports. While a send is under way, what arrives waits for the
 // next one; a gathering whose reports are all of unordered jobs lingers first
@@ -35,13 +34,12 @@ type reportSender struct {
 	urgent  chan struct{} // cuts the linger short: an ordered job's report joined
 }
 
-// reportSend is one gathering: the reports (each a JSON object) and the heartbeat
-// keys to delete with them; done closes once they are in Redis or given up on.
+// reportSend is one gathering: the reports (each a JSON object); done closes once
+// they are in Redis or given up on.
 type reportSend struct {
-	reports   [][]byte
-	heartbeat []string
-	urgent    bool
-	done      chan struct{}
+	reports [][]byte
+	urgent  bool
+	done    chan struct{}
 }
 
 // sender returns the reportSender for owner.
@@ -59,12 +57,11 @@ func (s *reportSenders) sender(w *Worker, owner string) *reportSender {
 	return rs
 }
 
-// send queues report (a JSON object) for the owner, with heartbeat ("" for none)
-// to delete in the same round trip, and returns when that send ended: the report is
+// send queues report (a JSON object) for the owner and returns when that send ended: the report is
 // in the owner's stream, or was given up on after reportPushFor. urgent skips the
 // linger (a report an ordered group's next message waits for).
-func (rs *reportSender) send(report []byte, heartbeat string, urgent bool) {
-	<-rs.queue(report, heartbeat, urgent)
+func (rs *reportSender) send(report []byte, urgent bool) {
+	<-rs.queue(report, urgent)
 }
 
 // hurry sends the gathering waiting for the next send without its linger.
@@ -82,16 +79,13 @@ func (rs *reportSender) hurry() {
 }
 
 // queue is send without the wait: it returns a channel closed when the send ended.
-func (rs *reportSender) queue(report []byte, heartbeat string, urgent bool) <-chan struct{} {
+func (rs *reportSender) queue(report []byte, urgent bool) <-chan struct{} {
 	rs.mu.Lock()
 	if rs.next == nil {
 		rs.next = &reportSend{done: make(chan struct{})}
 	}
 	g := rs.next
 	g.reports = append(g.reports, report)
-	if heartbeat != "" {
-		g.heartbeat = append(g.heartbeat, heartbeat)
-	}
 	if urgent && !g.urgent {
 		g.urgent = true
 		select {
@@ -142,20 +136,15 @@ func (rs *reportSender) run() {
 }
 
 // push writes one gathering: one stream entry whose field "r" holds the reports as
-// a JSON array, and the heartbeat deletions, retried while Redis refuses them (a
-// failover) for up to reportPushFor.
+// a JSON array, retried while Redis refuses it (a failover) for up to
+// reportPushFor.
 func (rs *reportSender) push(g *reportSend) {
 	entry := delivery.ReportEntry(g.reports)
 	key := rs.w.keys.Reports(rs.owner)
 	ctx, cancel := context.WithTimeout(context.Background(), reportPushFor)
 	defer cancel()
 	for wait := reportPushRetry; ; wait = min(2*wait, time.Second) {
-		pipe := rs.w.rdb.Pipeline()
-		pipe.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []string{delivery.ReportField, entry}})
-		for _, hb := range g.heartbeat {
-			pipe.Del(ctx, hb)
-		}
-		_, err := pipe.Exec(ctx)
+		err := rs.w.rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []string{delivery.ReportField, entry}}).Err()
 		if err == nil {
 			return
 		}

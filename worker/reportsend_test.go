@@ -71,7 +71,7 @@ func TestReportSenderGathers(t *testing.T) {
 			for i := range n {
 				time.Sleep(time.Until(start.Add(time.Duration(i) * every))) // stands for the jobs' pace
 				wg.Go(func() {
-					w.senders.sender(w, "owner").send(fmt.Appendf(nil, `{"id":"j%d"}`, i), "", false)
+					w.senders.sender(w, "owner").send(fmt.Appendf(nil, `{"id":"j%d"}`, i), false)
 				})
 			}
 			wg.Wait()
@@ -98,13 +98,13 @@ func TestReportSenderUrgentCutsLinger(t *testing.T) {
 	s := w.senders.sender(w, "owner")
 	start := time.Now()
 	lingered := make(chan struct{})
-	go func() { s.send([]byte(`{"id":"unordered"}`), "", false); close(lingered) }()
+	go func() { s.send([]byte(`{"id":"unordered"}`), false); close(lingered) }()
 	select {
 	case <-lingered:
 		t.Fatal("an unordered job's report went without lingering")
 	case <-time.After(50 * time.Millisecond): // proves an absence: still lingering
 	}
-	s.send([]byte(`{"id":"ordered"}`), "", true)
+	s.send([]byte(`{"id":"ordered"}`), true)
 	<-lingered
 	require.Less(t, time.Since(start), 10*time.Second)
 	ids, entries := streamReports(t, w)

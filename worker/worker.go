@@ -39,14 +39,14 @@ const refreshAfter = 50 * time.Millisecond
 
 // Worker runs delivery jobs. Create it with New and start it with Run.
 type Worker struct {
-	cfg      config.Worker
-	keys     delivery.Keys
-	st       *store.Store
-	rdb      redis.UniversalClient
-	source   bus.Source
-	client   *http.Client
-	log      *slog.Logger
-	fences   *fence.Watcher
+	cfg    config.Worker
+	keys   delivery.Keys
+	st     *store.Store
+	rdb    redis.UniversalClient
+	source bus.Source
+	client *http.Client
+	log    *slog.Logger
+	fences *fence.Watcher
 
 	mu         sync.Mutex
 	groups     map[int64]*cachedGroup

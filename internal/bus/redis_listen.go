@@ -134,9 +134,12 @@ func (s *RedisSource) takePushed(m any) {
 	}
 	q := make([]queued, len(jobs))
 	for i, j := range jobs {
-		q[i] = queued{job: j, timeout: timeout}
+		q[i] = queued{job: j, timeout: timeout, done: s.beat(j)}
 	}
 	if !s.q.add(q...) {
+		for _, j := range q {
+			j.done()
+		}
 		s.log.Warn("pushed jobs arrived after the worker stopped; they are sent again at their deadline", "jobs", len(jobs))
 	}
 }

@@ -33,8 +33,10 @@ const subscribeWait = 2 * time.Second
 
 // RedisSource is a worker's end of the Redis bus: the jobs pushed to it on its own
 // channel (Keys.WorkerJobs, announced in Keys.Workers while subscribed; cfg.PushJobs)
-// and the jobs of the asynq queue, all run on the worker's one Slots. Create it
-// with NewRedisSource.
+// and the jobs of the asynq queue, all run on the worker's one Slots, each with its
+// heartbeat key kept alive from the moment the worker holds it until it returned
+// (heartbeat.go). Create it with
+// NewRedisSource.
 type RedisSource struct {
 	cfg  config.Worker
 	rdb  redis.UniversalClient
@@ -145,6 +147,7 @@ func (s *RedisSource) Start(ctx context.Context, r Runner, slots Slots) error {
 // handler always returns nil: asynq's retry is not used; only the dispatcher
 // re-executes a job, as its next generation.
 func (s *RedisSource) runTask(ctx context.Context, r Runner, slots Slots, j delivery.Job) {
+	defer s.beat(j)()
 	if !slots.Take(ctx, s.stopTake) {
 		r.ReturnJob(j)
 		return
@@ -177,6 +180,11 @@ func (s *RedisSource) Stop(halt func()) {
 	s.endWake()
 	<-s.waked
 	s.endPush()
+}
+
+// beat keeps j's heartbeat key alive until the returned stop is called (beat).
+func (s *RedisSource) beat(j delivery.Job) (stop func()) {
+	return beat(s.rdb, s.keys, s.cfg.HeartbeatTTL, j)
 }
 
 type asynqLogger struct{ l *slog.Logger }

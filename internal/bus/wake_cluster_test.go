@@ -2,13 +2,13 @@ package bus_test
 
 import (
 	"context"
-	"github.com/heraldhq/herald/internal/bus"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/bus"
 	"github.com/heraldhq/herald/internal/delivery"
 )
 

@@ -9,10 +9,8 @@ import (
 	"slices"
 	"strconv"
 
-
 	"github.com/heraldhq/herald/models"
 )
-
 
 // Range is an inclusive run of offsets [First, Last], JSON-encoded as [first,last].
 type Range [2]int64

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"github.com/heraldhq/herald/internal/bus"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/bus"
 	"github.com/heraldhq/herald/internal/delivery"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/heraldhq/herald/internal/bus"
 	"sync"
 	"syscall"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/bus"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
 )
