@@ -323,12 +323,13 @@ func (d *Dispatcher) shutdown(reports <-chan delivery.Report, entries <-chan rep
 	d.awaitLocalJobs(ctx, reports)
 	d.bus.Detach()
 	d.applyWaiting(reports, entries)
-	d.commit(ctx)
-	d.deleteGroupMetrics()
 	all := make([]*cursorState, 0, len(d.cursors))
 	for _, cs := range d.cursors {
 		all = append(all, cs)
 	}
+	d.finishHeld(ctx, all)
+	d.commit(ctx)
+	d.deleteGroupMetrics()
 	ids, held := d.releasable(all)
 	d.release(ctx, ids, held)
 	if err := d.st.DispatcherDelete(ctx, d.id); err != nil {

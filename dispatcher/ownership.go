@@ -319,7 +319,7 @@ func (d *Dispatcher) dropCursor(cs *cursorState) {
 	}
 	for id, j := range d.jobs {
 		if j.cursor == cs {
-			delete(d.jobs, id)
+			d.dropJob(id)
 			if gs := d.groups[cs.groupID]; gs != nil {
 				gs.inflightP -= j.job.Parallelism
 			}
@@ -327,8 +327,12 @@ func (d *Dispatcher) dropCursor(cs *cursorState) {
 	}
 }
 
+// releaseGroup commits and releases group id's cursors (rebalance). A cursor still
+// held for its takeover first applies its previous owner's reports (finishHeld), so
+// the commit carries them: the next owner replays only this dispatcher's stream.
 func (d *Dispatcher) releaseGroup(ctx context.Context, id int64) {
 	gs := d.groups[id]
+	d.finishHeld(ctx, gs.cursors)
 	d.commit(ctx)
 	ids, held := d.releasable(gs.cursors)
 	for _, cs := range slices.Clone(gs.cursors) {

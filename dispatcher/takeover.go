@@ -106,6 +106,23 @@ func (d *Dispatcher) finishTakeovers(ctx context.Context) {
 	}
 }
 
+// finishHeld applies at once the previous owners' reports for those of css still
+// held for their takeover, before a commit that hands them on (a release, a stop):
+// otherwise the next owner, replaying only this dispatcher's stream, would send
+// again what the previous owner delivered but never committed. A report the
+// previous owner's POSTs add after this is a POST in flight.
+func (d *Dispatcher) finishHeld(ctx context.Context, css []*cursorState) {
+	now, any := d.now(), false
+	for _, cs := range css {
+		if cs.takeover != nil {
+			cs.takeover.at, any = now, true
+		}
+	}
+	if any {
+		d.finishTakeovers(ctx)
+	}
+}
+
 // replay marks a previous owner's reported outcomes done and returns how many
 // offsets it named. The read position follows the commit, and nothing done stays
 // pending (a hole re-read may have found one).
