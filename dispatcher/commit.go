@@ -83,7 +83,7 @@ func (d *Dispatcher) updateLag() {
 		if oldest > 0 {
 			lag = float64(nowMS-oldest) / float64(time.Second/time.Millisecond)
 		}
-		gg := d.gauges(gs)
+		gg := d.metrics.gauges(gs)
 		gg.set(gaugeLagMessages, float64(msgs))
 		gg.set(gaugeLagSeconds, lag)
 	}
@@ -104,9 +104,6 @@ func (d *Dispatcher) commitReported(ctx context.Context) {
 	d.commit(ctx)
 }
 
-// trimReportsFor bounds the XTRIM of the report stream's covered prefix.
-const trimReportsFor = 2 * time.Second
-
 // trimReports removes from this dispatcher's report stream the entries its commits
 // now cover (reportLog): one XTRIM MINID when something new is covered, none
 // otherwise. A failed trim is retried by the next one, whose MINID is higher.
@@ -121,9 +118,5 @@ func (d *Dispatcher) trimReports(ctx context.Context) {
 	if !ok {
 		return
 	}
-	tctx, cancel := context.WithTimeout(ctx, trimReportsFor)
-	defer cancel()
-	if err := d.rdb.XTrimMinID(tctx, d.keys.Reports(d.id), minID).Err(); err != nil {
-		d.log.Warn("trim the report stream", "err", err)
-	}
+	d.streams.Trim(ctx, d.keys.Reports(d.id), minID)
 }

@@ -104,7 +104,7 @@ func setupCut(t *testing.T, maxJobs, jobSize int) *cutBundle {
 	b := &cutBundle{q: &recordBus{}, st: &memStore{}, now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
 	b.d = &Dispatcher{
 		cfg: config.Dispatcher{JobSize: jobSize, MaxJobsInFlight: maxJobs, JobDeadlineBase: 40 * time.Second},
-		id:  "d1", sched: b.st, bus: b.q, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: func() time.Time { return b.now },
+		id:  "d1", sched: b.st, bus: b.q, members: &members{id: "d1"}, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: func() time.Time { return b.now },
 		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
 		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{}, reload: map[int64]bool{},
 	}

@@ -59,6 +59,7 @@ type Dispatcher struct {
 	rdb      redis.UniversalClient
 	notifier *notify.Notifier
 	bus      bus.Jobs    // where jobs go and whether one is still held (internal/bus)
+	streams  *bus.ReportStreams
 	sending  []*jobState // jobs cut this step, sent by flush (jobs.go)
 	log      *slog.Logger
 	now      Clock
@@ -66,7 +67,6 @@ type Dispatcher struct {
 	// localEvents carries the api's notifications of this process (notified.go).
 	localEvents  chan notify.Event
 	overflow     atomic.Bool // a local notification found localEvents full
-	alone        atomic.Bool // this is the only live dispatcher (last rebalance)
 	running      atomic.Bool // the loop serves localEvents
 	holdsOrdered atomic.Bool // an owned group is ordered: reports are read without ReportGather
 
@@ -86,14 +86,12 @@ type Dispatcher struct {
 	maxIDs      map[int64]int64
 	// Ownership (ownership.go, membership.go): refresh asks for a full rebalance at
 	// the next step, reload names groups to re-read alone (group notifications, lost
-	// fences), members is the view of the live dispatchers and retry the ownership
-	// work to try again later; lapsed is signalled by the heartbeat goroutine when the
-	// lease may have run out between two heartbeats.
+	// fences), members is the view of the live dispatchers and this one's lease
+	// (membership.go) and retry the ownership work to try again later.
 	refresh bool
 	reload  map[int64]bool
-	members members
+	members *members
 	retry   ownRetry
-	lapsed  chan struct{}
 	// reported says a report was applied since the last commit; lastCommit is when
 	// that commit ran (commitReported spaces report-driven commits by ReportCommitDelay).
 	reported   bool
@@ -105,9 +103,8 @@ type Dispatcher struct {
 	// outboxDue asks the next poll to wake the maintenance role's dead-letter outbox.
 	outboxDue bool
 	claimSeq  int64
-	// exported holds the per-group series this dispatcher set, by group id (metrics.go).
-	exported          map[int64]*groupGauges
-	lastBacklogSample time.Time
+	// metrics are the per-group series this dispatcher exports (metrics.go).
+	metrics ownerMetrics
 	// unsettled says ownership work ran since the last OwnershipSettled signal.
 	unsettled bool
 
@@ -127,12 +124,16 @@ func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.U
 	host, _ := os.Hostname()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
+	id := fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:]))
+	notifier := notify.New(rdb, keys)
 	return &Dispatcher{
-		cfg: cfg, keys: keys, id: fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:])),
-		st: st, sched: st, rdb: rdb, notifier: notify.New(rdb, keys), bus: jobs, log: log, now: now,
+		cfg: cfg, keys: keys, id: id,
+		members: &members{id: id, st: st, notifier: notifier, cfg: cfg, log: log, lapsed: make(chan struct{}, 1)},
+		events:  opEvents{st: st, notifier: notifier, log: log, now: now},
+		st: st, sched: st, rdb: rdb, notifier: notifier, bus: jobs, streams: bus.NewReportStreams(rdb, log), log: log, now: now,
 		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
 		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{}, dirtyQ: map[int64]bool{},
-		exported: map[int64]*groupGauges{}, reload: map[int64]bool{}, lapsed: make(chan struct{}, 1),
+		metrics: ownerMetrics{st: st, log: log, now: now}, reload: map[int64]bool{},
 		claimSeq:    now().UnixNano() / int64(time.Millisecond),
 		localEvents: make(chan notify.Event, localEventsBuffer),
 	}
@@ -150,13 +151,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	events := make(chan notify.Event, 1024)
 	reports := make(chan delivery.Report, 1024)
 	d.bus.Attach(d.id, reports)
-	entries := make(chan reportEntry, 256)
+	entries := make(chan bus.ReportEntry, 256)
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() error { return d.subscribe(ectx, events) })
-	eg.Go(func() error { return d.readReports(ectx, entries) })
+	eg.Go(func() error { d.streams.Read(ectx, d.keys.Reports(d.id), entries, d.reportGather); return nil })
 	bctx, stopBeat := context.WithCancel(ectx)
 	beaten := make(chan struct{})
-	go func() { d.beat(bctx); close(beaten) }()
+	go func() { d.members.beat(bctx); close(beaten) }()
 	eg.Go(func() error {
 		defer d.shutdown(reports, entries)
 		defer func() { stopBeat(); <-beaten }() // no heartbeat may land after the row is deleted
@@ -182,11 +183,11 @@ func (d *Dispatcher) subscribe(ctx context.Context, events chan<- notify.Event) 
 	return nil
 }
 
-func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, reports <-chan delivery.Report, entries <-chan reportEntry) error {
-	if err := d.heartbeat(ctx); err != nil {
+func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, reports <-chan delivery.Report, entries <-chan bus.ReportEntry) error {
+	if err := d.members.renew(ctx); err != nil {
 		return err
 	}
-	d.announce(ctx) // the others re-read the live set and hand this one its groups
+	d.members.announce(ctx) // the others re-read the live set and hand this one its groups
 	d.rebalance(ctx, true)
 	d.unsettled = true
 	d.settleSignal()
@@ -228,7 +229,7 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 			d.refresh = true // the fallback for lost notifications and missed fences
 		case <-members.C:
 			d.members.check = true // the first peer lease seen at the last read ends now
-		case <-d.lapsed:
+		case <-d.members.lapsed:
 			d.refresh = true // others may have taken cursors while the lease was out
 		case <-commit.C:
 			d.commit(ctx)
@@ -239,7 +240,7 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 				// Lag and backlogs change only with what a poll or a step sees, so an
 				// idle dispatcher publishes them at the idle poll's pace.
 				d.updateLag()
-				d.exportGroupMetrics(ctx)
+				d.metrics.export(ctx, d.groups)
 			}
 			d.checkDeadlines(ctx)
 			d.askOutbox(ctx)
@@ -313,7 +314,7 @@ func (d *Dispatcher) wakeBy(t time.Time) {
 	}
 }
 
-func (d *Dispatcher) shutdown(reports <-chan delivery.Report, entries <-chan reportEntry) {
+func (d *Dispatcher) shutdown(reports <-chan delivery.Report, entries <-chan bus.ReportEntry) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// The process's worker stops with it: its jobs start no new POST and finish
@@ -329,11 +330,11 @@ func (d *Dispatcher) shutdown(reports <-chan delivery.Report, entries <-chan rep
 	}
 	d.finishHeld(ctx, all)
 	d.commit(ctx)
-	d.deleteGroupMetrics()
+	d.metrics.deleteAll()
 	ids, held := d.releasable(all)
 	d.release(ctx, ids, held)
 	if err := d.st.DispatcherDelete(ctx, d.id); err != nil {
 		d.log.Warn("delete dispatcher row", "err", err)
 	}
-	d.announce(ctx) // the others claim the released cursors at once
+	d.members.announce(ctx) // the others claim the released cursors at once
 }

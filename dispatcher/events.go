@@ -2,15 +2,23 @@ package dispatcher
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
+	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/models"
+	"github.com/heraldhq/herald/models/store"
 )
 
 // opEvents is the dispatcher's side of Herald's operational events (models.EventsTopic):
-// the per-group gates of the rate-limited kinds. Used from Run's loop only.
+// it appends them through the store, notifies the events queue, and keeps the
+// per-group gates of the rate-limited kinds. Used from Run's loop only.
 type opEvents struct {
-	gates map[eventGateKey]*eventGate
+	st       *store.Store
+	notifier *notify.Notifier
+	log      *slog.Logger
+	now      Clock
+	gates    map[eventGateKey]*eventGate
 }
 
 type eventGateKey struct {
@@ -25,28 +33,28 @@ type eventGate struct {
 	count int
 }
 
-// event publishes one operational event about gs's group through the store and
+// send publishes one operational event about gs's group through the store and
 // notifies the events queue. A failure is logged: the state change it reports has
 // already happened.
-func (d *Dispatcher) event(gs *groupState, typ models.EventType, data map[string]any) {
+func (e *opEvents) send(gs *groupState, typ models.EventType, data map[string]any) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	q, err := d.st.EventAppend(ctx, models.Event{Type: typ, Time: d.now(), Group: gs.g.Name, Data: data})
+	q, err := e.st.EventAppend(ctx, models.Event{Type: typ, Time: e.now(), Group: gs.g.Name, Data: data})
 	if err != nil {
-		d.log.Warn("publish operational event", "type", typ, "group", gs.g.Name, "err", err)
+		e.log.Warn("publish operational event", "type", typ, "group", gs.g.Name, "err", err)
 		return
 	}
-	if err := d.notifier.Queues(ctx, []int64{q}); err != nil {
-		d.log.Debug("notify events queue", "err", err)
+	if err := e.notifier.Queues(ctx, []int64{q}); err != nil {
+		e.log.Debug("notify events queue", "err", err)
 	}
 }
 
-// eventCounted publishes a rate-limited event (dead_letter.created,
+// counted publishes a rate-limited event (dead_letter.created,
 // endpoint.throttled) for n occurrences: at most one per group and kind per
 // models.EventMinInterval, its data's "count" summing the occurrences since the last
 // one sent. Occurrences held back are reported with the next one.
-func (d *Dispatcher) eventCounted(gs *groupState, typ models.EventType, n int, data map[string]any) {
-	count, since, ok := d.events.pass(eventGateKey{gs.g.ID, typ}, n, d.now())
+func (e *opEvents) counted(gs *groupState, typ models.EventType, n int, data map[string]any) {
+	count, since, ok := e.pass(eventGateKey{gs.g.ID, typ}, n, e.now())
 	if !ok {
 		return
 	}
@@ -57,7 +65,7 @@ func (d *Dispatcher) eventCounted(gs *groupState, typ models.EventType, n int, d
 	if !since.IsZero() {
 		data["since"] = since.UTC()
 	}
-	d.event(gs, typ, data)
+	e.send(gs, typ, data)
 }
 
 // pass counts n occurrences of k at now and reports whether an event goes out: the

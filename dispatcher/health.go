@@ -88,7 +88,7 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 	switch tr {
 	case closed:
 		d.log.Info("breaker closed after a successful probe", "group", gs.g.Name)
-		d.event(gs, models.EventBreakerClosed, nil)
+		d.events.send(gs, models.EventBreakerClosed, nil)
 		// The probe alone is the last 10 s of deliveries: restart from the configured
 		// rate or the rate measured before the outage.
 		gs.pace.recoverFrom(now, h.preOutage)
@@ -98,7 +98,7 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 		}
 		d.log.Warn("breaker opened", "group", gs.g.Name, "cooldown", h.breaker.cooldown, "consecutive", h.breaker.consecutive, "successes_minute", h.succMinute, "failures_minute", h.failMinute, "last_error", gs.lastError)
 		d.audit(gs, "group.breaker.open", map[string]any{"cooldown_ms": h.breaker.cooldown.Milliseconds(), "last_error": gs.lastError})
-		d.event(gs, models.EventBreakerOpened, map[string]any{"cooldown_ms": h.breaker.cooldown.Milliseconds(), "consecutive_failures": h.breaker.consecutive,
+		d.events.send(gs, models.EventBreakerOpened, map[string]any{"cooldown_ms": h.breaker.cooldown.Milliseconds(), "consecutive_failures": h.breaker.consecutive,
 			"last_status": h.lastStatus, "last_error": gs.lastError})
 	}
 }
@@ -114,7 +114,7 @@ func (d *Dispatcher) throttle(gs *groupState, now time.Time, retryAfter time.Dur
 	}
 	if gs.pace.throttle(now, h.throttleUntil, gs.measured(now)) {
 		d.log.Info("endpoint throttled; rate cut", "group", gs.g.Name, "retry_after", retryAfter, "effective_rate", gs.pace.start)
-		d.eventCounted(gs, models.EventEndpointThrottled, 1, map[string]any{"retry_after_ms": retryAfter.Milliseconds(), "effective_rate": gs.pace.start})
+		d.events.counted(gs, models.EventEndpointThrottled, 1, map[string]any{"retry_after_ms": retryAfter.Milliseconds(), "effective_rate": gs.pace.start})
 	}
 }
 
@@ -238,7 +238,7 @@ func (d *Dispatcher) setStatus(gs *groupState, st models.GroupStatus, reason str
 	if st == models.GroupDisabled {
 		typ = models.EventGroupDisabled
 	}
-	d.event(gs, typ, map[string]any{"reason": reason, "by": "herald"})
+	d.events.send(gs, typ, map[string]any{"reason": reason, "by": "herald"})
 }
 
 func (d *Dispatcher) audit(gs *groupState, action string, after any) {

@@ -427,7 +427,7 @@ func (d *Dispatcher) noReport(ctx context.Context, js *jobState) {
 		js.group.health.retryDueBy(res.NextDue)
 	}
 	if len(res.DeadLettered) > 0 {
-		d.eventCounted(js.group, models.EventDeadLetterCreated, len(res.DeadLettered), map[string]any{"last_error": string(delivery.ClassNoReport)})
+		d.events.counted(js.group, models.EventDeadLetterCreated, len(res.DeadLettered), map[string]any{"last_error": string(delivery.ClassNoReport)})
 	}
 	cs := js.cursor
 	d.finishJob(js, 0)

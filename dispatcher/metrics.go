@@ -2,11 +2,13 @@ package dispatcher
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/models/store"
 )
 
 // Backlog sampling: retry-topic and dead-letter sizes change through what the owner
@@ -58,58 +60,73 @@ func (gg *groupGauges) set(i int, v float64) {
 	gg.value[i] = v
 }
 
+// ownerMetrics are the per-group series this dispatcher exports as the owner of
+// its groups: lag, breaker state, retry and dead-letter sizes, blocked keys. Used
+// from Run's loop only.
+type ownerMetrics struct {
+	st  *store.Store
+	log *slog.Logger
+	now Clock
+	// exported holds the series set, by group id.
+	exported          map[int64]*groupGauges
+	lastBacklogSample time.Time
+}
+
 // gauges returns gs's series, creating them for a group newly owned or renamed
-// (exportGroupMetrics deletes the old name's), and asks for a backlog sample then.
-func (d *Dispatcher) gauges(gs *groupState) *groupGauges {
-	gg := d.exported[gs.g.ID]
+// (export deletes the old name's), and asks for a backlog sample then.
+func (m *ownerMetrics) gauges(gs *groupState) *groupGauges {
+	if m.exported == nil {
+		m.exported = map[int64]*groupGauges{}
+	}
+	gg := m.exported[gs.g.ID]
 	if gg == nil || gg.name != gs.g.Name {
 		if gg != nil {
 			metrics.DeleteGroupOwnerSeries(gg.name)
 		}
 		gg = newGroupGauges(gs.g.Name)
-		d.exported[gs.g.ID] = gg
+		m.exported[gs.g.ID] = gg
 		gs.health.backlogDirty = true
 	}
 	return gg
 }
 
-// exportGroupMetrics sets the breaker state of every owned group, samples retry and
+// export sets the breaker state of every owned group, samples retry and
 // dead-letter sizes (see backlogSampleEvery), and deletes every per-group series of
 // groups this dispatcher no longer owns (moved by a rebalance, deleted), so after a
 // rebalance only the new owner reports a group.
-func (d *Dispatcher) exportGroupMetrics(ctx context.Context) {
-	for id, gg := range d.exported {
-		if gs := d.groups[id]; gs == nil || gs.g.Name != gg.name {
+func (m *ownerMetrics) export(ctx context.Context, groups map[int64]*groupState) {
+	for id, gg := range m.exported {
+		if gs := groups[id]; gs == nil || gs.g.Name != gg.name {
 			metrics.DeleteGroupOwnerSeries(gg.name)
-			delete(d.exported, id)
+			delete(m.exported, id)
 		}
 	}
 	changed := false
-	for _, gs := range d.groups {
-		d.gauges(gs).set(gaugeBreaker, breakerGauge(gs.health.breaker.state))
+	for _, gs := range groups {
+		m.gauges(gs).set(gaugeBreaker, breakerGauge(gs.health.breaker.state))
 		if gs.g.OrderedByKey() {
-			d.gauges(gs).set(gaugeBlockedKeys, float64(gs.blockedKeys()))
+			m.gauges(gs).set(gaugeBlockedKeys, float64(gs.blockedKeys()))
 		}
 		changed = changed || gs.health.backlogDirty
 	}
-	now := d.now()
-	since := now.Sub(d.lastBacklogSample)
-	if len(d.groups) == 0 || since < backlogSampleEvery || (!changed && since < backlogSweepEvery) {
+	now := m.now()
+	since := now.Sub(m.lastBacklogSample)
+	if len(groups) == 0 || since < backlogSampleEvery || (!changed && since < backlogSweepEvery) {
 		return
 	}
-	d.lastBacklogSample = now
-	ids := make([]int64, 0, len(d.groups))
-	for id := range d.groups {
+	m.lastBacklogSample = now
+	ids := make([]int64, 0, len(groups))
+	for id := range groups {
 		ids = append(ids, id)
 	}
-	retry, dead, err := d.st.GroupBacklogs(ctx, ids)
+	retry, dead, err := m.st.GroupBacklogs(ctx, ids)
 	if err != nil {
-		d.log.Warn("sample group backlogs", "err", err)
+		m.log.Warn("sample group backlogs", "err", err)
 		return
 	}
-	for id, gs := range d.groups {
+	for id, gs := range groups {
 		gs.health.backlogDirty = false
-		gg := d.gauges(gs)
+		gg := m.gauges(gs)
 		gg.set(gaugeRetry, float64(retry[id]))
 		gg.set(gaugeDead, float64(dead[id]))
 	}
@@ -126,10 +143,10 @@ func breakerGauge(state string) float64 {
 	return 0
 }
 
-// deleteGroupMetrics removes every series this dispatcher exported (on shutdown).
-func (d *Dispatcher) deleteGroupMetrics() {
-	for id, gg := range d.exported {
+// deleteAll removes every series this dispatcher exported (on shutdown).
+func (m *ownerMetrics) deleteAll() {
+	for id, gg := range m.exported {
 		metrics.DeleteGroupOwnerSeries(gg.name)
-		delete(d.exported, id)
+		delete(m.exported, id)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/heraldhq/herald/internal/bus"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
 )
@@ -32,7 +33,7 @@ func (d *Dispatcher) Notified(evs []notify.Event) (alone bool) {
 			d.overflow.Store(true)
 		}
 	}
-	return d.alone.Load()
+	return d.members.alone.Load()
 }
 
 // awaitLocalJobs applies reports while jobs run on the process's worker (bus.Jobs.Busy),
@@ -58,7 +59,7 @@ func (d *Dispatcher) awaitLocalJobs(ctx context.Context, reports <-chan delivery
 }
 
 // applyWaiting applies every report already waiting in reports and entries.
-func (d *Dispatcher) applyWaiting(reports <-chan delivery.Report, entries <-chan reportEntry) {
+func (d *Dispatcher) applyWaiting(reports <-chan delivery.Report, entries <-chan bus.ReportEntry) {
 	for {
 		select {
 		case r := <-reports:

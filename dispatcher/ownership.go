@@ -35,7 +35,7 @@ func (d *Dispatcher) applyOwnership(ctx context.Context) {
 	read := false // the live set was read in this step
 	if d.members.check && !d.refresh {
 		d.members.check = false
-		changed, ok := d.readMembers(ctx)
+		changed, ok := d.members.read(ctx)
 		switch {
 		case !ok:
 			d.retryLater(true) // the full rebalance reads the set again
@@ -68,7 +68,7 @@ func (d *Dispatcher) applyOwnership(ctx context.Context) {
 // whose notification was lost.
 func (d *Dispatcher) rebalance(ctx context.Context, readLive bool) {
 	if readLive {
-		if _, ok := d.readMembers(ctx); !ok {
+		if _, ok := d.members.read(ctx); !ok {
 			d.retryLater(true)
 			return
 		}

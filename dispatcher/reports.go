@@ -1,73 +1,22 @@
 package dispatcher
 
 import (
-	"context"
-	"errors"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/heraldhq/herald/internal/bus"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/models"
 )
 
-// reportEntry is one entry of this dispatcher's report stream: its id and the
-// reports it carries.
-type reportEntry struct {
-	id      string
-	reports []delivery.Report
-}
-
-// reportReadMax caps the entries one XREAD takes.
-const reportReadMax = 256
-
-// readReports moves entries of this dispatcher's report stream to the loop, in
-// order, as workers add them: XREAD BLOCK from the last id read, up to
-// reportReadMax entries a call, nothing removed (the loop trims what its commits
-// cover, reportlog.go). After a read it waits ReportGather, so the next read takes
-// what several worker sends added, unless this dispatcher owns an ordered group,
-// whose next message of a key or queue waits for a report.
-func (d *Dispatcher) readReports(ctx context.Context, out chan<- reportEntry) error {
-	key := d.keys.Reports(d.id)
-	last := "0-0"
-	for ctx.Err() == nil {
-		res, err := d.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{key, last}, Count: reportReadMax, Block: time.Second}).Result()
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, redis.Nil) {
-				d.log.Warn("read reports", "err", err)
-				sleepCtx(ctx, 200*time.Millisecond)
-			}
-			continue
-		}
-		for _, s := range res {
-			for _, m := range s.Messages {
-				last = m.ID
-				rs, err := delivery.ParseReportEntry(m.Values)
-				if err != nil {
-					d.log.Warn("drop malformed report entry", "id", m.ID, "err", err)
-				}
-				select {
-				case out <- reportEntry{id: m.ID, reports: rs}: // a malformed one still goes, to be trimmed
-				case <-ctx.Done():
-					return nil
-				}
-			}
-		}
-		if d.cfg.ReportGather > 0 && !d.holdsOrdered.Load() {
-			sleepCtx(ctx, d.cfg.ReportGather)
-		}
+// reportGather is how long the report reader waits after a read (see
+// bus.ReportStreams.Read): ReportGather, so the next read takes what several worker
+// sends added, unless this dispatcher owns an ordered group, whose next message of
+// a key or queue waits for a report.
+func (d *Dispatcher) reportGather() time.Duration {
+	if d.holdsOrdered.Load() {
+		return 0
 	}
-	return nil
-}
-
-// sleepCtx waits for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	return d.cfg.ReportGather
 }
 
 // noteOrdered records whether an owned group is ordered (holdsOrdered), after the
@@ -86,13 +35,13 @@ func (d *Dispatcher) noteOrdered() {
 // applyEntry applies the reports of a report stream entry, except the durable
 // copies of reports already applied in memory (Report.Applied), and records the
 // entry for trimming.
-func (d *Dispatcher) applyEntry(e reportEntry) {
-	for _, r := range e.reports {
+func (d *Dispatcher) applyEntry(e bus.ReportEntry) {
+	for _, r := range e.Reports {
 		if !r.Applied {
 			d.applyReport(r)
 		}
 	}
-	d.reportLog.add(e.id, e.reports)
+	d.reportLog.add(e.ID, e.Reports)
 }
 
 // returnBackoff is the delay before a message returned unattempted (shutdown, a
@@ -123,7 +72,7 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 	}
 	if len(r.DeadLettered) > 0 {
 		d.outboxDue = true
-		d.eventCounted(gs, models.EventDeadLetterCreated, len(delivery.Expand(r.DeadLettered)), map[string]any{"last_error": gs.lastError})
+		d.events.counted(gs, models.EventDeadLetterCreated, len(delivery.Expand(r.DeadLettered)), map[string]any{"last_error": gs.lastError})
 	}
 	if r.Retry {
 		for _, rs := range [][]delivery.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {

@@ -69,12 +69,9 @@ func (d *Dispatcher) finishTakeovers(ctx context.Context) {
 			}
 			continue
 		}
-		key := d.keys.Reports(from)
-		msgs, err := d.rdb.XRangeN(ctx, key, "-", "+", takeoverReplayMax).Result()
+		entries, err := d.streams.Replay(ctx, d.keys.Reports(from), takeoverReplayMax, takeoverListTTL)
 		if err != nil {
 			d.log.Warn("read the previous owner's reports; what it delivered since its last commit is sent again", "owner", from, "err", err)
-		} else {
-			d.rdb.Expire(ctx, key, takeoverListTTL)
 		}
 		byGQ := make(map[[2]int64]*cursorState, len(css))
 		for _, cs := range css {
@@ -82,9 +79,8 @@ func (d *Dispatcher) finishTakeovers(ctx context.Context) {
 		}
 		applied := 0
 		done := map[*cursorState][]int64{}
-		for _, m := range msgs {
-			rs, _ := delivery.ParseReportEntry(m.Values)
-			for _, r := range rs {
+		for _, e := range entries {
+			for _, r := range e.Reports {
 				if r.Retry {
 					continue // retry rows are deleted by the worker itself
 				}

@@ -12,7 +12,7 @@ import (
 // reporter accumulates a job's per-message outcomes and sends them to the owner's
 // report stream at most every ProgressInterval and once at the end: at most one
 // Redis write per report, never per message, and one for all the reports a worker
-// has waiting for that owner (reportsend.go). Retry rows and dead letters are written before the
+// has waiting for that owner (bus.ReportSenders). Retry rows and dead letters are written before the
 // report that names them, so a report never claims a write that did not happen.
 //
 // A job whose owner is the dispatcher of this process (`herald all`) hands its
@@ -55,7 +55,7 @@ func (r *reporter) durable(delivered, retried, dead []int64) {
 	}
 	b, _ := json.Marshal(delivery.Report{TaskID: r.taskID, Group: r.job.Group, Queue: r.job.Queue, Version: r.job.Version, Generation: r.job.Generation,
 		Delivered: delivery.Ranges(delivered), RetryWritten: delivery.Ranges(retried), DeadLettered: delivery.Ranges(dead), Ordered: r.job.Ordered, Applied: true})
-	done := r.w.senders.sender(r.w, r.job.Owner).queue(b, false)
+	done := r.w.senders.Queue(r.job.Owner, b, false)
 	r.mu.Lock()
 	r.copied = done // a sender writes in queue order: this one closes after the earlier ones
 	r.mu.Unlock()
@@ -83,7 +83,7 @@ func (r *reporter) awaitCopies(hurry bool) {
 	default:
 	}
 	if hurry {
-		r.w.senders.sender(r.w, r.job.Owner).hurry()
+		r.w.senders.Hurry(r.job.Owner)
 	}
 	t := time.NewTimer(copyWait)
 	defer t.Stop()
@@ -180,22 +180,9 @@ func (r *reporter) flush(final bool) {
 	}
 	b, _ := json.Marshal(rep)
 	// An ordered group's next message of this key or queue waits for this report;
-	// other jobs' reports may linger for company (reportsend.go).
-	r.w.senders.sender(r.w, r.job.Owner).send(b, r.job.Ordered || r.job.Probe)
+	// other jobs' reports may linger for company (bus.ReportSenders).
+	r.w.senders.Send(r.job.Owner, b, r.job.Ordered || r.job.Probe)
 }
-
-// reportPushFor is how long a worker keeps trying to push a report while Redis
-// refuses it (a failover under way: a cluster promotes a replica within about
-// twice cluster-node-timeout, Sentinel within down-after-milliseconds plus its
-// election). A report given up on costs the job's messages a repeat at the
-// dispatcher's deadline (≥ JobDeadlineBase, 40 s), so a failover that outlasted
-// one push turned a 4 s takeover into a 40 s one. A push that failed after Redis
-// took it may arrive twice: its offsets are done once, its counters (metrics)
-// count twice.
-const reportPushFor = 15 * time.Second
-
-// reportPushRetry is the first pause between report sends; it doubles up to 1 s.
-const reportPushRetry = 50 * time.Millisecond
 
 // heartbeat flushes progress every interval and at once when the job is fenced,
 // until ctx ends. (The job's heartbeat key, its liveness, is the bus's: bus.Source.)

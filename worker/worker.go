@@ -67,8 +67,8 @@ type Worker struct {
 	// the jobs (bus.Slots).
 	slots bus.Slots
 
-	// senders gather reports to each dispatcher into one XADD (reportsend.go).
-	senders reportSenders
+	// senders gather reports to each dispatcher into one XADD.
+	senders *bus.ReportSenders
 }
 
 // New returns a Worker that runs the jobs src carries. guard decides which
@@ -77,6 +77,7 @@ func New(cfg config.Worker, keys delivery.Keys, st *store.Store, rdb redis.Unive
 	w := &Worker{cfg: cfg, keys: keys, st: st, rdb: rdb, source: src, client: webhook.NewClient(guard), log: log,
 		groups: map[int64]*cachedGroup{}, refreshing: map[int64]bool{}, topics: map[int64]string{}, attempts: make(chan models.DeliveryAttempt, 100_000), stopping: make(chan struct{}),
 		fences: fence.NewWatcher(rdb, keys), slots: bus.NewSlots(cfg.Concurrency)}
+	w.senders = bus.NewReportSenders(rdb, keys, cfg.ReportLinger, w.stopping, log)
 	w.local, _ = src.(*bus.InProcess)
 	return w
 }

@@ -21,6 +21,8 @@ type queued struct {
 type runQueue struct {
 	mu     sync.Mutex
 	queue  []queued
+	r      Runner // set by serve: add may then start a job itself
+	slots  Slots
 	closed bool          // add refuses: the source stopped taking jobs
 	more   chan struct{} // a job was added, or the queue closed (buffer of one)
 	stop   chan struct{} // closed by Stop: waiting jobs are returned, not run
@@ -32,17 +34,40 @@ func newRunQueue() *runQueue {
 	return &runQueue{more: make(chan struct{}, 1), stop: make(chan struct{}), served: make(chan struct{})}
 }
 
-// add queues jobs and reports whether it took them: false once closed.
+// add queues jobs and reports whether it took them: false once closed. While
+// nothing waits and a slot is free, a job starts at once on the caller's
+// goroutine's behalf, without waking serve (the common case of a worker with room).
 func (q *runQueue) add(jobs ...queued) bool {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return false
 	}
+	for len(jobs) > 0 && len(q.queue) == 0 && q.r != nil && q.slots.TryTake() {
+		q.start(jobs[0])
+		jobs = jobs[1:]
+	}
 	q.queue = append(q.queue, jobs...)
 	q.mu.Unlock()
-	q.poke()
+	if len(jobs) > 0 {
+		q.poke()
+	}
 	return true
+}
+
+// start runs j on the slot taken for it, bounded by its timeout.
+func (q *runQueue) start(j queued) {
+	q.jobs.Add(1)
+	go func() {
+		defer q.jobs.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
+		defer cancel()
+		q.r.RunJob(ctx, j.job)
+		q.slots.Give()
+		if j.done != nil {
+			j.done()
+		}
+	}()
 }
 
 func (q *runQueue) poke() {
@@ -79,6 +104,9 @@ func (q *runQueue) next() (j queued, ok, end bool) {
 // closed) a job still waiting is returned instead.
 func (q *runQueue) serve(r Runner, slots Slots) {
 	defer close(q.served)
+	q.mu.Lock()
+	q.r, q.slots = r, slots
+	q.mu.Unlock()
 	for {
 		j, ok, end := q.next()
 		if end {
@@ -95,17 +123,7 @@ func (q *runQueue) serve(r Runner, slots Slots) {
 			}
 			continue
 		}
-		q.jobs.Add(1)
-		go func() {
-			defer q.jobs.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
-			defer cancel()
-			r.RunJob(ctx, j.job)
-			slots.Give()
-			if j.done != nil {
-				j.done()
-			}
-		}()
+		q.start(j)
 	}
 }
 

@@ -1,13 +1,9 @@
-package worker
+package bus_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -15,36 +11,25 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/bus"
 	"github.com/heraldhq/herald/internal/delivery"
 )
 
-// senderSetup returns a Worker able to send reports to a namespace of its own on
-// the test Redis (HERALD_TEST_REDIS_ADDR), with ReportLinger linger.
-func senderSetup(t *testing.T, linger time.Duration) *Worker {
+// senderSetup returns report senders to a namespace of their own on the test
+// Redis, lingering linger, and the namespace's keys and client.
+func senderSetup(t *testing.T, linger time.Duration) (*bus.ReportSenders, *redis.Client, delivery.Keys) {
 	t.Helper()
-	addr := os.Getenv("HERALD_TEST_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	require.NoError(t, rdb.Ping(t.Context()).Err(), "Redis must answer at %s (run `make services`)", addr)
-	b := make([]byte, 5)
-	_, _ = rand.Read(b)
-	keys := delivery.Keys{Namespace: "t" + hex.EncodeToString(b)}
-	t.Cleanup(func() {
-		rdb.Del(context.Background(), keys.Reports("owner"))
-		_ = rdb.Close()
-	})
-	return &Worker{cfg: config.Worker{ReportLinger: linger}, keys: keys, rdb: rdb, stopping: make(chan struct{}),
-		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	rdb, ns := heraldtest.Redis(t)
+	keys := delivery.Keys{Namespace: ns}
+	return bus.NewReportSenders(rdb, keys, linger, make(chan struct{}), slog.New(slog.NewTextHandler(io.Discard, nil))), rdb, keys
 }
 
 // streamReports returns the task ids of every report in owner's stream, and its
 // entry count.
-func streamReports(t *testing.T, w *Worker) (ids []string, entries int) {
+func streamReports(t *testing.T, rdb *redis.Client, keys delivery.Keys) (ids []string, entries int) {
 	t.Helper()
-	msgs, err := w.rdb.XRange(t.Context(), w.keys.Reports("owner"), "-", "+").Result()
+	msgs, err := rdb.XRange(t.Context(), keys.Reports("owner"), "-", "+").Result()
 	require.NoError(t, err)
 	for _, m := range msgs {
 		rs, err := delivery.ParseReportEntry(m.Values)
@@ -65,17 +50,17 @@ func TestReportSenderGathers(t *testing.T) {
 	for _, linger := range []time.Duration{0, 2 * time.Millisecond, 5 * time.Millisecond} {
 		t.Run(linger.String(), func(t *testing.T) {
 			t.Parallel()
-			w := senderSetup(t, linger)
+			s, rdb, keys := senderSetup(t, linger)
 			start := time.Now()
 			var wg sync.WaitGroup
 			for i := range n {
 				time.Sleep(time.Until(start.Add(time.Duration(i) * every))) // stands for the jobs' pace
 				wg.Go(func() {
-					w.senders.sender(w, "owner").send(fmt.Appendf(nil, `{"id":"j%d"}`, i), false)
+					s.Send("owner", fmt.Appendf(nil, `{"id":"j%d"}`, i), false)
 				})
 			}
 			wg.Wait()
-			ids, entries := streamReports(t, w)
+			ids, entries := streamReports(t, rdb, keys)
 			require.Len(t, ids, n)
 			seen := map[string]bool{}
 			for _, id := range ids {
@@ -94,20 +79,19 @@ func TestReportSenderGathers(t *testing.T) {
 // once, and takes the lingering reports with it.
 func TestReportSenderUrgentCutsLinger(t *testing.T) {
 	t.Parallel()
-	w := senderSetup(t, time.Hour) // longer than the test: only the urgent report ends the wait
-	s := w.senders.sender(w, "owner")
+	s, rdb, keys := senderSetup(t, time.Hour) // longer than the test: only the urgent report ends the wait
 	start := time.Now()
 	lingered := make(chan struct{})
-	go func() { s.send([]byte(`{"id":"unordered"}`), false); close(lingered) }()
+	go func() { s.Send("owner", []byte(`{"id":"unordered"}`), false); close(lingered) }()
 	select {
 	case <-lingered:
 		t.Fatal("an unordered job's report went without lingering")
 	case <-time.After(50 * time.Millisecond): // proves an absence: still lingering
 	}
-	s.send([]byte(`{"id":"ordered"}`), true)
+	s.Send("owner", []byte(`{"id":"ordered"}`), true)
 	<-lingered
 	require.Less(t, time.Since(start), 10*time.Second)
-	ids, entries := streamReports(t, w)
+	ids, entries := streamReports(t, rdb, keys)
 	require.ElementsMatch(t, []string{"unordered", "ordered"}, ids)
 	require.Equal(t, 1, entries, "one XADD for both")
 }

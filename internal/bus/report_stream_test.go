@@ -1,13 +1,10 @@
-package dispatcher
+package bus_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,7 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/heraldtest"
+	"github.com/heraldhq/herald/internal/bus"
 	"github.com/heraldhq/herald/internal/delivery"
 )
 
@@ -37,15 +35,12 @@ func (c *readCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 	return next
 }
 
-// TestReadReportsGathers: two workers each adding an entry every 5 ms (a 5 ms
-// linger at 500 jobs/s) reach the dispatcher whole and in order; with ReportGather
-// 5 ms one XREAD takes both workers' entries, without it every entry costs a read.
-func TestReadReportsGathers(t *testing.T) {
+// TestReportStreamReadGathers: two workers each adding an entry every 5 ms (a 5 ms
+// linger at 500 jobs/s) reach the dispatcher whole and in order; with a 5 ms gather
+// one XREAD takes both workers' entries, without it every entry costs a read.
+func TestReportStreamReadGathers(t *testing.T) {
 	t.Parallel()
-	addr := os.Getenv("HERALD_TEST_REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
+	addr := heraldtest.RedisAddr()
 	for _, gather := range []time.Duration{0, 5 * time.Millisecond} {
 		t.Run(gather.String(), func(t *testing.T) {
 			t.Parallel()
@@ -53,17 +48,14 @@ func TestReadReportsGathers(t *testing.T) {
 			rdb := redis.NewClient(&redis.Options{Addr: addr})
 			rdb.AddHook(&reads)
 			require.NoError(t, rdb.Ping(t.Context()).Err(), "Redis must answer at %s (run `make services`)", addr)
-			b := make([]byte, 5)
-			_, _ = rand.Read(b)
-			d := &Dispatcher{id: "d", keys: delivery.Keys{Namespace: "t" + hex.EncodeToString(b)}, rdb: rdb,
-				cfg: config.Dispatcher{ReportGather: gather}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			key := d.keys.Reports(d.id)
+			streams := bus.NewReportStreams(rdb, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			key := delivery.Keys{Namespace: heraldtest.RandomName("t")}.Reports("d")
 			t.Cleanup(func() { rdb.Del(context.Background(), key); _ = rdb.Close() })
 
 			ctx, cancel := context.WithCancel(t.Context())
-			out := make(chan reportEntry, 1024)
+			out := make(chan bus.ReportEntry, 1024)
 			done := make(chan struct{})
-			go func() { _ = d.readReports(ctx, out); close(done) }()
+			go func() { streams.Read(ctx, key, out, func() time.Duration { return gather }); close(done) }()
 			const perWorker, every = 100, 5 * time.Millisecond
 			var wg sync.WaitGroup
 			for w := range 2 {
@@ -84,7 +76,7 @@ func TestReadReportsGathers(t *testing.T) {
 			for len(got) < 2*perWorker {
 				select {
 				case e := <-out:
-					for _, r := range e.reports {
+					for _, r := range e.Reports {
 						require.False(t, got[r.TaskID], "report %s read twice", r.TaskID)
 						got[r.TaskID] = true
 					}
