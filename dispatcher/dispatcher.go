@@ -58,7 +58,7 @@ type Dispatcher struct {
 	sched    scheduleStore // st as the cut, retry claims and commits see it
 	rdb      redis.UniversalClient
 	notifier *notify.Notifier
-	bus      bus.Jobs    // where jobs go and whether one is still held (internal/bus)
+	bus      bus.Jobs // where jobs go and whether one is still held (internal/bus)
 	streams  *bus.ReportStreams
 	sending  []*jobState // jobs cut this step, sent by flush (jobs.go)
 	log      *slog.Logger
@@ -130,7 +130,7 @@ func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.U
 		cfg: cfg, keys: keys, id: id,
 		members: &members{id: id, st: st, notifier: notifier, cfg: cfg, log: log, lapsed: make(chan struct{}, 1)},
 		events:  opEvents{st: st, notifier: notifier, log: log, now: now},
-		st: st, sched: st, rdb: rdb, notifier: notifier, bus: jobs, streams: bus.NewReportStreams(rdb, log), log: log, now: now,
+		st:      st, sched: st, rdb: rdb, notifier: notifier, bus: jobs, streams: bus.NewReportStreams(rdb, log), log: log, now: now,
 		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
 		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{}, dirtyQ: map[int64]bool{},
 		metrics: ownerMetrics{st: st, log: log, now: now}, reload: map[int64]bool{},
