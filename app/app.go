@@ -41,6 +41,14 @@ type Roles struct {
 // All runs every role in one process (`herald all`, `make run`).
 var All = Roles{API: true, Dispatcher: true, Worker: true, Maintenance: true}
 
+// InProcessBus reports whether these roles, under cfg, pass delivery jobs in memory
+// (bus.InProcess): the dispatcher and the worker share the process and
+// HERALD_IN_PROCESS is not false. The worker then reads none of the settings of a
+// worker that takes its jobs over Redis (config.RedisWorkerVariables).
+func (r Roles) InProcessBus(cfg config.Config) bool {
+	return r.Dispatcher && r.Worker && (cfg.InProcess == nil || *cfg.InProcess)
+}
+
 // App is a set of roles sharing one MySQL pool and one Redis client.
 type App struct {
 	Cfg      config.Config
@@ -123,7 +131,7 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 	// dispatcher and the worker together, else over Redis.
 	var jobs bus.Jobs
 	var source bus.Source
-	if inProcess && roles.Worker {
+	if roles.InProcessBus(cfg) {
 		ip := bus.NewInProcess()
 		jobs, source = ip, ip
 	} else {

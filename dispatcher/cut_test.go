@@ -17,29 +17,41 @@ import (
 	"github.com/heraldhq/herald/models/store"
 )
 
-// recordBus is a bus.Jobs that keeps the jobs sent on it, in order, and how many
-// each Send carried; it holds no job (Alive is false) unless alive names it.
+// recordBus is a bus.Jobs that keeps the jobs carried, in order, and how many
+// each Flush carried (Send holds jobs until Flush, as the Redis bus does); it holds
+// no job (Alive is false) unless alive names it.
 type recordBus struct {
+	held  []delivery.Job
 	jobs  []delivery.Job
 	sends []int
-	err   error // refuses every job sent when set
+	err   error // refuses every job at Flush when set
 	alive map[string]bool
 	lost  []string // returned by the next Lost
 }
 
 func (q *recordBus) Send(_ context.Context, jobs []bus.Outgoing) []bus.Refusal {
-	var refused []bus.Refusal
 	for _, o := range jobs {
-		if q.err != nil {
-			refused = append(refused, bus.Refusal{Job: o.Job, Err: q.err})
-			continue
+		q.held = append(q.held, o.Job)
+	}
+	return nil
+}
+
+func (q *recordBus) Flush(context.Context) []bus.Refusal {
+	held := q.held
+	q.held = nil
+	if len(held) == 0 {
+		return nil
+	}
+	if q.err != nil {
+		out := make([]bus.Refusal, len(held))
+		for i, j := range held {
+			out[i] = bus.Refusal{Job: j, Err: q.err}
 		}
-		q.jobs = append(q.jobs, o.Job)
+		return out
 	}
-	if q.err == nil {
-		q.sends = append(q.sends, len(jobs))
-	}
-	return refused
+	q.jobs = append(q.jobs, held...)
+	q.sends = append(q.sends, len(held))
+	return nil
 }
 
 func (q *recordBus) Alive(_ context.Context, j delivery.Job) bool { return q.alive[j.TaskID()] }
@@ -50,7 +62,14 @@ func (q *recordBus) Lost(context.Context) []string {
 	return l
 }
 
-func (q *recordBus) Forget(string)                         {}
+func (q *recordBus) Forget(id string) {
+	for i, j := range q.held {
+		if j.TaskID() == id {
+			q.held = append(q.held[:i], q.held[i+1:]...)
+			return
+		}
+	}
+}
 func (q *recordBus) Peers(int)                             {}
 func (q *recordBus) Attach(string, chan<- delivery.Report) {}
 func (q *recordBus) Detach()                               {}

@@ -60,7 +60,6 @@ type Dispatcher struct {
 	notifier *notify.Notifier
 	bus      bus.Jobs // where jobs go and whether one is still held (internal/bus)
 	streams  *bus.ReportStreams
-	sending  []*jobState // jobs cut this step, sent by flush (jobs.go)
 	log      *slog.Logger
 	now      Clock
 

@@ -193,19 +193,22 @@ func (d *Dispatcher) startJob(ctx context.Context, js *jobState, taken []pending
 }
 
 // enqueueJob puts a registered job (startJob, redispatch) in d.jobs, sets its
-// deadline (jobLifetime of what remains) and queues it for flush, which sends it on
-// the bus when the cut or deadline check that made it ends; a job the bus refuses
-// is released there (flush). It reports whether the job is in flight.
+// deadline (jobLifetime of what remains) and sends it on the bus, which may hold it
+// until the flush at the end of the cut or deadline check that made it (flush). A
+// job the bus refuses gives its credits back and its messages come due again after
+// enqueueRetry (a retry job's when its claim lease ends). It reports whether the
+// job is in flight.
 func (d *Dispatcher) enqueueJob(ctx context.Context, js *jobState, now time.Time) bool {
 	d.jobs[js.job.TaskID()] = js
-	js.deadline = now.Add(d.jobLifetime(js.group.g, len(js.remaining), js.job.Parallelism))
+	dl := d.jobLifetime(js.group.g, len(js.remaining), js.job.Parallelism)
+	js.deadline = now.Add(dl)
 	if at := stagetrace.Now(); !at.IsZero() {
 		for _, o := range delivery.Expand(js.job.Offsets) {
 			stagetrace.Mark(stagetrace.JobHandOff, at, js.job.Queue, o)
 		}
 	}
-	d.sending = append(d.sending, js)
-	return true
+	d.refused(d.bus.Send(ctx, []bus.Outgoing{{Job: js.job, Timeout: max(dl, time.Second)}}))
+	return d.jobs[js.job.TaskID()] == js
 }
 
 // enqueueRetry is how long a job's messages wait after the bus refused it before
@@ -214,13 +217,10 @@ func (d *Dispatcher) enqueueJob(ctx context.Context, js *jobState, now time.Time
 // more than this.
 const enqueueRetry = 250 * time.Millisecond
 
-// flush sends the jobs cut since the last flush on the bus, in one Send: the jobs
-// of several groups or queues cut in one step share its round trips (one PUBLISH
-// or one asynq task, bus.RedisJobs). Before that, the jobs the bus reports Lost
-// (their worker died) are re-dispatched, so they join this send. A job finished
-// before the flush (its group paused or reset in the same step) is left out; a job
-// the bus refuses gives its credits back and its messages come due again after
-// enqueueRetry (a retry job's when its claim lease ends).
+// flush ends a cut or deadline check: the jobs the bus reports Lost (their worker
+// died) are re-dispatched first, then the bus carries what it held of this step's
+// jobs (bus.Jobs.Flush: on Redis, the jobs of several groups or queues share one
+// PUBLISH or one asynq task).
 func (d *Dispatcher) flush(ctx context.Context) {
 	d.bus.Peers(len(d.members.live))
 	if lost := d.bus.Lost(ctx); len(lost) > 0 {
@@ -232,22 +232,14 @@ func (d *Dispatcher) flush(ctx context.Context) {
 			}
 		}
 	}
-	if len(d.sending) == 0 {
-		return
-	}
-	jobs := d.sending
-	d.sending = nil
-	out := make([]bus.Outgoing, 0, len(jobs))
-	now := d.now()
-	for _, js := range jobs {
-		if d.jobs[js.job.TaskID()] == js {
-			out = append(out, bus.Outgoing{Job: js.job, Timeout: max(js.deadline.Sub(now), time.Second)})
-		}
-	}
-	for _, r := range d.bus.Send(ctx, out) {
-		js := d.jobs[r.Job.TaskID()]
+	d.refused(d.bus.Flush(ctx))
+}
+
+// refused releases the jobs the bus could not carry (see enqueueJob).
+func (d *Dispatcher) refused(rs []bus.Refusal) {
+	for _, r := range rs {
 		d.log.Warn("send delivery job", "task", r.Job.TaskID(), "retry", r.Job.Retry, "ordered", r.Job.Ordered, "generation", r.Job.Generation, "err", r.Err)
-		if js != nil {
+		if js := d.jobs[r.Job.TaskID()]; js != nil {
 			d.finishJob(js, enqueueRetry)
 		}
 	}

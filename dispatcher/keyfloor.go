@@ -61,8 +61,7 @@ func orderedDone(r delivery.Report) []int64 {
 
 // setKeyFloors gives cs, just taken over, the floors of done, the offsets the
 // previous owner's ordered jobs reported done (orderedDone), from one read of their
-// keys. A read error leaves none: those messages may then be sent again out of order,
-// as before floors.
+// keys. A read error leaves none: those messages may then be sent again out of order.
 func (d *Dispatcher) setKeyFloors(ctx context.Context, cs *cursorState, done []int64) {
 	if len(done) == 0 || !cs.group.g.OrderedByKey() {
 		return

@@ -133,8 +133,7 @@ func (d *Dispatcher) room(cs *cursorState) int {
 // those cursors need no queue read; any other cursor (behind, out of room, or the
 // rows have gaps another writer may fill) has the queue read instead. A cursor
 // already past the rows (a scan got there first, or this is the Redis copy of a
-// local notification) ignores them. A cursor ordered by key reads rows whose
-// notification does not carry keys (an older publisher).
+// local notification) ignores them.
 func (d *Dispatcher) applyRows(ev notify.Event) {
 	rows := ev.Rows
 	first, last := rows[0].ID, rows[len(rows)-1].ID
@@ -144,12 +143,10 @@ func (d *Dispatcher) applyRows(ev notify.Event) {
 		if cs.readPos >= last {
 			continue
 		}
-		if !contiguous || cs.readPos+1 != first || d.room(cs) < len(rows) || !d.decidable(cs, rows) ||
-			(!ev.Keyed && cs.group.g.OrderedByKey()) {
+		if !contiguous || cs.readPos+1 != first || d.room(cs) < len(rows) || !d.decidable(cs, rows) {
 			// (A paused cursor marks the queue too; the read skips it. A cursor
 			// filtering on attributes reads the queue for the headers a notification
-			// over Redis does not carry; a cursor ordered by key reads the keys a
-			// notification from an older publisher does not carry.)
+			// over Redis does not carry.)
 			d.dirtyQ[ev.Queue] = true
 			continue
 		}

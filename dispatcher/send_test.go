@@ -8,22 +8,22 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestCutSendsOneStepAtOnce: the jobs one cut makes for several groups go to the bus
-// in one Send, each under its own TaskID and tracked under it; a Send that refuses
-// them releases every job: credits back, messages due again.
+// TestCutSendsOneStepAtOnce: the jobs one cut makes for several groups reach the
+// bus in one Flush, each under its own TaskID and tracked under it; a Flush that
+// refuses them releases every job: credits back, messages due again.
 func TestCutSendsOneStepAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setupCut(t, 16, 10)
 	b.group(10, 1, 3)
 	b.group(10, 1, 2)
 	b.d.cut(context.Background())
-	require.Equal(t, []int{2}, b.q.sends, "two groups' jobs, one send")
+	require.Equal(t, []int{2}, b.q.sends, "two groups' jobs, one flush")
 	require.Len(t, b.q.jobs, 2)
 	require.NotEqual(t, b.q.jobs[0].TaskID(), b.q.jobs[1].TaskID())
 	for _, j := range b.q.jobs {
 		require.NotNil(t, b.d.jobs[j.TaskID()], "job %s tracked under its own id", j.TaskID())
 	}
-	require.Empty(t, b.d.sending)
+	require.Empty(t, b.q.held)
 
 	b3 := setupCut(t, 16, 10)
 	b3.q.err = errors.New("redis down")

@@ -169,18 +169,26 @@ func (h *Herald) Stop() {
 }
 
 // Env returns HERALD_* variables that point a `herald` subprocess at this test's
-// database, Redis namespace and timings.
+// database, Redis namespace and timings; WorkerEnv adds a lone worker's.
 func (h *Herald) Env() []string {
 	c := h.Cfg
 	return []string{
 		"HERALD_MYSQL_DSN=" + c.MySQLDSN, "HERALD_REDIS_ADDR=" + c.RedisAddr, "HERALD_NAMESPACE=" + c.Namespace,
 		"HERALD_MYSQL_MAX_CONNS=" + strconv.Itoa(c.MySQLMaxConns),
 		"HERALD_METRICS_ADDR=127.0.0.1:0", "HERALD_ALLOW_PRIVATE_ENDPOINTS=true",
-		"HERALD_WORKER_HEARTBEAT_TTL=" + c.Worker.HeartbeatTTL.String(),
-		"HERALD_WORKER_SHUTDOWN_TIMEOUT=" + c.Worker.ShutdownTimeout.String(),
 		"HERALD_REDIS_DB=" + strconv.Itoa(c.RedisDB),
 		"HERALD_ENCRYPTION_KEY=" + c.EncryptionKey,
 		"HERALD_REDIS_MODE=" + c.RedisMode, "HERALD_REDIS_MASTER_NAME=" + c.RedisMasterName,
+	}
+}
+
+// WorkerEnv returns the timings of a `herald worker` subprocess (one that takes its
+// jobs over Redis; `herald all` refuses them).
+func (h *Herald) WorkerEnv() []string {
+	c := h.Cfg
+	return []string{
+		"HERALD_WORKER_HEARTBEAT_TTL=" + c.Worker.HeartbeatTTL.String(),
+		"HERALD_WORKER_SHUTDOWN_TIMEOUT=" + c.Worker.ShutdownTimeout.String(),
 	}
 }
 

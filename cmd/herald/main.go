@@ -166,6 +166,9 @@ func runRoles(ctx context.Context, log *slog.Logger, cmd string, args []string) 
 	case "maintenance":
 		roles = app.Roles{Maintenance: true}
 	}
+	if inert := config.RedisWorkerVariables(os.Environ()); len(inert) > 0 && roles.InProcessBus(cfg) {
+		return fmt.Errorf("%s tune a worker that takes its jobs over Redis; this process's worker takes them in memory from its own dispatcher (HERALD_IN_PROCESS): unset them, or set HERALD_IN_PROCESS=false", strings.Join(inert, ", "))
+	}
 	a, err := app.Open(ctx, cfg, roles, log)
 	if err != nil {
 		return err

@@ -38,11 +38,16 @@ type Refusal struct {
 	Err error
 }
 
-// Jobs is the dispatcher's end of the bus. Send, Alive, Lost, Forget and Peers are
-// called from the dispatcher's loop goroutine only.
+// Jobs is the dispatcher's end of the bus. Send, Flush, Alive, Lost, Forget and
+// Peers are called from the dispatcher's loop goroutine only.
 type Jobs interface {
-	// Send carries jobs cut in one step and returns those it could not carry.
+	// Send carries jobs as they are cut and returns those it could not carry; a bus
+	// may hold them until Flush to carry a step's jobs together.
 	Send(ctx context.Context, jobs []Outgoing) []Refusal
+	// Flush carries what Send held (the Redis bus: one PUBLISH per worker, or one
+	// asynq task, for a step's jobs) and returns what it could not carry. The
+	// dispatcher calls it at the end of each cut and deadline check.
+	Flush(ctx context.Context) []Refusal
 	// Alive reports whether j, past its deadline without a final report, is still
 	// held by a worker or waits for one (its deadline is then extended); false
 	// means the dispatcher sends it again as its next generation.

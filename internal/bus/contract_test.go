@@ -178,6 +178,12 @@ func outgoing(g int64, from, n int) []bus.Outgoing {
 	return out
 }
 
+// send sends jobs as one step does (Send, then Flush) and returns what the bus
+// refused.
+func send(ctx context.Context, b bus.Jobs, jobs []bus.Outgoing) []bus.Refusal {
+	return append(b.Send(ctx, jobs), b.Flush(ctx)...)
+}
+
 // start starts rig's source on rec with slots and stops it when the test ends
 // (unless stopped before).
 func start(t *testing.T, r *rig, rec *recorder, slots int) (stop func()) {
@@ -208,10 +214,10 @@ func everyJobRunsOnce(t *testing.T, open func(*testing.T, int) *rig) {
 	r := open(t, 8)
 	rec := newRecorder()
 	ctx := context.Background()
-	require.Empty(t, r.jobs.Send(ctx, outgoing(1, 0, 10)), "sent before the worker started")
+	require.Empty(t, send(ctx, r.jobs, outgoing(1, 0, 10)), "sent before the worker started")
 	start(t, r, rec, 8)
 	for i := 1; i < 4; i++ {
-		require.Empty(t, r.jobs.Send(ctx, outgoing(1, 10*i, 10)))
+		require.Empty(t, send(ctx, r.jobs, outgoing(1, 10*i, 10)))
 	}
 	require.Eventually(t, func() bool { runs, _ := rec.counts(); return len(runs) == 40 }, 15*time.Second, 10*time.Millisecond)
 	time.Sleep(200 * time.Millisecond)
@@ -230,7 +236,7 @@ func concurrencyBound(t *testing.T, open func(*testing.T, int) *rig) {
 	rec := newRecorder()
 	rec.runFor = 40 * time.Millisecond
 	start(t, r, rec, 3)
-	require.Empty(t, r.jobs.Send(context.Background(), outgoing(2, 0, 24)))
+	require.Empty(t, send(context.Background(), r.jobs, outgoing(2, 0, 24)))
 	require.Eventually(t, func() bool { runs, _ := rec.counts(); return len(runs) == 24 }, 15*time.Second, 10*time.Millisecond)
 	require.LessOrEqual(t, rec.maxOpen.Load(), int64(3))
 	require.Equal(t, int64(3), rec.maxOpen.Load(), "the slots are used")
@@ -245,9 +251,9 @@ func aliveWhileHeld(t *testing.T, open func(*testing.T, int) *rig) {
 	start(t, r, rec, 1)
 	ctx := context.Background()
 	first, second := outgoing(3, 0, 1), outgoing(3, 1, 1)
-	require.Empty(t, r.jobs.Send(ctx, first))
+	require.Empty(t, send(ctx, r.jobs, first))
 	require.Eventually(t, func() bool { return rec.open.Load() == 1 }, 10*time.Second, 5*time.Millisecond)
-	require.Empty(t, r.jobs.Send(ctx, second))
+	require.Empty(t, send(ctx, r.jobs, second))
 	time.Sleep(2 * heartbeatTTL)
 	require.True(t, r.jobs.Alive(ctx, first[0].Job), "the running job")
 	require.True(t, r.jobs.Alive(ctx, second[0].Job), "the job waiting for a slot")
@@ -273,7 +279,7 @@ func deadWorker(t *testing.T, open func(*testing.T, int) *rig) {
 	start(t, r, rec, 2)
 	ctx := context.Background()
 	j := outgoing(4, 0, 1)
-	require.Empty(t, r.jobs.Send(ctx, j))
+	require.Empty(t, send(ctx, r.jobs, j))
 	require.Eventually(t, func() bool { return rec.open.Load() == 1 }, 10*time.Second, 5*time.Millisecond)
 	require.Empty(t, r.jobs.Lost(ctx))
 	r.kill()
@@ -298,10 +304,10 @@ func stopReturnsWaiting(t *testing.T, open func(*testing.T, int) *rig) {
 	stop := start(t, r, rec, 1)
 	ctx := context.Background()
 	first := outgoing(5, 0, 1)
-	require.Empty(t, r.jobs.Send(ctx, first))
+	require.Empty(t, send(ctx, r.jobs, first))
 	require.Eventually(t, func() bool { return rec.open.Load() == 1 }, 10*time.Second, 5*time.Millisecond)
 	waiting := outgoing(5, 1, 4)
-	require.Empty(t, r.jobs.Send(ctx, waiting))
+	require.Empty(t, send(ctx, r.jobs, waiting))
 	time.Sleep(300 * time.Millisecond) // the waiting jobs reach the worker
 	stopped := make(chan struct{})
 	go func() { stop(); close(stopped) }()

@@ -58,6 +58,10 @@ func (p *InProcess) Send(_ context.Context, jobs []Outgoing) []Refusal {
 	return refused
 }
 
+// Flush does nothing: Send hands each job over at once, so a job cut first starts
+// first.
+func (p *InProcess) Flush(context.Context) []Refusal { return nil }
+
 // Alive reports whether j waits for a slot or runs.
 func (p *InProcess) Alive(_ context.Context, j delivery.Job) bool {
 	_, ok := p.held.Load(j.TaskID())

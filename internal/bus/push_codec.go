@@ -18,7 +18,7 @@ import (
 // Keys.Workers hash (WorkerEntry, rewritten every WorkerRefresh) and drain their
 // channel at once into a queue of their own, which runs the jobs on Concurrency
 // slots. PUBLISH answers how many subscribers received the message: 0 means the
-// worker is gone and the dispatcher enqueues the jobs on asynq as before. A pushed
+// worker is gone and the dispatcher enqueues the jobs on asynq instead. A pushed
 // job is tracked like any other (TaskID, generation, deadline, heartbeat, reports,
 // fence); the dispatcher re-dispatches it when its worker's entry lapses
 // (WorkerLapse without a rewrite: the process died) or its deadline passes without

@@ -12,7 +12,7 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 )
 
-// RedisJobs is the dispatcher's end of the Redis bus. Send pushes a step's jobs to
+// RedisJobs is the dispatcher's end of the Redis bus. Flush pushes a step's jobs to
 // live workers with room (redis_push.go) and enqueues the rest on asynq, as packs
 // (pack_codec.go), waking idle workers with one PUBLISH. A job's liveness is judged
 // in one place, Alive: its heartbeat key (a worker writes it while the job runs
@@ -34,7 +34,8 @@ type RedisJobs struct {
 	// carriers says what carries each job sent and not forgotten: an asynq task
 	// (its own or its pack's id) or a worker it was pushed to.
 	carriers map[string]carrier
-	lost     []string // lapsed workers' jobs not yet returned by Lost
+	lost     []string   // lapsed workers' jobs not yet returned by Lost
+	held     []Outgoing // sent, waiting for Flush
 }
 
 // carrier is what carries one job: task names its asynq task, worker the worker it
@@ -53,9 +54,17 @@ func NewRedisJobs(rdb redis.UniversalClient, opt asynq.RedisConnOpt, keys delive
 		log: log, now: now, workers: map[string]*workerView{}, peers: 1, carriers: map[string]carrier{}}
 }
 
-// Send pushes jobs to live workers with room and enqueues the rest on asynq as
-// packs; it returns the jobs neither took.
-func (b *RedisJobs) Send(ctx context.Context, jobs []Outgoing) []Refusal {
+// Send holds jobs for the next Flush, so a step's jobs share its round trips.
+func (b *RedisJobs) Send(_ context.Context, jobs []Outgoing) []Refusal {
+	b.held = append(b.held, jobs...)
+	return nil
+}
+
+// Flush pushes the jobs held since the last Flush to live workers with room and
+// enqueues the rest on asynq as packs; it returns the jobs neither took.
+func (b *RedisJobs) Flush(ctx context.Context) []Refusal {
+	jobs := b.held
+	b.held = nil
 	if len(jobs) == 0 {
 		return nil
 	}
@@ -139,8 +148,14 @@ func (b *RedisJobs) Lost(ctx context.Context) []string {
 	return lost
 }
 
-// Forget drops job id's carrier.
+// Forget drops job id's carrier, or the job itself while it waits for Flush.
 func (b *RedisJobs) Forget(id string) {
+	for i, o := range b.held {
+		if o.Job.TaskID() == id {
+			b.held = append(b.held[:i], b.held[i+1:]...)
+			break
+		}
+	}
 	c, ok := b.carriers[id]
 	if !ok {
 		return

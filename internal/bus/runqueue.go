@@ -17,7 +17,10 @@ type queued struct {
 }
 
 // runQueue holds the jobs that reached a worker in memory (InProcess) or pushed
-// (Redis) until one of its slots is free, and runs them in arrival order.
+// (Redis) until one of its slots is free, and runs them in arrival order (a job that
+// arrives while nothing is queued and a slot is free starts at once, possibly beside
+// one serve is still starting: jobs carry no order between them, the dispatcher
+// orders messages within a job and between the jobs of a key or queue).
 type runQueue struct {
 	mu     sync.Mutex
 	queue  []queued

@@ -232,9 +232,9 @@ type Worker struct {
 	// Between 0 and 20ms. Default 5ms.
 	ReportLinger time.Duration `env:"REPORT_LINGER" envDefault:"5ms"`
 	// PushJobs makes the worker take jobs pushed by dispatchers over Redis pub/sub
-	// (its own channel, announced in delivery.Keys.Workers; internal/bus/push_codec.go) besides
-	// asynq's. Off, it takes jobs from asynq alone, as before the push stream.
-	// Default true.
+	// (its own channel, announced in delivery.Keys.Workers; internal/bus/push_codec.go)
+	// besides asynq's. Off, it takes jobs from asynq alone. It has no effect in a
+	// process that runs the dispatcher too (`herald all`: bus.InProcess). Default true.
 	PushJobs bool `env:"PUSH_JOBS" envDefault:"true"`
 	// Issuer is the `iss` claim of push tokens; the app sets it from HERALD_PUBLIC_URL
 	// (it has no variable of its own).

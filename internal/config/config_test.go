@@ -94,3 +94,13 @@ func TestValidateRedis(t *testing.T) {
 		require.ErrorContains(t, c.Validate(), tc.want, tc.name)
 	}
 }
+
+// TestRedisWorkerVariables: only the settings of a worker taking its jobs over
+// Redis are named, once each, sorted.
+func TestRedisWorkerVariables(t *testing.T) {
+	t.Parallel()
+	got := RedisWorkerVariables([]string{"HERALD_WORKER_PUSH_JOBS=false", "HERALD_WORKER_CONCURRENCY=4", "PATH=/bin",
+		"HERALD_WORKER_HEARTBEAT_TTL=5s", "HERALD_WORKER_PUSH_JOBS=true"})
+	require.Equal(t, []string{"HERALD_WORKER_HEARTBEAT_TTL", "HERALD_WORKER_PUSH_JOBS"}, got)
+	require.Empty(t, RedisWorkerVariables([]string{"HERALD_WORKER_CONCURRENCY=4"}))
+}

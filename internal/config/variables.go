@@ -55,6 +55,29 @@ func UnknownVariables(environ []string) []string {
 	return slices.Compact(out)
 }
 
+// redisWorkerVariables tune a worker that takes its jobs over Redis (bus.RedisSource:
+// pushes, asynq's server, heartbeat keys); a worker that shares its process with
+// the dispatcher (`herald all` with HERALD_IN_PROCESS) takes them in memory and
+// reads none of them.
+var redisWorkerVariables = []string{"HERALD_WORKER_PUSH_JOBS", "HERALD_WORKER_TASK_CHECK_INTERVAL",
+	"HERALD_WORKER_DELAYED_TASK_CHECK_INTERVAL", "HERALD_WORKER_SHUTDOWN_TIMEOUT", "HERALD_WORKER_HEARTBEAT_TTL"}
+
+// RedisWorkerVariables returns the settings in environ ("NAME=value" entries, as
+// os.Environ) that only a worker taking its jobs over Redis reads, sorted: a process
+// whose worker takes them in memory refuses to start with any of them set, since
+// they would do nothing there.
+func RedisWorkerVariables(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(redisWorkerVariables, name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // MaxEndpointTimeout is the longest timeout_ms a group may have (30 s); the worker
 // shutdown timeout should exceed it by ShutdownMargin.
 const (

@@ -183,10 +183,10 @@ type Report struct {
 	InPlace *InPlace `json:"ip,omitempty"`
 	// Ordered copies the job's Ordered: its delivered and dead-lettered offsets are a
 	// prefix of each key's (of the queue's) undone messages, which a new owner relies
-	// on after a crash (dispatcher/keyfloor.go). Absent from older workers' reports.
+	// on after a crash (dispatcher/keyfloor.go).
 	Ordered bool `json:"ord,omitempty"`
 	// Applied marks the durable copy of a report its owner already applied in
-	// memory (`herald all`, Local): the owner only records it in its report stream's
+	// memory (`herald all`, bus.InProcess): the owner only records it in its report stream's
 	// log for trimming, and a successor that takes the owner's cursors over replays
 	// it like any other report, so what a killed process delivered but never
 	// committed is not sent again. It carries only what a replay reads.

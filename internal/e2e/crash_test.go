@@ -29,7 +29,11 @@ func startWorkerProcess(t *testing.T, h *heraldtest.Herald) *exec.Cmd {
 func startRoleProcess(t *testing.T, h *heraldtest.Herald, role string, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(heraldBin, role)
-	cmd.Env = append(append(os.Environ(), h.Env()...), env...)
+	cmd.Env = append(os.Environ(), h.Env()...)
+	if role == "worker" {
+		cmd.Env = append(cmd.Env, h.WorkerEnv()...)
+	}
+	cmd.Env = append(cmd.Env, env...)
 	if os.Getenv("HERALD_TEST_LOG") != "" {
 		cmd.Stderr = os.Stderr
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -93,6 +94,19 @@ func TestInProcessRefusedForSplitRoles(t *testing.T) {
 	cfg.InProcess = &on
 	_, err := app.Open(context.Background(), cfg, app.Roles{Worker: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.ErrorContains(t, err, "HERALD_IN_PROCESS applies only where one process runs the dispatcher")
+}
+
+// TestInProcessRefusesRedisWorkerSettings: a `herald all` whose worker takes its
+// jobs in memory refuses to start with a setting only a worker taking them over
+// Redis reads, naming it, rather than let it do nothing.
+func TestInProcessRefusesRedisWorkerSettings(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true}, nil)
+	cmd := exec.Command(heraldBin, "all")
+	cmd.Env = append(append(os.Environ(), h.Env()...), "HERALD_HTTP_ADDR=127.0.0.1:0", "HERALD_WORKER_PUSH_JOBS=false", "HERALD_WORKER_HEARTBEAT_TTL=5s")
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "herald all started: %s", out)
+	require.Contains(t, string(out), "HERALD_WORKER_HEARTBEAT_TTL, HERALD_WORKER_PUSH_JOBS tune a worker that takes its jobs over Redis")
 }
 
 // TestHeraldAllRestart stops a `herald all` process (SIGTERM) three times while

@@ -345,7 +345,7 @@ func (w *Writer) flush(ctx context.Context, node int64, batch []*item, traceStar
 		for i, q := range order {
 			rows := byQueue[q]
 			slices.SortFunc(rows, func(a, b notify.Row) int { return cmp.Compare(a.ID, b.ID) })
-			evs[i] = notify.Event{Queue: q, Rows: rows, Keyed: true}
+			evs[i] = notify.Event{Queue: q, Rows: rows}
 		}
 		if stagetrace.Enabled() {
 			traceFlush(evs, traceStart, traceCommitted, time.Now())

@@ -47,14 +47,9 @@ type Event struct {
 	Group       int64
 	DeadLetters bool
 	Dispatchers bool
-	// Keyed says Rows carry their keys (Row.Key). A notification from a publisher
-	// that predates keys in payloads does not; a cursor ordered by key reads such
-	// rows from the queue instead.
-	Keyed bool
 }
 
-// Payloads of the DeadLetters and Dispatchers events. Receivers that predate them
-// read them as queue 0 and ignore them.
+// Payloads of the DeadLetters and Dispatchers events.
 const (
 	deadLettersPayload = "d"
 	dispatchersPayload = "m"
@@ -77,7 +72,6 @@ type rowsPayload struct {
 	CreatedAt []int64          `json:"c"`
 	Tags      []string         `json:"t,omitempty"`
 	Keys      []string         `json:"k,omitempty"`
-	K         int              `json:"kv,omitempty"`
 	// M, when present, holds every row's body and what else a worker needs to POST
 	// it (bodies.go), aligned with the rows.
 	M []wireMsg `json:"m,omitempty"`
@@ -140,7 +134,7 @@ func encodeRows(ev Event) string {
 	if len(ev.Rows) == 0 || len(ev.Rows) > MaxRowsPerPayload {
 		return strconv.FormatInt(ev.Queue, 10)
 	}
-	p := rowsPayload{Queue: ev.Queue, K: 1}
+	p := rowsPayload{Queue: ev.Queue}
 	ids := make([]int64, len(ev.Rows))
 	same, tags, keys := true, false, false
 	for i, r := range ev.Rows {
@@ -187,7 +181,7 @@ func decodeRows(s string) Event {
 		(p.Tags != nil && len(p.Tags) != len(ids)) || (p.Keys != nil && len(p.Keys) != len(ids)) {
 		return Event{Queue: p.Queue}
 	}
-	ev := Event{Queue: p.Queue, Rows: make([]Row, len(ids)), Keyed: p.K == 1}
+	ev := Event{Queue: p.Queue, Rows: make([]Row, len(ids))}
 	for i, id := range ids {
 		ev.Rows[i] = Row{ID: id, CreatedAt: p.CreatedAt[min(i, len(p.CreatedAt)-1)]}
 		if p.Tags != nil {
