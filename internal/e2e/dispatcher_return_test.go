@@ -70,14 +70,8 @@ func TestDispatcherKilledAndBack(t *testing.T) {
 		w.r.SetSecret(h.CreateGroup(spec))
 		all = append(all, w)
 	}
-	var first int64
-	require.NoError(t, h.Store.DB().QueryRow("SELECT id FROM consumer_groups WHERE name = 'g0'").Scan(&first))
-	var owner string
-	require.Eventually(t, func() bool {
-		return h.Store.DB().QueryRow("SELECT owner FROM cursors WHERE group_id = ? LIMIT 1", first).Scan(&owner) == nil && owner != ""
-	}, 10*time.Second, 20*time.Millisecond, "g0 was never claimed")
 	victim := b
-	if owner == aID {
+	if groupOwner(t, h, "g0") == aID {
 		victim = a
 	}
 
@@ -132,4 +126,17 @@ func TestDispatcherKilledAndBack(t *testing.T) {
 		}
 		assert.LessOrEqual(t, dups, bound, "%s: only the POSTs open at the kill and the hand-back may arrive again", w.name)
 	}
+}
+
+// groupOwner waits until group name's cursors are claimed and returns the
+// dispatcher that holds its first one.
+func groupOwner(t *testing.T, h *heraldtest.Herald, name string) string {
+	t.Helper()
+	var group int64
+	require.NoError(t, h.Store.DB().QueryRow("SELECT id FROM consumer_groups WHERE name = ?", name).Scan(&group))
+	var owner string
+	require.Eventually(t, func() bool {
+		return h.Store.DB().QueryRow("SELECT owner FROM cursors WHERE group_id = ? ORDER BY id LIMIT 1", group).Scan(&owner) == nil && owner != ""
+	}, 10*time.Second, 20*time.Millisecond, "group %s was never claimed", name)
+	return owner
 }

@@ -41,12 +41,9 @@ func TestSplitRolesTakeoverPaced(t *testing.T) {
 	r.Respond = func(heraldtest.Delivery) int { time.Sleep(respondAfter); return 204 }
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "max_in_flight": inFlight, "batch_size": 1,
 		"subscriptions": []map[string]any{{"topic": "t"}}}))
+	owner := groupOwner(t, h, "g")
 	var group int64
 	require.NoError(t, h.Store.DB().QueryRow("SELECT id FROM consumer_groups WHERE name = 'g'").Scan(&group))
-	var owner string
-	require.Eventually(t, func() bool {
-		return h.Store.DB().QueryRow("SELECT owner FROM cursors WHERE group_id = ?", group).Scan(&owner) == nil && owner != ""
-	}, 10*time.Second, 20*time.Millisecond, "the group was never claimed")
 	victim := a
 	if owner == bID {
 		victim = b
