@@ -187,8 +187,9 @@ type Dispatcher struct {
 	// LeaseDuration is how long a heartbeat keeps the lease, in database time
 	// (lease_until = NOW(3) + this). Survivors re-read the live set when the first
 	// peer lease they saw ends, so a killed dispatcher's groups are claimed about
-	// LeaseDuration after its last heartbeat (3 s by default); keep it ≥ 3 ×
-	// HeartbeatInterval. Default 3s.
+	// LeaseDuration after its last heartbeat (3 s by default); it must be ≥ 2 ×
+	// HeartbeatInterval (Validate), and 3 × leaves room for a slow heartbeat.
+	// Default 3s.
 	LeaseDuration time.Duration `env:"LEASE_DURATION" envDefault:"3s"`
 	// DisableAfter auto-pauses (disables) a group that failed without a success for
 	// this long (throttle-only time counts). Default 72h.
