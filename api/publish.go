@@ -18,7 +18,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/heraldhq/herald/internal/groupcommit"
-	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/stagetrace"
 	"github.com/heraldhq/herald/models"
 )
@@ -192,7 +191,7 @@ func (s *Server) publish(c echo.Context) error {
 		}
 		return s.publishFailed(ctx, name, idemKey != "", err)
 	}
-	metrics.Published.WithLabelValues(name).Add(float64(len(msgs)))
+	s.series.published(name, len(msgs))
 	s.stats.addPublished(topic.ID, len(msgs))
 	status, out := respond(pr.Messages)
 	if stagetrace.Enabled() {

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -68,4 +69,61 @@ func TestRequestMetricsAndDeletedGroupSeries(t *testing.T) {
 	h.Admin("DELETE", "/groups/"+group, nil, 200)
 	require.Eventually(t, func() bool { return !strings.Contains(scrape(), `group="`+group+`"`) }, 10*time.Second, 50*time.Millisecond,
 		"series of the deleted group are still exported")
+}
+
+// TestDeletedTopicsLoseTheirSeries creates, publishes to and deletes 50 topics: every
+// series naming one of them (the api's published count, the maintenance role's
+// retention series) goes with its topic, while a topic that stays keeps its series.
+func TestDeletedTopicsLoseTheirSeries(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // the metrics listener takes the port next
+	h := heraldtest.StartHerald(t, func(c *config.Config) {
+		c.MetricsAddr = addr
+		c.Maintenance.RetentionInterval = 200 * time.Millisecond
+	})
+	scrape := func() string {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(b)
+	}
+	prefix := heraldtest.RandomName("gone-")
+	names := make([]string, 50)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", prefix, i)
+		h.CreateTopic(names[i], 1)
+	}
+	kept := prefix + "-kept"
+	h.CreateTopic(kept, 1)
+	key := h.CreateAPIKey(prefix + "*")
+	for _, n := range append(names, kept) {
+		h.Publish(key, n, map[string]any{"body": n})
+	}
+	require.Eventually(t, func() bool {
+		out := scrape()
+		return strings.Contains(out, `herald_published_messages_total{topic="`+names[0]+`"}`) &&
+			strings.Contains(out, `herald_retention_held_back_messages{queue=`) && strings.Contains(out, `topic="`+names[0]+`"}`)
+	}, 10*time.Second, 50*time.Millisecond, "the topics' series are exported")
+	for _, n := range names {
+		h.Admin("DELETE", "/topics/"+n, nil, 204)
+	}
+	named := func(out string) []string { // lines naming a deleted topic
+		var lines []string
+		for _, l := range strings.Split(out, "\n") {
+			for _, n := range names {
+				if strings.Contains(l, `topic="`+n+`"`) {
+					lines = append(lines, l)
+				}
+			}
+		}
+		return lines
+	}
+	require.Eventually(t, func() bool { return len(named(scrape())) == 0 }, 15*time.Second, 50*time.Millisecond,
+		"series of deleted topics are still exported: %v", named(scrape()))
+	require.Contains(t, scrape(), `herald_published_messages_total{topic="`+kept+`"}`, "a topic that stays keeps its series")
 }

@@ -54,6 +54,7 @@ type Server struct {
 	keys   sync.Map    // prefix → *cachedKey
 	topics sync.Map    // name → *cachedTopic
 	stats  statsRollup // published counts waiting for the next rollup flush
+	series topicSeries // topics with a published-messages series (topic_series.go)
 }
 
 // New wires the routes over ctl, the process's one Control (every control-plane
@@ -65,7 +66,7 @@ func New(opts Options, ctl *control.Control, rdb redis.UniversalClient, writer *
 		panic("api: New needs a Control, a Redis client, a group-commit writer and a logger")
 	}
 	s := &Server{opts: opts, ctl: ctl, rdb: rdb, writer: writer, log: log}
-	s.ctl.OnTopicChange(func(name string) { s.topics.Delete(name) })
+	s.ctl.OnTopicChange(func(name string) { s.topics.Delete(name); s.series.changed() })
 	s.ctl.OnKeyRevoke(func(prefix string) { s.keys.Delete(prefix) })
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -94,7 +95,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	statsDone := make(chan struct{})
 	statsCtx, stopStats := context.WithCancel(ctx)
 	go func() { s.runStats(statsCtx); close(statsDone) }()
-	defer func() { stopStats(); <-statsDone }()
+	seriesDone := make(chan struct{})
+	go func() { s.runTopicSeries(statsCtx); close(seriesDone) }()
+	defer func() { stopStats(); <-statsDone; <-seriesDone }()
 	select {
 	case err := <-errc:
 		return err

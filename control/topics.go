@@ -150,6 +150,12 @@ func (c *Control) PatchTopic(ctx context.Context, a Actor, name string, p TopicP
 	return t, nil
 }
 
+// TopicsExisting reports which of names are topics now (one statement); the api
+// drops the metric series of the others.
+func (c *Control) TopicsExisting(ctx context.Context, names []string) (map[string]bool, error) {
+	return c.st.TopicNamesExisting(ctx, names)
+}
+
 // DeleteTopic removes a topic, its queue tables and their messages, and audits it
 // (topic.delete). While groups subscribe to it, it changes nothing and returns a
 // *store.InUseError naming them (matching models.ErrInUse), unless force is set:

@@ -50,6 +50,9 @@ type Maintainer struct {
 	outboxAgain    bool         // the last outbox run filled its batch
 	retentionAgain bool         // the last retention run stopped at its budget
 	retentionNext  int          // index of the queue the next retention run starts at
+	// retentionSeries maps each queue this process exported retention series for to
+	// its topic (retention_series.go).
+	retentionSeries map[int64]string
 
 	// TestSignals are for tests only; see Init.
 	TestSignals TestSignals

@@ -54,6 +54,7 @@ func (m *Maintainer) runRetention(ctx context.Context) (again bool) {
 		}
 	}
 	m.retentionNext = 0
+	m.dropRetentionSeries(topics)
 	if n, err := m.st.DeadLettersExpire(ctx, retentionChunks); err != nil {
 		m.warn(ctx, "expire dead letters", err)
 	} else if n > 0 {
@@ -81,6 +82,7 @@ func (m *Maintainer) pruneQueue(ctx context.Context, q int64, topic string, over
 	}
 	through := r.Floor
 	qs := strconv.FormatInt(q, 10)
+	m.noteRetentionSeries(q, topic)
 	if r.Policy == models.RetentionStrict && r.Cutoff > r.Floor {
 		m.expireLagging(ctx, q, topic, r.Cutoff)
 		through = r.Cutoff

@@ -163,6 +163,23 @@ func (s *Store) TopicGetByName(ctx context.Context, name string) (*models.Topic,
 	return toTopic(tr, qs), nil
 }
 
+// TopicNamesExisting returns which of names are topics now, in one statement on the
+// control database.
+func (s *Store) TopicNamesExisting(ctx context.Context, names []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(names))
+	if len(names) == 0 {
+		return out, nil
+	}
+	var found []string
+	if err := s.db.WithContext(ctx).Model(&topicRow{}).Where("name IN ?", names).Pluck("name", &found).Error; err != nil {
+		return nil, fmt.Errorf("look up topic names: %w", err)
+	}
+	for _, n := range found {
+		out[n] = true
+	}
+	return out, nil
+}
+
 // TopicList returns up to limit topics with id > after, ordered by id, with their queues.
 func (s *Store) TopicList(ctx context.Context, after int64, limit int) ([]*models.Topic, error) {
 	var trs []topicRow
