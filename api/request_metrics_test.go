@@ -15,16 +15,20 @@ import (
 	"github.com/heraldhq/herald/internal/config"
 )
 
-// TestRequestMetricsAndDeletedGroupSeries scrapes /metrics: requests are counted by
-// route template (never the raw path), method and status class with a latency
-// histogram, and a deleted group's worker series go away as its dispatcher's do.
-func TestRequestMetricsAndDeletedGroupSeries(t *testing.T) {
-	t.Parallel()
+// startWithMetrics starts a Herald (mutate may be nil) serving /metrics on a port of
+// its own, waits until it answers, and returns it with a function that scrapes it.
+func startWithMetrics(t *testing.T, mutate func(*config.Config)) (*heraldtest.Herald, func() string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close()) // the metrics listener takes the port next
-	h := heraldtest.StartHerald(t, func(c *config.Config) { c.MetricsAddr = addr })
+	h := heraldtest.StartHerald(t, func(c *config.Config) {
+		c.MetricsAddr = addr
+		if mutate != nil {
+			mutate(c)
+		}
+	})
 	scrape := func() string {
 		resp, err := http.Get("http://" + addr + "/metrics")
 		require.NoError(t, err)
@@ -40,6 +44,15 @@ func TestRequestMetricsAndDeletedGroupSeries(t *testing.T) {
 		}
 		return err == nil
 	}, 10*time.Second, 10*time.Millisecond)
+	return h, scrape
+}
+
+// TestRequestMetricsAndDeletedGroupSeries scrapes /metrics: requests are counted by
+// route template (never the raw path), method and status class with a latency
+// histogram, and a deleted group's worker series go away as its dispatcher's do.
+func TestRequestMetricsAndDeletedGroupSeries(t *testing.T) {
+	t.Parallel()
+	h, scrape := startWithMetrics(t, nil)
 
 	recv := heraldtest.NewReceiver(t)
 	group := heraldtest.RandomName("metrics-")
@@ -76,22 +89,7 @@ func TestRequestMetricsAndDeletedGroupSeries(t *testing.T) {
 // retention series) goes with its topic, while a topic that stays keeps its series.
 func TestDeletedTopicsLoseTheirSeries(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close()) // the metrics listener takes the port next
-	h := heraldtest.StartHerald(t, func(c *config.Config) {
-		c.MetricsAddr = addr
-		c.Maintenance.RetentionInterval = 200 * time.Millisecond
-	})
-	scrape := func() string {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return string(b)
-	}
+	h, scrape := startWithMetrics(t, func(c *config.Config) { c.Maintenance.RetentionInterval = 200 * time.Millisecond })
 	prefix := heraldtest.RandomName("gone-")
 	names := make([]string, 50)
 	for i := range names {
