@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/api"
 	"github.com/heraldhq/herald/heraldtest"
 )
 
@@ -154,4 +155,45 @@ func TestTopicCreateResponseEqualsGet(t *testing.T) {
 	created := h.Admin("POST", "/topics", map[string]any{"name": "orders", "queues": 2, "retention_hours": 24}, 201)
 	got := h.Admin("GET", "/topics/orders", nil, 200)
 	require.JSONEq(t, string(got), string(created))
+}
+
+// TestEndpointAuthNeverFollowsToAnotherHost: moving a group's endpoint to another
+// receiver (here another port) drops its stored header values and basic-auth
+// password, says so in Herald-Dropped-Endpoint-Auth, and the new receiver gets
+// neither; an admin's keep_endpoint_auth=true keeps them, and they arrive.
+func TestEndpointAuthNeverFollowsToAnotherHost(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.StartHerald(t, nil)
+	first, second := heraldtest.NewReceiver(t), heraldtest.NewReceiver(t)
+	h.CreateTopic("orders", 1)
+	secret := h.CreateGroup(map[string]any{"name": "billing", "endpoint_url": first.URL, "consume_from": "earliest",
+		"subscriptions": []map[string]any{{"topic": "orders"}}, "endpoint_headers": map[string]string{"x-api-key": "k1"}})
+	first.SetSecret(secret)
+	second.SetSecret(secret)
+	code, body, hdr := h.Do("PATCH", "/api/v1/groups/billing", h.Token(), map[string]any{"endpoint_url": second.URL})
+	require.Equal(t, 200, code, string(body))
+	require.Equal(t, "x-api-key", hdr.Get(api.DroppedEndpointAuthHeader))
+	require.Empty(t, decode[struct {
+		EndpointHeaders map[string]string `json:"endpoint_headers"`
+	}](t, body).EndpointHeaders)
+	key := h.CreateAPIKey("orders")
+	h.Publish(key, "orders", map[string]any{"body": map[string]int{"n": 1}})
+	second.WaitCount(1, 10*time.Second)
+	for _, d := range second.All() {
+		require.Empty(t, d.Header.Get("x-api-key"), "the new host never gets the old host's key")
+	}
+
+	h.Admin("PATCH", "/groups/billing", map[string]any{"endpoint_headers": map[string]string{"x-api-key": "k2"}}, 200)
+	code, body, hdr = h.Do("PATCH", "/api/v1/groups/billing?keep_endpoint_auth=true", h.Token(), map[string]any{"endpoint_url": first.URL})
+	require.Equal(t, 200, code, string(body))
+	require.Empty(t, hdr.Get(api.DroppedEndpointAuthHeader))
+	// Stands for the worker's group cache (a copy is used up to 1 s; URL and
+	// credentials always come from one version of the group).
+	time.Sleep(1500 * time.Millisecond)
+	h.Publish(key, "orders", map[string]any{"body": map[string]int{"n": 2}})
+	first.WaitCount(1, 10*time.Second)
+	for _, d := range first.All() {
+		require.Equal(t, "k2", d.Header.Get("x-api-key"), "an admin kept it")
+	}
+	h.Admin("PATCH", "/groups/billing?keep_endpoint_auth=maybe", map[string]any{"rate_limit": 1}, 422)
 }

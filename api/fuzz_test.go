@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/internal/aheadcache"
 	"github.com/heraldhq/herald/internal/auth"
 	"github.com/heraldhq/herald/models"
 )
@@ -87,8 +89,13 @@ func FuzzAPIKeyAuth(f *testing.F) {
 		"Bearer hk_" + prefix + " _x", "Bearer hk__x", "Basic abc", "", "Bearer hk_" + strings.ToUpper(prefix) + "_x"} {
 		f.Add(seed)
 	}
-	s := &Server{}
-	s.keys.Store(prefix, &cachedKey{k: &models.APIKey{ID: 1, Prefix: prefix, Hash: hash, Topics: []string{"*"}}, at: time.Now().Add(time.Hour)})
+	known := &models.APIKey{ID: 1, Prefix: prefix, Hash: hash, Topics: []string{"*"}}
+	s := &Server{keys: aheadcache.New(aheadcache.Options[string, *models.APIKey]{TTL: time.Hour, Load: func(_ context.Context, p string) (*models.APIKey, error) {
+		if p != prefix {
+			panic("a lookup of " + p + " reached the store")
+		}
+		return known, nil
+	}})}
 	e := echo.New()
 	h := s.requireAPIKey(func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 	f.Fuzz(func(t *testing.T, header string) {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -147,19 +148,37 @@ func (s *Server) groupList(c echo.Context) error {
 	return respondList(c, s.ctl.ListGroups, func(g *models.Group) GroupDTO { return groupDTO(g, false) })
 }
 
+// DroppedEndpointAuthHeader names, on a group PATCH that moved the endpoint to
+// another host, the stored endpoint auth it dropped: header names and
+// control.BasicAuthDropped, comma-separated. Absent when nothing was dropped.
+const DroppedEndpointAuthHeader = "Herald-Dropped-Endpoint-Auth"
+
+// groupUpdate applies a JSON merge patch to a group. `?keep_endpoint_auth=true`
+// (admin only) keeps stored header values and the basic-auth password when the
+// patch moves endpoint_url to another host; otherwise those the patch leaves
+// masked are dropped and named in DroppedEndpointAuthHeader.
 func (s *Server) groupUpdate(c echo.Context) error {
+	keep, err := boolQuery(c, "keep_endpoint_auth")
+	if err != nil {
+		return err
+	}
 	body, err := readBody(c, 256<<10)
 	if err != nil {
 		return err
 	}
 	// The patch is applied to the group as it is when written, so concurrent patches
 	// of different fields both land.
-	g, err := s.ctl.PatchGroupWith(c.Request().Context(), actor(c), c.Param("group"), func(g *models.Group) (control.GroupSpec, error) {
+	g, dropped, err := s.ctl.PatchGroupWith(c.Request().Context(), actor(c), c.Param("group"), func(g *models.Group) (control.GroupSpec, error) {
 		req, err := applyGroupPatch(g, body)
-		return req.spec(), err
+		spec := req.spec()
+		spec.KeepEndpointAuth = keep
+		return spec, err
 	})
 	if err != nil {
 		return err
+	}
+	if len(dropped) > 0 {
+		c.Response().Header().Set(DroppedEndpointAuthHeader, strings.Join(dropped, ", "))
 	}
 	return c.JSON(http.StatusOK, groupDTO(g, false))
 }
@@ -193,6 +212,10 @@ type GroupStatsDTO struct {
 	// and key) stopped on a failed POST; BlockedKeyCount counts them all.
 	BlockedKeys     []BlockedKeyDTO `json:"blocked_keys"`
 	BlockedKeyCount int             `json:"blocked_key_count"`
+	// UnreachableNodes lists the db nodes holding the group's queues that do not
+	// answer: what their queues hold past the committed offsets is missing from the
+	// lag. Empty when every node answers.
+	UnreachableNodes []NodeHealthDTO `json:"unreachable_nodes"`
 }
 
 func fmtTime(t *time.Time) *string {
@@ -214,5 +237,5 @@ func (s *Server) groupStats(c echo.Context) error {
 		ConsecutiveFailures: h.ConsecutiveFailures, SuccessesMinute: h.SuccessesMinute, FailuresMinute: h.FailuresMinute,
 		LastStatus: h.LastStatus, LastError: h.LastError, LastSuccessAt: fmtTime(h.LastSuccessAt), FailingSince: fmtTime(h.FailingSince),
 		ThrottledUntil: fmtTime(h.ThrottledUntil), Breaker: h.BreakerState, BreakerOpenUntil: fmtTime(h.BreakerOpenUntil),
-		RetryMessages: st.RetryMessages, DeadLetters: st.DeadLetters})
+		RetryMessages: st.RetryMessages, DeadLetters: st.DeadLetters, UnreachableNodes: nodeHealthDTOs(st.Unreachable)})
 }

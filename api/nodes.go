@@ -11,20 +11,27 @@ import (
 
 // NodeDTO is a db node as every read shows it: the DSN masked (user, address and
 // database; never the password), its placement weight, state and how many queues it
-// holds.
+// holds, and whether it answers: Health (up, down, or unknown while not probed yet
+// and for a retired node), HealthSince (RFC 3339 UTC, when it entered Health; null
+// when unknown) and HealthError (the last failure while down).
 type NodeDTO struct {
-	ID        int64  `json:"id"`
-	Name      string `json:"name"`
-	DSN       string `json:"dsn"`
-	Weight    int    `json:"weight"`
-	State     string `json:"state"`
-	Queues    int    `json:"queues"`
-	CreatedAt string `json:"created_at"`
-	UpdatedAt string `json:"updated_at"`
+	ID          int64   `json:"id"`
+	Name        string  `json:"name"`
+	DSN         string  `json:"dsn"`
+	Weight      int     `json:"weight"`
+	State       string  `json:"state"`
+	Queues      int     `json:"queues"`
+	Health      string  `json:"health"`
+	HealthSince *string `json:"health_since"`
+	HealthError string  `json:"health_error"`
+	CreatedAt   string  `json:"created_at"`
+	UpdatedAt   string  `json:"updated_at"`
 }
 
 func nodeDTO(n *models.Node) NodeDTO {
+	h := nodeHealthDTO(n.Health)
 	return NodeDTO{ID: n.ID, Name: n.Name, DSN: n.DSNMasked, Weight: n.Weight, State: string(n.State), Queues: n.Queues,
+		Health: h.State, HealthSince: h.Since, HealthError: h.Error,
 		CreatedAt: n.CreatedAt.UTC().Format(control.TimeFormat), UpdatedAt: n.UpdatedAt.UTC().Format(control.TimeFormat)}
 }
 

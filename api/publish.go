@@ -177,7 +177,7 @@ func (s *Server) publish(c echo.Context) error {
 		}
 		// A move sealed a queue after this copy of the topic was read: nothing was
 		// stored, so the request goes again, once, on the topic as it is now.
-		s.topics.Delete(name)
+		s.topics.Drop(name)
 		if topic, err = s.topic(ctx, name); err != nil {
 			return s.publishFailed(ctx, name, idemKey != "", err)
 		}

@@ -38,7 +38,7 @@ func (s *Server) publishDeadline(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) publishFailed(ctx context.Context, topic string, idempotent bool, err error) error {
 	clientGone := errors.Is(ctx.Err(), context.Canceled)
 	switch {
-	case errors.Is(err, groupcommit.ErrOutcomeUnknown):
+	case errors.Is(err, groupcommit.ErrOutcomeUnknown), errors.Is(err, models.ErrOutcomeUnknown):
 		s.log.Warn("publish outcome unknown", "topic", topic, "client_gone", clientGone, "idempotency_key", idempotent, "err", err)
 		return problem(ProblemUnavailable, "the database did not confirm the commit in time; the messages may have been stored: retry with the same Idempotency-Key")
 	case errors.Is(err, models.ErrQueueUnavailable):

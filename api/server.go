@@ -15,14 +15,13 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/heraldhq/herald/control"
+	"github.com/heraldhq/herald/internal/aheadcache"
 	"github.com/heraldhq/herald/internal/groupcommit"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/models"
@@ -51,10 +50,10 @@ type Server struct {
 	log    *slog.Logger
 	e      *echo.Echo
 
-	keys   sync.Map    // prefix → *cachedKey
-	topics sync.Map    // name → *cachedTopic
-	stats  statsRollup // published counts waiting for the next rollup flush
-	series topicSeries // topics with a published-messages series (topic_series.go)
+	keys   *aheadcache.Cache[string, *models.APIKey] // publishers' keys by prefix (apiKey)
+	topics *aheadcache.Cache[string, *models.Topic]  // topics by name (topic)
+	stats  statsRollup                               // published counts waiting for the next rollup flush
+	series topicSeries                               // topics with a published-messages series (topic_series.go)
 }
 
 // New wires the routes over ctl, the process's one Control (every control-plane
@@ -66,8 +65,12 @@ func New(opts Options, ctl *control.Control, rdb redis.UniversalClient, writer *
 		panic("api: New needs a Control, a Redis client, a group-commit writer and a logger")
 	}
 	s := &Server{opts: opts, ctl: ctl, rdb: rdb, writer: writer, log: log}
-	s.ctl.OnTopicChange(func(name string) { s.topics.Delete(name); s.series.changed() })
-	s.ctl.OnKeyRevoke(func(prefix string) { s.keys.Delete(prefix) })
+	gone := func(err error) bool { return errors.Is(err, models.ErrNotFound) }
+	s.keys = aheadcache.New(aheadcache.Options[string, *models.APIKey]{TTL: keyCacheTTL, RefreshDelay: refreshAfter, Load: ctl.APIKeyByPrefix, Gone: gone,
+		Loaded: func(ctx context.Context, _ string, k *models.APIKey) { _ = ctl.TouchAPIKey(ctx, k.ID) }})
+	s.topics = aheadcache.New(aheadcache.Options[string, *models.Topic]{TTL: topicCacheTTL, RefreshDelay: refreshAfter, Load: ctl.GetTopic, Gone: gone})
+	s.ctl.OnTopicChange(func(name string) { s.topics.Drop(name); s.series.changed() })
+	s.ctl.OnKeyRevoke(func(prefix string) { s.keys.Drop(prefix) })
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.writeProblem
@@ -131,6 +134,9 @@ func (s *Server) ready(c echo.Context) error {
 	// A db node other than the control database that is down is reported, not fatal:
 	// publishes to its queues answer 503 while the others go on.
 	nodes, err := s.ctl.NodesPing(ctx)
+	if err == nil {
+		metrics.DBNodeUp.Reset() // a node retired since the last check drops out
+	}
 	if err != nil || len(nodes) <= 1 {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 	}
@@ -152,48 +158,9 @@ func (s *Server) ready(c echo.Context) error {
 // through this server drop its entry at once.
 const topicCacheTTL = 5 * time.Second
 
-// cachedTopic is one topic as read at `at`; refreshing guards its background re-read.
-type cachedTopic struct {
-	t          *models.Topic
-	at         time.Time
-	refreshing atomic.Bool
-}
-
-// topic returns a topic from a 5 s cache; misses are not cached, so a new topic is
-// usable at once. A copy used after half its TTL is re-read in the background, so a
-// topic published to at least every 2.5 s never waits for the lookup.
+// topic returns a topic from a 5 s refresh-ahead cache (aheadcache); misses are
+// not cached, so a new topic is usable at once, and a topic published to at least
+// every 2.5 s never waits for the lookup.
 func (s *Server) topic(ctx context.Context, name string) (*models.Topic, error) {
-	if v, ok := s.topics.Load(name); ok {
-		ct := v.(*cachedTopic)
-		if age := time.Since(ct.at); age < topicCacheTTL {
-			if age >= topicCacheTTL/2 && ct.refreshing.CompareAndSwap(false, true) {
-				rctx := context.WithoutCancel(ctx)
-				time.AfterFunc(refreshAfter, func() { s.refreshTopic(rctx, name, ct) })
-			}
-			return ct.t, nil
-		}
-	}
-	at := time.Now()
-	t, err := s.ctl.GetTopic(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	s.topics.Store(name, &cachedTopic{t: t, at: at})
-	return t, nil
-}
-
-// refreshTopic re-reads the topic cached as old and replaces old with it unless the
-// entry changed meanwhile (a topic change dropped it); a topic no longer found is
-// dropped, so the next publish looks it up.
-func (s *Server) refreshTopic(ctx context.Context, name string, old *cachedTopic) {
-	ctx, cancel := context.WithTimeout(ctx, topicCacheTTL/2)
-	defer cancel()
-	at := time.Now()
-	t, err := s.ctl.GetTopic(ctx, name)
-	switch {
-	case errors.Is(err, models.ErrNotFound):
-		s.topics.CompareAndDelete(name, old)
-	case err == nil:
-		s.topics.CompareAndSwap(name, old, &cachedTopic{t: t, at: at})
-	}
+	return s.topics.Get(ctx, name)
 }

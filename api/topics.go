@@ -52,13 +52,16 @@ type MoveOwedDTO struct {
 
 // QueueDTO is one queue of a topic. MinOffset and MaxOffset are the lowest and
 // highest offsets it holds (0 when empty), filled by reads of the admin API.
+// UnreachableSince, present only while the queue's db node does not answer, is
+// since when (RFC 3339 UTC); its offsets then read 0 (unknown).
 type QueueDTO struct {
-	ID        int64  `json:"id"`
-	Position  int    `json:"position"`
-	State     string `json:"state"`
-	Node      int64  `json:"node"`
-	MinOffset int64  `json:"min_offset"`
-	MaxOffset int64  `json:"max_offset"`
+	ID               int64   `json:"id"`
+	Position         int     `json:"position"`
+	State            string  `json:"state"`
+	Node             int64   `json:"node"`
+	MinOffset        int64   `json:"min_offset"`
+	MaxOffset        int64   `json:"max_offset"`
+	UnreachableSince *string `json:"unreachable_since,omitempty"`
 }
 
 func topicDTO(t *models.Topic, st control.TopicStats) TopicDTO {
@@ -66,8 +69,11 @@ func topicDTO(t *models.Topic, st control.TopicStats) TopicDTO {
 		PublishedLastHour: st.PublishedLastHour[t.ID], RetentionHours: t.RetentionHours, RetentionPolicy: string(t.RetentionPolicy)}
 	for _, q := range t.Queues {
 		r := st.Offsets[q.ID]
-		out.Queues = append(out.Queues, QueueDTO{ID: q.ID, Position: q.Position, State: string(q.State), Node: q.NodeID,
-			MinOffset: r.Min, MaxOffset: r.Max})
+		d := QueueDTO{ID: q.ID, Position: q.Position, State: string(q.State), Node: q.NodeID, MinOffset: r.Min, MaxOffset: r.Max}
+		if h, down := st.NodesDown[q.NodeID]; down {
+			d.UnreachableSince = nodeHealthDTO(h).Since
+		}
+		out.Queues = append(out.Queues, d)
 	}
 	return out
 }

@@ -111,21 +111,10 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 	inProcess = inProcess && (cfg.InProcess == nil || *cfg.InProcess)
 	guard := ssrf.Guard{AllowPrivate: cfg.AllowPrivateEndpoints}
 	keys := delivery.Keys{Namespace: cfg.Namespace, HashTags: cfg.RedisMode == config.RedisCluster}
-	notifier := notify.New(rdb, keys)
-	ctl, err := control.New(control.Config{Store: st, Redis: rdb, Keys: keys, Notifier: notifier, Guard: guard, Log: log,
-		JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost, DeletedGroupGrace: cfg.Maintenance.DeletedGroupGrace, PublicURL: cfg.PublicURL})
-	if err != nil {
+	fail := func(err error) (*App, error) {
 		rdb.Close()
 		st.Close()
 		return nil, err
-	}
-	a.Control = ctl
-	if roles.API {
-		a.Writer = groupcommit.New(st, notifier, log)
-		a.Writer.Lanes = cfg.PublishLanes
-		a.Writer.FlushTimeout = cfg.PublishTimeout
-		a.API = api.New(api.Options{PublishTimeout: cfg.PublishTimeout}, ctl, rdb, a.Writer, log)
-		a.API.Mount(web.New(web.Config{Control: ctl, Log: log, CookieSecure: cfg.CookieSecure}).Routes)
 	}
 	// The delivery bus, chosen once: in memory where this process runs the
 	// dispatcher and the worker together, else over Redis.
@@ -143,17 +132,37 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 		}
 	}
 	if roles.Dispatcher {
-		a.Dispatcher = dispatcher.New(cfg.Dispatcher, keys, st, rdb, jobs, log, nil)
+		if a.Dispatcher, err = dispatcher.New(dispatcher.Deps{Config: cfg.Dispatcher, Keys: keys, Store: st, Redis: rdb, Jobs: jobs, Log: log}); err != nil {
+			return fail(err)
+		}
+	}
+	// In `herald all` the api hands its flushes to this process's dispatcher first.
+	var local notify.LocalSink
+	if inProcess && roles.API {
+		local = a.Dispatcher.Notified
+	}
+	notifier := notify.NewLocal(rdb, keys, local)
+	ctl, err := control.New(control.Config{Store: st, Redis: rdb, Keys: keys, Notifier: notifier, Guard: guard, Log: log,
+		JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost, DeletedGroupGrace: cfg.Maintenance.DeletedGroupGrace, PublicURL: cfg.PublicURL})
+	if err != nil {
+		return fail(err)
+	}
+	a.Control = ctl
+	if roles.API {
+		if a.Writer, err = groupcommit.New(groupcommit.Config{Store: st, Notifier: notifier, Log: log, Lanes: cfg.PublishLanes, FlushTimeout: cfg.PublishTimeout}); err != nil {
+			return fail(err)
+		}
+		a.API = api.New(api.Options{PublishTimeout: cfg.PublishTimeout}, ctl, rdb, a.Writer, log)
+		a.API.Mount(web.New(web.Config{Control: ctl, Log: log, CookieSecure: cfg.CookieSecure}).Routes)
 	}
 	if roles.Worker {
 		cfg.Worker.Issuer = cfg.PublicURL
-		a.Worker = worker.New(cfg.Worker, keys, st, rdb, source, guard, log)
+		if a.Worker, err = worker.New(worker.Deps{Config: cfg.Worker, Keys: keys, Store: st, Redis: rdb, Source: source, Guard: guard, Log: log}); err != nil {
+			return fail(err)
+		}
 	}
 	if roles.Maintenance {
 		a.Maintenance = maintenance.New(cfg.Maintenance, keys, st, rdb, log)
-	}
-	if inProcess && a.API != nil {
-		notifier.Local = a.Dispatcher.Notified
 	}
 	return a, nil
 }
@@ -197,7 +206,8 @@ func useKeyring(ctx context.Context, cfg config.Config, st *store.Store, roles R
 //   - worker: starts no new POST, finishes running ones and reports the rest as
 //     returned;
 //   - dispatcher: commits cursors and releases its leases;
-//   - maintenance: finishes its current duty and releases its lease.
+//   - maintenance: finishes its current duty and releases its lease;
+//   - the db node prober stops between probes.
 //
 // Run returns when every role has stopped; the first role error stops the others.
 func (a *App) Run(ctx context.Context, apiLn net.Listener) error {
@@ -227,6 +237,9 @@ func (a *App) Run(ctx context.Context, apiLn net.Listener) error {
 	if a.Cfg.MetricsAddr != "" {
 		eg.Go(func() error { return metrics.Serve(ctx, a.Cfg.MetricsAddr) })
 	}
+	// Every role reads node health (keyless placement, views, node events): one
+	// prober per process marks db nodes down and up again.
+	eg.Go(func() error { return a.Store.NodeHealthRun(ctx) })
 	return eg.Wait()
 }
 

@@ -209,29 +209,35 @@ type request struct {
 
 // do sends r once and decodes a 2xx JSON answer into out (if not nil).
 func (c *Client) do(ctx context.Context, r request, out any) error {
+	_, err := c.doResp(ctx, r, out)
+	return err
+}
+
+// doResp is do, also returning the answer (its body already read).
+func (c *Client) doResp(ctx context.Context, r request, out any) (*http.Response, error) {
 	var payload []byte
 	if r.body != nil {
 		if err := checkText(r.body); err != nil {
-			return fmt.Errorf("encode %s %s: %w", r.method, r.path, err)
+			return nil, fmt.Errorf("encode %s %s: %w", r.method, r.path, err)
 		}
 		var err error
 		if payload, err = json.Marshal(r.body); err != nil {
-			return fmt.Errorf("encode %s %s: %w", r.method, r.path, err)
+			return nil, fmt.Errorf("encode %s %s: %w", r.method, r.path, err)
 		}
 	}
 	if r.bearer == "" {
 		r.bearer = c.token
 	}
-	_, body, err := c.send(ctx, r, payload)
+	resp, body, err := c.send(ctx, r, payload)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if out != nil && len(body) > 0 {
 		if err := json.Unmarshal(body, out); err != nil {
-			return fmt.Errorf("decode %s %s: %w", r.method, r.path, err)
+			return nil, fmt.Errorf("decode %s %s: %w", r.method, r.path, err)
 		}
 	}
-	return nil
+	return resp, nil
 }
 
 // send performs one HTTP exchange; a non-2xx answer is an *Error.

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -84,4 +85,18 @@ func (c *Client) PurgeDeadLetters(ctx context.Context, group string, sel DeadLet
 	}
 	err := c.do(ctx, request{method: "POST", path: groupPath(group, "dead-letters", "purge"), body: sel.body()}, &out)
 	return out.N, err
+}
+
+// DeadLetterDetail is one dead letter with the group's recorded attempts of its
+// message, oldest first.
+type DeadLetterDetail struct {
+	DeadLetter
+	DeliveryAttempts []Attempt `json:"delivery_attempts"`
+}
+
+// GetDeadLetter returns dead letter id of group with its delivery attempts
+// (GET /api/v1/groups/{group}/dead-letters/{id}). Errors: ErrNotFound.
+func (c *Client) GetDeadLetter(ctx context.Context, group string, id int64) (*DeadLetterDetail, error) {
+	var d DeadLetterDetail
+	return &d, c.do(ctx, request{method: "GET", path: groupPath(group, "dead-letters", strconv.FormatInt(id, 10))}, &d)
 }

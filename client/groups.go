@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"strings"
 )
 
 // Subscription binds a group to a topic; empty Tags means every tag. Filter is an
@@ -118,6 +119,10 @@ type Group struct {
 	ConfigVersion           int64   `json:"config_version"`
 	CreatedAt               string  `json:"created_at"`
 	UpdatedAt               string  `json:"updated_at"`
+	// DroppedEndpointAuth, on the answer to a patch that moved endpoint_url to
+	// another host, names the stored endpoint auth it dropped (header names and
+	// "basic_auth"; the server's Herald-Dropped-Endpoint-Auth). Not part of the JSON.
+	DroppedEndpointAuth []string `json:"-"`
 }
 
 // GroupStats is a group's live state: lag, effective rate, breaker, retries and
@@ -244,11 +249,39 @@ func (c *Client) GroupSecret(ctx context.Context, name string) (*Group, error) {
 	return &g, c.do(ctx, request{method: "GET", path: groupPath(name), query: url.Values{"include": {"secret"}}}, &g)
 }
 
-// PatchGroup applies a JSON merge patch of settings (e.g. {"rate_limit": 50}).
-// Errors: ErrNotFound, ErrInvalid.
+// PatchGroup applies a JSON merge patch of settings (e.g. {"rate_limit": 50}). A
+// patch that moves endpoint_url to another host or port, or from https to http, drops the
+// stored header values and basic-auth password it leaves masked, named in the
+// answer's DroppedEndpointAuth. Errors: ErrNotFound, ErrInvalid.
 func (c *Client) PatchGroup(ctx context.Context, name string, patch map[string]any) (*Group, error) {
+	return c.PatchGroupWith(ctx, name, patch, PatchOptions{})
+}
+
+// PatchOptions changes how PatchGroupWith applies a patch. KeepEndpointAuth keeps
+// the stored header values and basic-auth password when the patch moves
+// endpoint_url to another host (`?keep_endpoint_auth=true`; role admin).
+type PatchOptions struct {
+	KeepEndpointAuth bool
+}
+
+// PatchGroupWith is PatchGroup with options. Errors: ErrNotFound, ErrInvalid, and
+// ErrForbidden for KeepEndpointAuth without role admin.
+func (c *Client) PatchGroupWith(ctx context.Context, name string, patch map[string]any, o PatchOptions) (*Group, error) {
+	r := request{method: "PATCH", path: groupPath(name), body: patch}
+	if o.KeepEndpointAuth {
+		r.query = url.Values{"keep_endpoint_auth": {"true"}}
+	}
 	var g Group
-	return &g, c.do(ctx, request{method: "PATCH", path: groupPath(name), body: patch}, &g)
+	resp, err := c.doResp(ctx, r, &g)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range strings.Split(resp.Header.Get("Herald-Dropped-Endpoint-Auth"), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			g.DroppedEndpointAuth = append(g.DroppedEndpointAuth, name)
+		}
+	}
+	return &g, nil
 }
 
 // PauseGroup stops deliveries to a group; its backlog is kept. Errors: ErrNotFound.

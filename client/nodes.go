@@ -7,16 +7,22 @@ import (
 
 // Node is a db node: a MySQL server (and database) holding queue tables. DSN is
 // masked (`user:***@tcp(host:port)/db`); State is read-write, read-only, draining
-// or retired; Queues counts the queues placed on it.
+// or retired; Queues counts the queues placed on it. Health is up, down or unknown
+// (not probed yet, or retired) as the answering server sees it; HealthSince is when
+// it entered that state (RFC 3339 UTC; "" when unknown) and HealthError the last
+// failure while down.
 type Node struct {
-	ID        int64  `json:"id"`
-	Name      string `json:"name"`
-	DSN       string `json:"dsn"`
-	Weight    int    `json:"weight"`
-	State     string `json:"state"`
-	Queues    int    `json:"queues"`
-	CreatedAt string `json:"created_at"`
-	UpdatedAt string `json:"updated_at"`
+	ID          int64  `json:"id"`
+	Name        string `json:"name"`
+	DSN         string `json:"dsn"`
+	Weight      int    `json:"weight"`
+	State       string `json:"state"`
+	Queues      int    `json:"queues"`
+	Health      string `json:"health"`
+	HealthSince string `json:"health_since"`
+	HealthError string `json:"health_error"`
+	CreatedAt   string `json:"created_at"`
+	UpdatedAt   string `json:"updated_at"`
 }
 
 // NodeSpec registers a node: Name and DSN are required; Weight 0 and State ""

@@ -25,20 +25,25 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
 	"github.com/heraldhq/herald/internal/ssrf"
+	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
 
 // Actor is who performs an action, as the audit log records it: Username (a user,
 // or "system" / "cli" for actions without one), SourceIP (empty when none) and Via,
 // the transport ("console", "cli"; empty for the REST API), which some entries note.
+// Role is the user's role, which the few decisions made inside control (keeping
+// endpoint auth across a change of origin) check; the actors without a user act
+// as admin.
 type Actor struct {
 	Username string
 	SourceIP string
 	Via      string
+	Role     models.Role
 }
 
 // System is the actor of actions no user asked for.
-var System = Actor{Username: "system"}
+var System = Actor{Username: "system", Role: models.RoleAdmin}
 
 // Config wires a Control; the composition root (app/) builds the one Control
 // of a process and hands it to every transport. Store, Redis, Notifier and Log are

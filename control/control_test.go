@@ -271,7 +271,7 @@ func TestGroups(t *testing.T) {
 				_, err = b.ctl.CreateGroup(b.ctx, b.actor, valid)
 				require.NoError(t, err)
 				spec.Name = ""
-				_, err = b.ctl.PatchGroupWith(b.ctx, b.actor, "billing", func(*models.Group) (control.GroupSpec, error) { return spec, nil })
+				_, _, err = b.ctl.PatchGroupWith(b.ctx, b.actor, "billing", func(*models.Group) (control.GroupSpec, error) { return spec, nil })
 				if tc.name != "bad name" {
 					requireFields(t, err, tc.fields...)
 				}
@@ -284,7 +284,7 @@ func TestGroups(t *testing.T) {
 			_, err = b.ctl.CreateGroup(b.ctx, b.actor, spec)
 			require.ErrorIs(t, err, models.ErrConflict)
 
-			g2, err := b.ctl.PatchGroup(b.ctx, b.actor, "billing", control.GroupPatch{RateLimit: ptr(50)})
+			g2, _, err := b.ctl.PatchGroup(b.ctx, b.actor, "billing", control.GroupPatch{RateLimit: ptr(50)})
 			require.NoError(t, err)
 			require.Equal(t, 50, g2.RateLimit)
 			require.Greater(t, g2.ConfigVersion, g.ConfigVersion)

@@ -29,7 +29,7 @@ func TestPatchGroupChangesOnlyItsFields(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, p := range patches {
 		wg.Go(func() {
-			_, err := b.ctl.PatchGroup(b.ctx, b.actor, "billing", p)
+			_, _, err := b.ctl.PatchGroup(b.ctx, b.actor, "billing", p)
 			require.NoError(t, err)
 		})
 	}
@@ -60,7 +60,7 @@ func TestPatchGroupEmptyRetryScheduleIsTheDefault(t *testing.T) {
 	_, err = b.ctl.CreateGroup(b.ctx, b.actor, control.GroupSpec{Name: "billing", EndpointURL: "http://8.8.8.8/hook",
 		Subscriptions: []models.Subscription{{Topic: "orders"}}, RetrySchedule: []int{1, 2}})
 	require.NoError(t, err)
-	_, err = b.ctl.PatchGroup(b.ctx, b.actor, "billing", control.GroupPatch{RetrySchedule: &[]int{}})
+	_, _, err = b.ctl.PatchGroup(b.ctx, b.actor, "billing", control.GroupPatch{RetrySchedule: &[]int{}})
 	require.NoError(t, err)
 	g, err := b.ctl.GetGroup(b.ctx, "billing")
 	require.NoError(t, err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -50,6 +49,10 @@ type GroupSpec struct {
 	PushAuth        *models.PushAuth
 	EndpointHeaders map[string]string
 	BasicAuth       *models.BasicAuth
+	// KeepEndpointAuth, on a change that moves EndpointURL to another receiver
+	// (host, port, or a fall from https to http), keeps the stored values EndpointHeaders and BasicAuth
+	// leave masked; without it they are dropped (keptAuth). Admin only; not stored.
+	KeepEndpointAuth bool
 }
 
 func orDefault(p *int, def int) int {
@@ -93,20 +96,17 @@ func (spec GroupSpec) apply(g *models.Group) {
 }
 
 // specOf is g's settings as a spec that apply turns back into the same group (every
-// field set, the endpoint auth in clear).
+// field set, the endpoint auth masked: apply keeps the stored values).
 func specOf(g *models.Group) GroupSpec {
+	masked := g.EndpointAuth.Masked()
 	spec := GroupSpec{Name: g.Name, EndpointURL: g.EndpointURL, BatchSize: &g.BatchSize, BatchMaxBytes: &g.BatchMaxBytes,
 		BatchWindowMS: &g.BatchWindowMS, MaxInFlight: &g.MaxInFlight, RateLimit: &g.RateLimit, TimeoutMS: &g.TimeoutMS,
 		MaxAttempts: &g.MaxAttempts, RetrySchedule: slices.Clone(g.RetrySchedule), Ordered: g.Ordered,
 		OrderedOnExhausted: g.OrderedOnExhausted, Ordering: g.Ordering, ConsumeFrom: g.ConsumeFrom, DeadLetterRetentionHours: &g.DeadLetterRetentionHours,
-		Subscriptions: slices.Clone(g.Subscriptions), EndpointHeaders: maps.Clone(g.EndpointAuth.Headers)}
+		Subscriptions: slices.Clone(g.Subscriptions), EndpointHeaders: masked.Headers, BasicAuth: masked.Basic}
 	if g.PushAuth != nil {
 		pa := *g.PushAuth
 		spec.PushAuth = &pa
-	}
-	if g.EndpointAuth.Basic != nil {
-		b := *g.EndpointAuth.Basic
-		spec.BasicAuth = &b
 	}
 	return spec
 }
@@ -143,6 +143,8 @@ type GroupPatch struct {
 	EndpointHeaders    map[string]string
 	SetBasicAuth       bool
 	BasicAuth          *models.BasicAuth
+	// KeepEndpointAuth is GroupSpec.KeepEndpointAuth.
+	KeepEndpointAuth bool
 }
 
 // over returns spec with the fields p sets replaced.
@@ -194,6 +196,7 @@ func (p GroupPatch) over(spec GroupSpec) GroupSpec {
 	if p.SetBasicAuth {
 		spec.BasicAuth = p.BasicAuth
 	}
+	spec.KeepEndpointAuth = p.KeepEndpointAuth
 	return spec
 }
 
@@ -330,8 +333,12 @@ func (c *Control) CreateGroup(ctx context.Context, a Actor, spec GroupSpec) (*mo
 // when the change is written (a concurrent change of another field stays), validates
 // the result like a create, checks a changed endpoint against the SSRF guard, stores
 // it (config_version + 1), tells the dispatchers and audits before and after
-// (group.update). Errors as CreateGroup, and models.ErrNotFound.
-func (c *Control) PatchGroup(ctx context.Context, a Actor, name string, p GroupPatch) (*models.Group, error) {
+// (group.update). A change that moves the endpoint to another receiver (sameReceiver) drops the
+// stored header values and basic-auth password it does not give again, unless an
+// admin asks to keep them (GroupSpec.KeepEndpointAuth); dropped names them (header
+// names, BasicAuthDropped). Errors as CreateGroup, models.ErrNotFound, and
+// models.ErrForbidden for KeepEndpointAuth without role admin.
+func (c *Control) PatchGroup(ctx context.Context, a Actor, name string, p GroupPatch) (g *models.Group, dropped []string, err error) {
 	return c.PatchGroupWith(ctx, a, name, func(g *models.Group) (GroupSpec, error) { return p.over(specOf(g)), nil })
 }
 
@@ -340,17 +347,20 @@ func (c *Control) PatchGroup(ctx context.Context, a Actor, name string, p GroupP
 // e.g. a JSON merge patch, where null resets a member) and
 // runs again on the newer group when another change landed in between, so two
 // changes of different fields never overwrite each other. build's error is returned
-// as is.
-func (c *Control) PatchGroupWith(ctx context.Context, a Actor, name string, build func(*models.Group) (GroupSpec, error)) (*models.Group, error) {
+// as is. dropped is as PatchGroup's.
+func (c *Control) PatchGroupWith(ctx context.Context, a Actor, name string, build func(*models.Group) (GroupSpec, error)) (_ *models.Group, dropped []string, _ error) {
 	var g *models.Group
 	for attempt := 0; ; attempt++ {
 		var err error
 		if g, err = c.st.GroupGetByName(ctx, name); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		spec, err := build(g)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if spec, dropped, err = keptAuth(a, g.EndpointURL, spec); err != nil {
+			return nil, nil, err
 		}
 		ng := *g
 		spec.apply(&ng)
@@ -361,18 +371,18 @@ func (c *Control) PatchGroupWith(ctx context.Context, a Actor, name string, buil
 			validate = ng.ValidateUnsubscribed
 		}
 		if err := validate(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if ng.EndpointURL != g.EndpointURL {
 			if err := c.checkEndpoint(ctx, ng.EndpointURL); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		if err := c.ensureEventsTopic(ctx, &ng); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := c.ensureDeadLetterTopics(ctx, &ng); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// Concurrent patches of other fields are reapplied on the newer group, never lost.
 		err = c.st.GroupUpdate(ctx, &ng)
@@ -380,20 +390,23 @@ func (c *Control) PatchGroupWith(ctx context.Context, a Actor, name string, buil
 			continue
 		}
 		if errors.Is(err, store.ErrGroupChanged) {
-			return nil, fmt.Errorf("%w: group %s kept changing; retry", models.ErrConflict, name)
+			return nil, nil, fmt.Errorf("%w: group %s kept changing; retry", models.ErrConflict, name)
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		break
 	}
 	c.notifyGroup(ctx, g.ID)
 	out, err := c.st.GroupGetByID(ctx, g.ID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c.Record(ctx, a, "group.update", g.Name, SettingsOf(g), SettingsOf(out))
-	return out, nil
+	if len(dropped) > 0 {
+		c.Record(ctx, a, "group.endpoint_auth.drop", g.Name, nil, map[string]any{"dropped": dropped, "endpoint_url": out.EndpointURL})
+	}
+	return out, dropped, nil
 }
 
 // blockedEndpoint is a refused endpoint address: it matches ssrf.ErrBlocked and a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
@@ -44,7 +45,10 @@ type MoveProgress struct {
 // sealed queue retries on the new slot table. Groups ordered by key or queue hold
 // moved keys until they finished the old queue (dispatcher/movehold.go); the
 // maintenance role retires an old queue once nothing is owed to it. Moving to the
-// node the topic is on re-homes it onto fresh queues. Errors: models.ErrNotFound
+// node the topic is on re-homes it onto fresh queues. Once the move took effect it
+// is answered as done: a seal that does not finish within moveSealTimeout (the old
+// queue's node away) is left to maintenance, and the caller's deadline no longer
+// applies. Errors: models.ErrNotFound
 // (topic), ErrUnknownNode, ErrNodeNotWritable, ErrTopicMoving, ErrNothingToMove,
 // ErrNotBuilt (dead-letter and event topics).
 func (c *Control) MoveTopic(ctx context.Context, a Actor, name string, toNode int64) (*models.Topic, error) {
@@ -78,6 +82,11 @@ func (c *Control) MoveTopic(ctx context.Context, a Actor, name string, toNode in
 	case err != nil:
 		return nil, err
 	}
+	// The move took effect: what follows, sealing included, must not turn it into
+	// an error because the caller's deadline passed or the old queue's node is
+	// away (its seal then waits for maintenance).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), moveFinishTimeout)
+	defer cancel()
 	// The new queues' cursors and the move records are in: owners claim them and
 	// hold moved keys; this process's writers take the new slot table at once.
 	c.onTopicChange.run(name)
@@ -87,12 +96,20 @@ func (c *Control) MoveTopic(ctx context.Context, a Actor, name string, toNode in
 	}
 	c.notifyGroups(ctx, groups)
 	var sealErr error
+	failed := map[int64]bool{} // nodes a seal failed on: their other seals wait for maintenance too
 	for _, m := range moves {
 		// The store chose the old queues under the topic's lock: their nodes come
 		// from the registry, not from t as read before it.
 		node, err := c.st.QueueNode(ctx, m.From)
-		if err == nil {
-			_, err = c.st.QueueSeal(ctx, m, node)
+		switch {
+		case err != nil:
+		case failed[node]:
+			continue
+		default:
+			sctx, scancel := context.WithTimeout(ctx, moveSealTimeout)
+			_, err = c.st.QueueSeal(sctx, m, node)
+			scancel()
+			failed[node] = err != nil
 		}
 		if err != nil {
 			// The maintenance role seals it on its next run; the new queues already
@@ -115,6 +132,16 @@ func (c *Control) MoveTopic(ctx context.Context, a Actor, name string, toNode in
 	c.Record(ctx, a, "topic.move", name, before, map[string]any{"to_node": toNode, "topic": recordOfTopic(t), "seal_error": errString(sealErr)})
 	return t, nil
 }
+
+// moveFinishTimeout bounds what MoveTopic does once the move took effect (seals,
+// notifications, the audit entry), whatever the caller's deadline; moveSealTimeout
+// bounds each old queue's seal within it, so a node that does not answer leaves
+// its seals to maintenance (after the first that failed there) and the move is
+// still answered as done.
+const (
+	moveFinishTimeout = 20 * time.Second
+	moveSealTimeout   = 5 * time.Second
+)
 
 func errString(err error) string {
 	if err == nil {

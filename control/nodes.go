@@ -187,17 +187,44 @@ func (c *Control) PatchNode(ctx context.Context, a Actor, id int64, p NodePatch)
 
 // GetNode returns node id with its masked DSN and queue count, or models.ErrNotFound.
 func (c *Control) GetNode(ctx context.Context, id int64) (*models.Node, error) {
-	return c.st.NodeGet(ctx, id)
+	n, err := c.st.NodeGet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	c.withHealth([]*models.Node{n})
+	return n, nil
 }
 
-// ListNodes returns one page of db nodes in id order, retired ones included.
+// ListNodes returns one page of db nodes in id order, retired ones included, each
+// with its Health as this process sees it.
 func (c *Control) ListNodes(ctx context.Context, p PageRequest) (Page[*models.Node], error) {
 	ns, err := c.st.NodeList(ctx, p.After, p.Limit)
 	if err != nil {
 		return Page[*models.Node]{}, err
 	}
+	c.withHealth(ns)
 	return pageOf(ns, p.Limit, func(n *models.Node) int64 { return n.ID }), nil
 }
+
+// withHealth fills each node's Health from the store's probes: a retired node, or
+// one not probed yet, reads models.NodeUnknown.
+func (c *Control) withHealth(ns []*models.Node) {
+	hs := c.st.NodesHealth()
+	for _, n := range ns {
+		h, ok := hs[n.ID]
+		if !ok || n.State == models.NodeRetired {
+			h = models.NodeHealth{Node: n.ID, State: models.NodeUnknown}
+		}
+		if h.State == models.NodeDown && !c.st.NodeIsDown(n.ID) {
+			h = models.NodeHealth{Node: n.ID, State: models.NodeUnknown} // a stale mark in a process without probes
+		}
+		n.Health = h
+	}
+}
+
+// NodesDown lists the db nodes this process sees down, in id order, with since
+// when and their last error: what every view spanning nodes could not read.
+func (c *Control) NodesDown() []models.NodeHealth { return c.st.NodesDown() }
 
 // recordOfNode is a node as the audit log shows it: never the DSN's password.
 func recordOfNode(n *models.Node) map[string]any {

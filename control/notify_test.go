@@ -39,7 +39,7 @@ func TestTopicGrowthTellsGroupOwners(t *testing.T) {
 	sctx, cancel := context.WithCancel(ctx)
 	events := make(chan notify.Event, 16)
 	done := make(chan struct{})
-	go func() { defer close(done); _ = notify.Subscribe(sctx, rdb, keys, events) }()
+	go func() { defer close(done); notify.Subscribe(sctx, rdb, keys, events, nil) }()
 	t.Cleanup(func() { cancel(); <-done })
 	require.Eventually(t, func() bool { // subscribed: a probe comes back
 		_ = notify.New(rdb, keys).Queues(ctx, []int64{999})

@@ -87,6 +87,9 @@ type GroupStats struct {
 	Blocked         []models.OrderedBlock
 	BlockedKeys     []models.OrderedKeyBlock
 	BlockedKeyCount int
+	// Unreachable lists the down db nodes holding queues of the group: their lag
+	// past the committed offsets is left out of LagMessages and LagSeconds.
+	Unreachable []models.NodeHealth
 }
 
 // GroupStats reads group name's stats. Errors: models.ErrNotFound.
@@ -105,9 +108,19 @@ func (c *Control) GroupStats(ctx context.Context, name string) (GroupStats, erro
 	if out.DeadLetters, err = c.st.DeadLetterCount(ctx, g.ID); err != nil {
 		return out, err
 	}
-	if out.LagMessages, out.LagSeconds, err = c.st.GroupLag(ctx, g.ID); err != nil {
+	ps, err := c.st.GroupPositions(ctx, []int64{g.ID}, true)
+	if err != nil {
 		return out, err
 	}
+	oldest := int64(0)
+	for _, p := range ps {
+		out.LagMessages += p.Lag
+		if p.OldestUndoneMS > 0 && (oldest == 0 || p.OldestUndoneMS < oldest) {
+			oldest = p.OldestUndoneMS
+		}
+	}
+	out.LagSeconds = store.LagAge(oldest, time.Now())
+	out.Unreachable = c.unreachableOf(ctx, ps)
 	if out.Blocked, err = c.st.OrderedBlocksByGroups(ctx, []int64{g.ID}, false); err != nil {
 		return out, err
 	}
@@ -202,6 +215,9 @@ type GroupDetail struct {
 	// BlockedKeys and BlockedKeyCount: as GroupStats.
 	BlockedKeys     []models.OrderedKeyBlock
 	BlockedKeyCount int
+	// Unreachable lists the down db nodes holding queues of the group (their
+	// cursors are marked Unreachable, their messages missing from Recent).
+	Unreachable []models.NodeHealth
 }
 
 // GroupDetail reads group name's page: the attempts newest first (at most
@@ -213,7 +229,7 @@ func (c *Control) GroupDetail(ctx context.Context, name string, attempts, recent
 	if err != nil {
 		return GroupDetail{}, err
 	}
-	out := GroupDetail{Group: g, Cursors: ps}
+	out := GroupDetail{Group: g, Cursors: ps, Unreachable: c.unreachableOf(ctx, ps)}
 	now := time.Now()
 	if out.Series, err = c.st.StatsSeries(ctx, store.StatsScope{GroupID: g.ID}, now.Add(-StatsHours*time.Hour), now.Add(time.Minute)); err != nil {
 		return out, err
@@ -278,13 +294,15 @@ type Overview struct {
 	Lags       map[int64]int64
 	Totals     StatsTotals
 	TopicCount int64
+	// NodesDown lists every db node this process sees down (the overview warns);
+	// lags leave out what their queues hold past the committed offsets.
+	NodesDown []models.NodeHealth
 }
 
 // Overview reads the front page.
-func (c *Control) Overview(ctx context.Context) (Overview, error) {
-	var out Overview
+func (c *Control) Overview(ctx context.Context) (out Overview, err error) {
+	defer func() { out.NodesDown = c.st.NodesDown() }() // after the reads, which mark a node they could not reach
 	now := time.Now()
-	var err error
 	if out.Series, err = c.st.StatsSeries(ctx, store.StatsScope{}, now.Add(-StatsHours*time.Hour), now.Add(time.Minute)); err != nil {
 		return out, err
 	}
@@ -318,15 +336,19 @@ type TopicDetail struct {
 	Subscribers []string
 	Series      []StatsPoint
 	Retention   TopicRetention
+	// Unreachable lists the down db nodes holding queues of the topic: their
+	// offsets, messages and held-back counts are missing from the page.
+	Unreachable []models.NodeHealth
 }
 
 // TopicDetail reads topic name's page. Errors: models.ErrNotFound.
-func (c *Control) TopicDetail(ctx context.Context, name string) (TopicDetail, error) {
+func (c *Control) TopicDetail(ctx context.Context, name string) (out TopicDetail, err error) {
 	t, err := c.st.TopicGetByName(ctx, name)
 	if err != nil {
 		return TopicDetail{}, err
 	}
-	out := TopicDetail{Topic: t}
+	out = TopicDetail{Topic: t}
+	defer func() { out.Unreachable = NodesDownOf(c.st.NodesDown(), t) }() // after the reads
 	if out.Stats, err = c.TopicStats(ctx, []*models.Topic{t}); err != nil {
 		return out, err
 	}
@@ -385,3 +407,48 @@ func (c *Control) BatchAttempts(ctx context.Context, webhookID string) (string, 
 // UserCount returns how many users exist (0: the admin of HERALD_ADMIN_USER may be
 // created).
 func (c *Control) UserCount(ctx context.Context) (int64, error) { return c.st.UserCount(ctx) }
+
+// unreachableOf lists the down db nodes of the cursors ps marks Unreachable.
+func (c *Control) unreachableOf(ctx context.Context, ps []CursorPosition) []models.NodeHealth {
+	down := c.st.NodesDown()
+	if len(down) == 0 {
+		return nil
+	}
+	var queues []int64
+	for _, p := range ps {
+		if p.Unreachable {
+			queues = append(queues, p.QueueID)
+		}
+	}
+	if len(queues) == 0 {
+		return nil
+	}
+	nodes, err := c.st.QueueNodes(ctx, queues) // cached: queues never move
+	if err != nil {
+		return down
+	}
+	var out []models.NodeHealth
+	for _, h := range down {
+		for _, n := range nodes {
+			if n == h.Node {
+				out = append(out, h)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// NodesDownOf keeps, of down, the nodes holding one of topic t's queues.
+func NodesDownOf(down []models.NodeHealth, t *models.Topic) []models.NodeHealth {
+	var out []models.NodeHealth
+	for _, h := range down {
+		for _, q := range t.Queues {
+			if q.NodeID == h.Node || (q.NodeID <= 0 && h.Node == models.PrimaryNodeID) {
+				out = append(out, h)
+				break
+			}
+		}
+	}
+	return out
+}

@@ -224,11 +224,14 @@ func (c *Control) ListTopics(ctx context.Context, p PageRequest) (Page[*models.T
 type TopicStats struct {
 	Offsets           map[int64]store.QueueOffsets
 	PublishedLastHour map[int64]int64
+	// NodesDown holds the down db nodes (by node id) whose queues' offsets are
+	// missing from Offsets.
+	NodesDown map[int64]models.NodeHealth
 }
 
 // TopicStats reads the stats of topics in two statements whatever their number.
 func (c *Control) TopicStats(ctx context.Context, topics []*models.Topic) (TopicStats, error) {
-	out := TopicStats{Offsets: map[int64]store.QueueOffsets{}, PublishedLastHour: map[int64]int64{}}
+	out := TopicStats{Offsets: map[int64]store.QueueOffsets{}, PublishedLastHour: map[int64]int64{}, NodesDown: map[int64]models.NodeHealth{}}
 	var qids []int64
 	for _, t := range topics {
 		for _, q := range t.Queues {
@@ -247,6 +250,9 @@ func (c *Control) TopicStats(ctx context.Context, topics []*models.Topic) (Topic
 		return out, err
 	}
 	out.Offsets = ranges
+	for _, h := range c.st.NodesDown() { // after the read, which marks a node it could not reach
+		out.NodesDown[h.Node] = h
+	}
 	for _, t := range topics {
 		out.PublishedLastHour[t.ID] = totals.TopicPublished[t.ID]
 	}

@@ -12,11 +12,11 @@ const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // ActorOf is who the audit log names for a request: the signed-in user u (nil:
 // System), from address sourceIP, over transport via ("console", "cli"; empty for
-// the REST API).
+// the REST API), with u's role (none without a user).
 func ActorOf(u *models.User, sourceIP, via string) Actor {
 	a := Actor{Username: System.Username, SourceIP: sourceIP, Via: via}
 	if u != nil {
-		a.Username = u.Username
+		a.Username, a.Role = u.Username, u.Role
 	}
 	return a
 }

@@ -26,6 +26,11 @@ type step struct {
 func fails(n int) delivery.Counters { return delivery.Counters{Failures: n} }
 func succs(n int) delivery.Counters { return delivery.Counters{Successes: n} }
 
+// refusedBy is one failed POST the endpoint answered with status.
+func refusedBy(status int) delivery.Counters {
+	return delivery.Counters{Failures: 1, LastStatus: status}
+}
+
 // openAt is the step that opens a closed breaker at t0+at by a failure streak.
 func openAt(at time.Duration) step { return step{at: at, c: fails(breakerConsecutive), want: opened} }
 
@@ -64,6 +69,12 @@ func TestBreakerTransitions(t *testing.T) {
 		{name: "under 20 requests stays closed", steps: []step{
 			{c: delivery.Counters{Successes: 5, Failures: 9}},
 		}, state: ""},
+		{name: "repeated failures stay out of the ratio", steps: []step{
+			{c: delivery.Counters{Successes: 10, Failures: 30, Repeats: 20}},
+		}, state: ""},
+		{name: "repeated failures still make a streak", steps: []step{
+			{c: delivery.Counters{Failures: 10, Repeats: 10}, want: opened},
+		}, state: breakerOpen, cooldown: 5 * sec, openUntil: 5 * sec},
 		{name: "a new minute restarts the ratio", steps: []step{
 			{c: delivery.Counters{Successes: 5, Failures: 9}},
 			{at: time.Minute, c: delivery.Counters{Successes: 5, Failures: 6}},
@@ -89,6 +100,30 @@ func TestBreakerTransitions(t *testing.T) {
 			openAt(0), {at: 5 * sec, cut: true, wantOK: true, want: halfOpened},
 			{at: 6 * sec, probe: true, c: fails(1), want: reopened},
 		}, state: breakerOpen, cooldown: 10 * sec, openUntil: 16 * sec},
+		{name: "probes refused by an answer: another message, reopened at the third", steps: []step{
+			openAt(0), {at: 5 * sec, cut: true, wantOK: true, want: halfOpened},
+			{at: 6 * sec, probe: true, c: refusedBy(500), want: probeRefused},
+			{at: 6 * sec, cut: true, wantOK: true},
+			{at: 7 * sec, probe: true, c: refusedBy(422), want: probeRefused},
+			{at: 8 * sec, probe: true, c: refusedBy(500), want: reopened},
+		}, state: breakerOpen, cooldown: 10 * sec, openUntil: 18 * sec},
+		{name: "a refused probe, then a delivered one: closed", steps: []step{
+			openAt(0), {at: 5 * sec, cut: true, wantOK: true, want: halfOpened},
+			{at: 6 * sec, probe: true, c: refusedBy(500), want: probeRefused},
+			{at: 7 * sec, probe: true, c: succs(1), want: closed},
+		}, state: breakerClosed, cooldown: 0},
+		{name: "a probe answered 503 reopens at once", steps: []step{
+			openAt(0), {at: 5 * sec, cut: true, wantOK: true, want: halfOpened},
+			{at: 6 * sec, probe: true, c: refusedBy(503), want: reopened},
+		}, state: breakerOpen, cooldown: 10 * sec, openUntil: 16 * sec},
+		{name: "refusals do not carry over to the next half-open spell", steps: []step{
+			openAt(0), {at: 5 * sec, cut: true, wantOK: true, want: halfOpened},
+			{at: 5 * sec, probe: true, c: refusedBy(500), want: probeRefused},
+			{at: 5 * sec, probe: true, c: fails(1), want: reopened},
+			{at: 15 * sec, cut: true, wantOK: true, want: halfOpened},
+			{at: 15 * sec, probe: true, c: refusedBy(500), want: probeRefused},
+			{at: 15 * sec, probe: true, c: refusedBy(500), want: probeRefused},
+		}, state: breakerHalfOpen, cooldown: 10 * sec},
 		{name: "probe with a success and a failure reopens", steps: []step{
 			openAt(0), {at: 5 * sec, cut: true, wantOK: true, want: halfOpened},
 			{at: 6 * sec, probe: true, c: delivery.Counters{Successes: 1, Failures: 1}, want: reopened},

@@ -3,7 +3,6 @@ package dispatcher
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/heraldhq/herald/models/store"
 )
@@ -15,7 +14,7 @@ import (
 func (d *Dispatcher) commit(ctx context.Context) {
 	d.reported, d.lastCommit = false, d.now()
 	defer d.trimReports(ctx)
-	d.saveBlocks(ctx)
+	d.orders.save(ctx)
 	var commits []store.CursorCommit
 	for _, cs := range d.cursors {
 		if !cs.dirty {
@@ -55,37 +54,6 @@ func (d *Dispatcher) commit(ctx context.Context) {
 			d.dropCursor(cs)
 			d.reload[cs.groupID] = true
 		}
-	}
-}
-
-// updateLag publishes each owned group's lag: offsets between its cursors and the
-// queues' max offsets at the last poll plus the read messages the commits list as not
-// done, and the age of the oldest message read but not done. Only values that
-// changed are set (groupGauges).
-func (d *Dispatcher) updateLag() {
-	nowMS := d.now().UnixMilli()
-	for _, gs := range d.groups {
-		var msgs int64
-		oldest := int64(0)
-		for _, cs := range gs.cursors {
-			if m := d.maxIDs[cs.queueID]; m > cs.committed {
-				msgs += m - cs.committed
-			}
-			msgs += int64(len(cs.late))
-			if len(cs.pending)+len(cs.inflight) == 0 {
-				continue // nothing read and not done
-			}
-			if o := cs.oldestUndone(); o > 0 && (oldest == 0 || o < oldest) {
-				oldest = o
-			}
-		}
-		lag := 0.0
-		if oldest > 0 {
-			lag = float64(nowMS-oldest) / float64(time.Second/time.Millisecond)
-		}
-		gg := d.metrics.gauges(gs)
-		gg.set(gaugeLagMessages, float64(msgs))
-		gg.set(gaugeLagSeconds, lag)
 	}
 }
 

@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/models"
@@ -32,6 +33,8 @@ type inflightMsg struct {
 }
 
 // cursorState is the owner's in-memory view of one cursor; holes are tracked, never skipped.
+// It knows no ordering mode: what a mode remembers of it lives in the group's
+// orderer (order.go).
 // Every offset ≤ committed is done except the ids in holes and late that are ≤
 // committed: the commit moves on over open holes and over messages still pending or
 // in flight, listing them, so one slow or throttled message never freezes it. Every
@@ -45,40 +48,28 @@ type cursorState struct {
 	// durable is the last commit that succeeded (or the claim): what a successor
 	// would start from, and what decides which report entries may be trimmed
 	// (reportlog.go).
-	durable  durable
-	readPos  int64
-	holes    map[int64]int64 // open hole id → first seen, Unix ms
-	late     map[int64]int64 // read rows ≤ committed not yet done (pending, in flight) → first seen or created, Unix ms
-	closed   map[int64]int64 // holes closed as rollbacks → when to check them once more (Unix ms)
-	beyond   bool            // committed past the table's MAX(id): not served (restore or lagging replica)
-	pending  []pendingMsg
-	inflight map[int64]inflightMsg
-	done     map[int64]struct{} // done offsets above committed
-	jobs     int
-	dirty    bool      // changed since the last commit
-	takeover *takeover // claimed from another owner, not served until its reports are applied
-	ranges   int       // listed ranges ≤ committed, as holeRanges(committed) would return them
-	// block, for an ordered group, is the head it is stopped on (ordered.go);
-	// blockDirty marks it changed since ordered_blocks was written.
-	block      *orderedBlock
-	blockDirty bool
-	// keyBlocks, for a group ordered by key, are its blocked keys (key → the block
-	// of the failed POST that carried it; one block may hold several keys), and
-	// keysDirty the keys whose row in ordered_key_blocks lags behind (orderedkey.go).
-	keyBlocks map[string]*keyBlock
-	keysDirty map[string]bool
-	// floors, for a group ordered by key, are the keys' done floors left by the
-	// previous owner's last reports until they can matter no more (keyfloor.go).
-	floors keyFloors
-	// keylessTurn alternates a cursor ordered by key between its keyed and its
-	// keyless messages, so neither waits for the other.
-	keylessTurn bool
+	durable durable
+	readPos int64
+	holes   map[int64]int64 // open hole id → first seen, Unix ms
+	late    map[int64]int64 // read rows ≤ committed not yet done (pending, in flight) → first seen or created, Unix ms
+	closed  map[int64]int64 // holes closed as rollbacks → when to check them once more (Unix ms)
+	beyond  bool            // committed past the table's MAX(id): not served until the table catches up (queueReader.checkBeyond)
+	// beyondSince is when beyond was first seen; beyondFlagged says the queue was
+	// made read-only for it (beyond for beyondConfirm).
+	beyondSince   time.Time
+	beyondFlagged bool
+	pending       []pendingMsg
+	inflight      map[int64]inflightMsg
+	done          map[int64]struct{} // done offsets above committed
+	jobs          int
+	dirty         bool      // changed since the last commit
+	takeover      *takeover // claimed from another owner, not served until its reports are applied
+	ranges        int       // listed ranges ≤ committed, as holeRanges(committed) would return them
 }
 
 func newCursorState(c models.Cursor, g *groupState) *cursorState {
 	cs := &cursorState{id: c.ID, groupID: c.GroupID, queueID: c.QueueID, version: c.Version, group: g,
-		committed: c.Offset, readPos: c.Offset, holes: map[int64]int64{}, late: map[int64]int64{}, closed: map[int64]int64{}, inflight: map[int64]inflightMsg{}, done: map[int64]struct{}{},
-		keyBlocks: map[string]*keyBlock{}, keysDirty: map[string]bool{}}
+		committed: c.Offset, readPos: c.Offset, holes: map[int64]int64{}, late: map[int64]int64{}, closed: map[int64]int64{}, inflight: map[int64]inflightMsg{}, done: map[int64]struct{}{}}
 	for _, h := range c.Holes {
 		for id := h.From; id <= h.To; id++ {
 			cs.holes[id] = h.FirstSeenMS
@@ -318,4 +309,32 @@ func (c *cursorState) oldestUndone() int64 {
 		}
 	}
 	return oldest
+}
+
+// lowestHole returns c's lowest open hole, if any.
+func (c *cursorState) lowestHole() (id int64, ok bool) {
+	for h := range c.holes {
+		if !ok || h < id {
+			id, ok = h, true
+		}
+	}
+	return id, ok
+}
+
+// takeAt removes the messages at idx (ascending indexes into pending) from the
+// to-send set and returns them in that order.
+func (c *cursorState) takeAt(idx []int) []pendingMsg {
+	taken := make([]pendingMsg, len(idx))
+	drop := make(map[int]bool, len(idx))
+	for i, k := range idx {
+		taken[i], drop[k] = c.pending[k], true
+	}
+	keep := c.pending[:0]
+	for i, p := range c.pending {
+		if !drop[i] {
+			keep = append(keep, p)
+		}
+	}
+	c.pending = keep
+	return taken
 }

@@ -124,9 +124,13 @@ func setupCut(t *testing.T, maxJobs, jobSize int) *cutBundle {
 	b.d = &Dispatcher{
 		cfg: config.Dispatcher{JobSize: jobSize, MaxJobsInFlight: maxJobs, JobDeadlineBase: 40 * time.Second},
 		id:  "d1", sched: b.st, bus: b.q, members: &members{id: "d1"}, log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: func() time.Time { return b.now },
-		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
-		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{}, reload: map[int64]bool{},
+		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{},
+		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, reload: map[int64]bool{},
 	}
+	b.d.reader = newQueueReader(nil, b.d.cfg, b.d.log, b.d.now, b.d.wakeBy)
+	b.d.orders = newOrders(orderBase{host: b.d, owner: b.d.id, cfg: b.d.cfg, log: b.d.log, now: b.d.now}, b.st, &b.d.events)
+	b.d.health = &healthKeeper{events: &b.d.events, log: b.d.log, now: b.d.now, wakeBy: b.d.wakeBy}
+	b.d.takeovers = &takeovers{held: map[*cursorState]struct{}{}, orders: b.d.orders, reader: b.d.reader, log: b.d.log, now: b.d.now, wakeBy: b.d.wakeBy}
 	return b
 }
 
@@ -143,7 +147,7 @@ func (b *cutBundle) group(maxInFlight, batch int, pending ...int) *groupState {
 		cs.readPos = int64(n)
 		gs.cursors = append(gs.cursors, cs)
 		b.d.cursors[cs.id] = cs
-		b.d.byQueue[cs.queueID] = append(b.d.byQueue[cs.queueID], cs)
+		b.d.reader.byQueue[cs.queueID] = append(b.d.reader.byQueue[cs.queueID], cs)
 		b.d.byGQ[[2]int64{g.ID, cs.queueID}] = cs
 	}
 	b.d.groups[g.ID] = gs
@@ -276,8 +280,9 @@ func TestCutEnqueueFails(t *testing.T) {
 	require.True(t, b.now.Add(enqueueRetry).Equal(b.d.wakeAt), "wake at %v", b.d.wakeAt)
 }
 
-// TestCommitDropsLostCursors: a cursor whose fence the commit lost is dropped with its
-// jobs' credits, and the next step reloads its group alone (no full rebalance).
+// TestCommitDropsLostCursors: a cursor whose fence the commit lost is dropped and
+// the next step reloads its group alone (no full rebalance); its jobs hold their
+// credits as orphans until their final report (their POSTs may still be open).
 func TestCommitDropsLostCursors(t *testing.T) {
 	t.Parallel()
 	b := setupCut(t, 16, 10)
@@ -295,7 +300,19 @@ func TestCommitDropsLostCursors(t *testing.T) {
 	require.Equal(t, map[int64]bool{gs.g.ID: true}, b.d.reload)
 	require.NotContains(t, b.d.cursors, lost.id)
 	require.Len(t, gs.cursors, 1)
-	require.Equal(t, 3, gs.inflightP)
+	require.Equal(t, 6, gs.inflightP, "the orphan's POSTs may still be open")
+	require.Len(t, b.d.jobs, 2)
+	var orphan *jobState
+	for _, js := range b.d.jobs {
+		if js.cursor == lost {
+			orphan = js
+		}
+	}
+	require.NotNil(t, orphan)
+	require.True(t, orphan.orphan)
+	b.d.applyReport(delivery.Report{TaskID: orphan.job.TaskID(), Group: gs.g.ID, Queue: lost.queueID, Version: lost.version,
+		Delivered: orphan.job.Offsets, Final: true})
+	require.Equal(t, 3, gs.inflightP, "its final report gives the credits back")
 	require.Len(t, b.d.jobs, 1)
 }
 

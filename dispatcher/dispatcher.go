@@ -25,7 +25,6 @@ import (
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
-	"github.com/heraldhq/herald/internal/stagetrace"
 	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
@@ -47,6 +46,27 @@ type groupState struct {
 	// in a row (delivery.MaxThrottles); kept in memory, so a new owner counts afresh.
 	retryThrottles map[[2]int64]int
 	health         health // failure counters, breaker, throttle and retry due time
+	// probeFresh says the probe being cut (cutProbe's first pass) may not be a
+	// blocked key's POST retried in place.
+	probeFresh bool
+}
+
+// configure takes g's settings: a new config version (or the first) rebuilds the
+// pacer and clears the retry due time. It reports whether the settings changed, so
+// the caller re-reads the group's queues.
+func (gs *groupState) configure(g *models.Group, now time.Time) bool {
+	changed := gs.g.ConfigVersion != g.ConfigVersion || gs.pace == nil
+	gs.g = g
+	if !changed {
+		return false
+	}
+	if gs.pace == nil {
+		gs.pace = newPacer(g.RateLimit, g.BatchSize, now)
+	} else {
+		gs.pace.configure(g.RateLimit, g.BatchSize, now)
+	}
+	gs.health.nextRetry = time.Time{}
+	return true
 }
 
 // Dispatcher is one dispatcher process. Create it with New and start it with Run.
@@ -59,30 +79,29 @@ type Dispatcher struct {
 	rdb      redis.UniversalClient
 	notifier *notify.Notifier
 	bus      bus.Jobs // where jobs go and whether one is still held (internal/bus)
+	orders   *orders  // the ordering modes' orderers (order.go)
+	health   *healthKeeper
 	streams  *bus.ReportStreams
 	log      *slog.Logger
 	now      Clock
 
 	// localEvents carries the api's notifications of this process (notified.go).
-	localEvents  chan notify.Event
-	overflow     atomic.Bool // a local notification found localEvents full
-	running      atomic.Bool // the loop serves localEvents
-	holdsOrdered atomic.Bool // an owned group is ordered: reports are read without ReportGather
+	localEvents chan notify.Event
+	overflow    atomic.Bool // a local notification found localEvents full
+	running     atomic.Bool // the loop serves localEvents
+	pace        reportPace  // the report reader's pause after a read
 
 	groups  map[int64]*groupState
 	events  opEvents               // rate-limit gates of operational events
 	cursors map[int64]*cursorState // by cursor id
-	byQueue map[int64][]*cursorState
 	byGQ    map[[2]int64]*cursorState
+	reader  *queueReader // reads the owned cursors' queues (read.go)
 	// movesTo lists, by new queue, the unretired moves into it (movehold.go), read
 	// after the cursors on every adopt, so a new queue's cursor is never served
 	// without the moves that created it.
-	movesTo     map[int64][]models.QueueMove
-	jobs        map[string]*jobState
-	takeovers   map[*cursorState]struct{} // cursors held until their previous owner's reports are applied
-	dirtyQ      map[int64]bool
-	queueTopics map[int64]int64
-	maxIDs      map[int64]int64
+	movesTo   map[int64][]models.QueueMove
+	jobs      map[string]*jobState
+	takeovers *takeovers // cursors held until their previous owner's reports are applied
 	// Ownership (ownership.go, membership.go): refresh asks for a full rebalance at
 	// the next step, reload names groups to re-read alone (group notifications, lost
 	// fences), members is the view of the live dispatchers and this one's lease
@@ -98,7 +117,6 @@ type Dispatcher struct {
 	// reportLog is the read part of this dispatcher's report stream not yet trimmed.
 	reportLog reportLog
 	wakeAt    time.Time
-	lastPoll  time.Time
 	// outboxDue asks the next poll to wake the maintenance role's dead-letter outbox.
 	outboxDue bool
 	claimSeq  int64
@@ -114,9 +132,13 @@ type Dispatcher struct {
 	unreadable map[int64]int64
 }
 
-// New returns a Dispatcher with a fresh random id that sends its jobs on jobs. now
-// may be nil (time.Now).
-func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, jobs bus.Jobs, log *slog.Logger, now Clock) *Dispatcher {
+// New returns a Dispatcher with a fresh random id that sends its jobs on p.Jobs, or
+// an error naming a missing dependency.
+func New(p Deps) (*Dispatcher, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	cfg, keys, st, rdb, jobs, log, now := p.Config, p.Keys, p.Store, p.Redis, p.Jobs, p.Log, p.Now
 	if now == nil {
 		now = time.Now
 	}
@@ -125,17 +147,23 @@ func New(cfg config.Dispatcher, keys delivery.Keys, st *store.Store, rdb redis.U
 	_, _ = rand.Read(b[:])
 	id := fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:]))
 	notifier := notify.New(rdb, keys)
-	return &Dispatcher{
+	d := &Dispatcher{
 		cfg: cfg, keys: keys, id: id,
 		members: &members{id: id, st: st, notifier: notifier, cfg: cfg, log: log, lapsed: make(chan struct{}, 1)},
 		events:  opEvents{st: st, notifier: notifier, log: log, now: now},
 		st:      st, sched: st, rdb: rdb, notifier: notifier, bus: jobs, streams: bus.NewReportStreams(rdb, log), log: log, now: now,
-		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{}, byQueue: map[int64][]*cursorState{},
-		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{}, takeovers: map[*cursorState]struct{}{}, dirtyQ: map[int64]bool{},
+		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{},
+		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{},
 		metrics: ownerMetrics{st: st, log: log, now: now}, reload: map[int64]bool{},
 		claimSeq:    now().UnixNano() / int64(time.Millisecond),
 		localEvents: make(chan notify.Event, localEventsBuffer),
 	}
+	d.orders = newOrders(orderBase{host: d, owner: id, cfg: cfg, st: st, log: log, now: now}, st, &d.events)
+	d.metrics.blockedKeys = d.orders.key.blockedKeys
+	d.reader = newQueueReader(st, cfg, log, now, d.wakeBy)
+	d.takeovers = &takeovers{held: map[*cursorState]struct{}{}, streams: d.streams, keys: keys, orders: d.orders, reader: d.reader, log: log, now: now, wakeBy: d.wakeBy}
+	d.health = &healthKeeper{st: st, rdb: rdb, keys: keys, events: &d.events, log: log, now: now, actor: "dispatcher:" + id, disableAfter: cfg.DisableAfter, wakeBy: d.wakeBy}
+	return d, nil
 }
 
 // ID is this dispatcher's id in the dispatchers table and its report stream's name.
@@ -153,7 +181,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	entries := make(chan bus.ReportEntry, 256)
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.Go(func() error { return d.subscribe(ectx, events) })
-	eg.Go(func() error { d.streams.Read(ectx, d.keys.Reports(d.id), entries, d.reportGather); return nil })
+	eg.Go(func() error { d.streams.Read(ectx, d.keys.Reports(d.id), entries, d.pace.wait); return nil })
 	bctx, stopBeat := context.WithCancel(ectx)
 	beaten := make(chan struct{})
 	go func() { d.members.beat(bctx); close(beaten) }()
@@ -165,21 +193,47 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return eg.Wait()
 }
 
-// resubscribeDelay is the pause before a notify subscription that failed (Redis
-// unreachable, a failover under way) is tried again.
-const resubscribeDelay = 200 * time.Millisecond
-
 func (d *Dispatcher) subscribe(ctx context.Context, events chan<- notify.Event) error {
-	for ctx.Err() == nil {
-		if err := notify.Subscribe(ctx, d.rdb, d.keys, events); err != nil && ctx.Err() == nil {
-			d.log.Warn("notify subscription dropped; fallback poll covers it", "err", err)
-			select {
-			case <-time.After(resubscribeDelay):
-			case <-ctx.Done():
-			}
-		}
-	}
+	notify.Subscribe(ctx, d.rdb, d.keys, events, func(err error) {
+		d.log.Warn("notify subscription refused; fallback poll covers it", "err", err)
+	})
 	return nil
+}
+
+// loopTimers are the loop's timers: the sweep (RebalanceInterval), commits
+// (CommitInterval), the poll (PollInterval), the next read of the live set (armed
+// by arm) and the loop's own wake-up (wakeBy).
+type loopTimers struct {
+	sweep, commit, poll *time.Ticker
+	members, wake       *time.Timer
+}
+
+func newLoopTimers(cfg config.Dispatcher) *loopTimers {
+	return &loopTimers{
+		sweep: time.NewTicker(cfg.RebalanceInterval), commit: time.NewTicker(cfg.CommitInterval), poll: time.NewTicker(cfg.PollInterval),
+		members: time.NewTimer(time.Hour), wake: time.NewTimer(time.Hour),
+	}
+}
+
+// arm sets the next read of the live set, as the last read asked (members.next; 0:
+// no peer, no read).
+func (t *loopTimers) arm(m *members) {
+	if !m.rearm {
+		return
+	}
+	m.rearm = false
+	t.members.Stop()
+	if m.next > 0 {
+		t.members.Reset(m.next)
+	}
+}
+
+func (t *loopTimers) stop() {
+	t.sweep.Stop()
+	t.commit.Stop()
+	t.poll.Stop()
+	t.members.Stop()
+	t.wake.Stop()
 }
 
 func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, reports <-chan delivery.Report, entries <-chan bus.ReportEntry) error {
@@ -192,26 +246,9 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 	d.settleSignal()
 	d.running.Store(true)
 	defer d.running.Store(false)
-	sweep := time.NewTicker(d.cfg.RebalanceInterval)
-	defer sweep.Stop()
-	members := time.NewTimer(time.Hour)
-	defer members.Stop()
-	arm := func() { // the next read of the live set, as the last read asked
-		if d.members.rearm {
-			d.members.rearm = false
-			members.Stop()
-			if d.members.next > 0 {
-				members.Reset(d.members.next)
-			}
-		}
-	}
-	arm()
-	commit := time.NewTicker(d.cfg.CommitInterval)
-	defer commit.Stop()
-	poll := time.NewTicker(d.cfg.PollInterval)
-	defer poll.Stop()
-	wake := time.NewTimer(time.Hour)
-	defer wake.Stop()
+	t := newLoopTimers(d.cfg)
+	defer t.stop()
+	t.arm(d.members)
 	for {
 		select {
 		case <-ctx.Done():
@@ -224,26 +261,26 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 			d.applyReport(r)
 		case e := <-entries:
 			d.applyEntry(e)
-		case <-sweep.C:
+		case <-t.sweep.C:
 			d.refresh = true // the fallback for lost notifications and missed fences
-		case <-members.C:
+		case <-t.members.C:
 			d.members.check = true // the first peer lease seen at the last read ends now
 		case <-d.members.lapsed:
 			d.refresh = true // others may have taken cursors while the lease was out
-		case <-commit.C:
+		case <-t.commit.C:
 			d.commit(ctx)
-			d.tickHealth(ctx)
-		case <-poll.C:
+			d.health.tick(ctx, d.groups)
+		case <-t.poll.C:
 			if d.pollDue() {
-				d.poll(ctx)
+				d.reader.poll(ctx)
 				// Lag and backlogs change only with what a poll or a step sees, so an
 				// idle dispatcher publishes them at the idle poll's pace.
-				d.updateLag()
+				d.metrics.updateLag(d.groups, d.reader.maxIDs)
 				d.metrics.export(ctx, d.groups)
 			}
 			d.checkDeadlines(ctx)
 			d.askOutbox(ctx)
-		case <-wake.C:
+		case <-t.wake.C:
 		}
 		// Take everything already waiting before doing I/O, so one step serves many events.
 	drain:
@@ -262,18 +299,16 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 			}
 		}
 		if d.overflow.Swap(false) {
-			for q := range d.byQueue {
-				d.dirtyQ[q] = true // a local notification was dropped: read every queue
-			}
+			d.reader.markAll() // a local notification was dropped: read every queue
 		}
 		d.applyOwnership(ctx)
-		arm()
+		t.arm(d.members)
 		d.step(ctx)
 		d.commitReported(ctx)
 		d.settleSignal()
 		if !d.wakeAt.IsZero() {
 			wait := max(d.wakeAt.Sub(d.now()), time.Millisecond)
-			wake.Reset(wait)
+			t.wake.Reset(wait)
 			d.wakeAt = time.Time{}
 		}
 	}
@@ -282,19 +317,7 @@ func (d *Dispatcher) loop(ctx context.Context, events <-chan notify.Event, repor
 func (d *Dispatcher) onEvent(ev notify.Event) {
 	switch {
 	case ev.Queue > 0:
-		if len(d.byQueue[ev.Queue]) == 0 {
-			return
-		}
-		if len(ev.Rows) > 0 {
-			if at := stagetrace.Now(); !at.IsZero() {
-				for _, r := range ev.Rows {
-					stagetrace.Mark(stagetrace.DispatchEvent, at, ev.Queue, r.ID)
-				}
-			}
-			d.applyRows(ev)
-		} else {
-			d.dirtyQ[ev.Queue] = true
-		}
+		d.reader.onRows(ev)
 	case ev.Group > 0:
 		d.reload[ev.Group] = true // only this group is re-read (ownership.go)
 		if gs := d.groups[ev.Group]; gs != nil {
@@ -327,11 +350,11 @@ func (d *Dispatcher) shutdown(reports <-chan delivery.Report, entries <-chan bus
 	for _, cs := range d.cursors {
 		all = append(all, cs)
 	}
-	d.finishHeld(ctx, all)
+	d.takeovers.finishHeld(ctx, all)
 	d.commit(ctx)
 	d.metrics.deleteAll()
-	ids, held := d.releasable(all)
-	d.release(ctx, ids, held)
+	ids, held := releasable(all)
+	d.members.release(ctx, ids, held)
 	if err := d.st.DispatcherDelete(ctx, d.id); err != nil {
 		d.log.Warn("delete dispatcher row", "err", err)
 	}

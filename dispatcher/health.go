@@ -3,7 +3,10 @@ package dispatcher
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/fence"
@@ -39,10 +42,40 @@ type health struct {
 	statsDelivered, statsFailed int64
 }
 
+// healthKeeper carries out what groups' health asks: it feeds reports into the
+// counters and breaker, applies throttles, pauses and disables groups (in MySQL,
+// behind the workers' status fence, audited, with an operational event), and
+// saves health rows and delivery counts. It runs on the dispatcher's loop.
+type healthKeeper struct {
+	st     healthStore
+	rdb    redis.UniversalClient
+	keys   delivery.Keys
+	events *opEvents
+	log    *slog.Logger
+	now    Clock
+	// actor is the audit log's actor ("dispatcher:" + the dispatcher's id);
+	// disableAfter is config.Dispatcher.DisableAfter.
+	actor        string
+	disableAfter time.Duration
+	// wakeBy asks the loop to run again by t.
+	wakeBy func(t time.Time)
+}
+
+// healthStore is the part of the store a healthKeeper writes. *store.Store is the
+// production implementation.
+type healthStore interface {
+	GroupHealthSave(ctx context.Context, rows ...store.GroupHealth) error
+	StatsAddDeliveries(ctx context.Context, minute time.Time, deltas []store.StatsDelta) error
+	GroupSetStatus(ctx context.Context, id int64, st models.GroupStatus, reason string) (int64, error)
+	AuditRecord(ctx context.Context, actor, action, target, ip string, before, after any) error
+}
+
+var _ healthStore = (*store.Store)(nil)
+
 // observe feeds one report into the group's counters, throttle and breaker, and
 // carries out what the breaker's transition asks (log, audit, slow start).
-func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
-	now := d.now()
+func (k *healthKeeper) observe(gs *groupState, r delivery.Report) {
+	now := k.now()
 	c := r.Counters
 	h := &gs.health
 	if r.Retry || len(r.RetryWritten) > 0 || len(r.DeadLettered) > 0 {
@@ -80,25 +113,27 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 	}
 	tr := h.breaker.observe(now, c, r.Probe)
 	if c.Throttles > 0 {
-		d.throttle(gs, now, time.Duration(c.RetryAfterMS)*time.Millisecond)
+		k.throttle(gs, now, time.Duration(c.RetryAfterMS)*time.Millisecond)
 	}
 	if c.Gone {
-		d.setStatus(gs, models.GroupPaused, fmt.Sprintf("endpoint answered 410 Gone at %s", now.UTC().Format(time.RFC3339)))
+		k.setStatus(gs, models.GroupPaused, fmt.Sprintf("endpoint answered 410 Gone at %s", now.UTC().Format(time.RFC3339)))
 	}
 	switch tr {
 	case closed:
-		d.log.Info("breaker closed after a successful probe", "group", gs.g.Name)
-		d.events.send(gs, models.EventBreakerClosed, nil)
+		k.log.Info("breaker closed after a successful probe", "group", gs.g.Name)
+		k.events.send(gs, models.EventBreakerClosed, nil)
 		// The probe alone is the last 10 s of deliveries: restart from the configured
 		// rate or the rate measured before the outage.
 		gs.pace.recoverFrom(now, h.preOutage)
+	case probeRefused:
+		k.log.Info("breaker probe refused by the endpoint; probing with another message", "group", gs.g.Name, "last_status", c.LastStatus)
 	case opened, reopened:
 		if tr == opened {
 			h.preOutage = gs.measured(now)
 		}
-		d.log.Warn("breaker opened", "group", gs.g.Name, "cooldown", h.breaker.cooldown, "consecutive", h.breaker.consecutive, "successes_minute", h.succMinute, "failures_minute", h.failMinute, "last_error", gs.lastError)
-		d.audit(gs, "group.breaker.open", map[string]any{"cooldown_ms": h.breaker.cooldown.Milliseconds(), "last_error": gs.lastError})
-		d.events.send(gs, models.EventBreakerOpened, map[string]any{"cooldown_ms": h.breaker.cooldown.Milliseconds(), "consecutive_failures": h.breaker.consecutive,
+		k.log.Warn("breaker opened", "group", gs.g.Name, "cooldown", h.breaker.cooldown, "consecutive", h.breaker.consecutive, "successes_minute", h.succMinute, "failures_minute", h.failMinute, "last_error", gs.lastError)
+		k.audit(gs, "group.breaker.open", map[string]any{"cooldown_ms": h.breaker.cooldown.Milliseconds(), "last_error": gs.lastError})
+		k.events.send(gs, models.EventBreakerOpened, map[string]any{"cooldown_ms": h.breaker.cooldown.Milliseconds(), "consecutive_failures": h.breaker.consecutive,
 			"last_status": h.lastStatus, "last_error": gs.lastError})
 	}
 }
@@ -107,14 +142,14 @@ func (d *Dispatcher) observe(gs *groupState, r delivery.Report) {
 // per second, to half the rate in force (half the lower of the configured rate and
 // the rate measured over the last 10 s when not already slowed); slow start brings it
 // back from the end of the pause, doubling every 2 s (see pacer).
-func (d *Dispatcher) throttle(gs *groupState, now time.Time, retryAfter time.Duration) {
+func (k *healthKeeper) throttle(gs *groupState, now time.Time, retryAfter time.Duration) {
 	h := &gs.health
 	if until := now.Add(retryAfter); until.After(h.throttleUntil) {
 		h.throttleUntil = until
 	}
 	if gs.pace.throttle(now, h.throttleUntil, gs.measured(now)) {
-		d.log.Info("endpoint throttled; rate cut", "group", gs.g.Name, "retry_after", retryAfter, "effective_rate", gs.pace.start)
-		d.events.counted(gs, models.EventEndpointThrottled, 1, map[string]any{"retry_after_ms": retryAfter.Milliseconds(), "effective_rate": gs.pace.start})
+		k.log.Info("endpoint throttled; rate cut", "group", gs.g.Name, "retry_after", retryAfter, "effective_rate", gs.pace.start)
+		k.events.counted(gs, models.EventEndpointThrottled, 1, map[string]any{"retry_after_ms": retryAfter.Milliseconds(), "effective_rate": gs.pace.start})
 	}
 }
 
@@ -135,39 +170,39 @@ func (gs *groupState) measured(now time.Time) float64 {
 
 // mayCut applies the throttle pause and the breaker before any job is cut, moving an
 // open breaker to half-open once its cool-down ended.
-func (d *Dispatcher) mayCut(gs *groupState, now time.Time) bool {
+func (k *healthKeeper) mayCut(gs *groupState, now time.Time) bool {
 	h := &gs.health
 	if now.Before(h.throttleUntil) {
-		d.wakeBy(h.throttleUntil)
+		k.wakeBy(h.throttleUntil)
 		return false
 	}
 	ok, wake, tr := h.breaker.mayCut(now)
 	if !wake.IsZero() {
-		d.wakeBy(wake)
+		k.wakeBy(wake)
 	}
 	if tr == halfOpened {
 		h.dirty = true
-		d.log.Info("breaker half-open; sending a probe", "group", gs.g.Name)
+		k.log.Info("breaker half-open; sending a probe", "group", gs.g.Name)
 	}
 	return ok
 }
 
-// tickHealth publishes effective rates, auto-pauses groups failing past DisableAfter,
+// tick publishes effective rates, auto-pauses groups failing past DisableAfter,
 // saves changed health rows and adds delivered/failed counts to the per-minute
 // rollup: one multi-row statement each for all groups, none when nothing changed.
-func (d *Dispatcher) tickHealth(ctx context.Context) {
-	now := d.now()
+func (k *healthKeeper) tick(ctx context.Context, groups map[int64]*groupState) {
+	now := k.now()
 	var saves []store.GroupHealth
 	var saved []*groupState
 	var deltas []store.StatsDelta
 	var counted []*groupState
-	for _, gs := range d.groups {
+	for _, gs := range groups {
 		h := &gs.health
 		if r := gs.pace.slowed(now); r != h.shownRate {
 			h.shownRate, h.dirty = r, true
 		}
-		if gs.g.Status == models.GroupRunning && !h.failingSince.IsZero() && now.Sub(h.failingSince) >= d.cfg.DisableAfter {
-			d.setStatus(gs, models.GroupDisabled, fmt.Sprintf("auto-paused: failing without a success since %s", h.failingSince.UTC().Format(time.RFC3339)))
+		if gs.g.Status == models.GroupRunning && !h.failingSince.IsZero() && now.Sub(h.failingSince) >= k.disableAfter {
+			k.setStatus(gs, models.GroupDisabled, fmt.Sprintf("auto-paused: failing without a success since %s", h.failingSince.UTC().Format(time.RFC3339)))
 		}
 		if h.dirty {
 			h.dirty = false
@@ -179,8 +214,8 @@ func (d *Dispatcher) tickHealth(ctx context.Context) {
 		}
 	}
 	if len(saves) > 0 {
-		if err := d.st.GroupHealthSave(ctx, saves...); err != nil {
-			d.log.Warn("save group health", "groups", len(saves), "err", err)
+		if err := k.st.GroupHealthSave(ctx, saves...); err != nil {
+			k.log.Warn("save group health", "groups", len(saves), "err", err)
 			for _, gs := range saved {
 				gs.health.dirty = true // saved again at the next tick
 			}
@@ -188,8 +223,8 @@ func (d *Dispatcher) tickHealth(ctx context.Context) {
 	}
 	if len(deltas) > 0 {
 		// One row per group per flush into the console's per-minute rollup.
-		if err := d.st.StatsAddDeliveries(ctx, now.UTC().Truncate(time.Minute), deltas); err != nil {
-			d.log.Warn("stats rollup", "groups", len(deltas), "err", err)
+		if err := k.st.StatsAddDeliveries(ctx, now.UTC().Truncate(time.Minute), deltas); err != nil {
+			k.log.Warn("stats rollup", "groups", len(deltas), "err", err)
 			return // kept, added at the next tick
 		}
 		for i, gs := range counted {
@@ -219,33 +254,34 @@ func (gs *groupState) snapshot() store.GroupHealth {
 
 // setStatus pauses or disables a group with a reason, in the database and locally,
 // and audits it.
-func (d *Dispatcher) setStatus(gs *groupState, st models.GroupStatus, reason string) {
+func (k *healthKeeper) setStatus(gs *groupState, st models.GroupStatus, reason string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	cv, err := d.st.GroupSetStatus(ctx, gs.g.ID, st, reason)
+	cv, err := k.st.GroupSetStatus(ctx, gs.g.ID, st, reason)
 	if err != nil {
-		d.log.Warn("set group status", "group", gs.g.Name, "err", err)
+		k.log.Warn("set group status", "group", gs.g.Name, "err", err)
 		return
 	}
 	// Workers stop the group's POSTs at once, as for a pause through the api.
-	if err := fence.RaiseStatus(ctx, d.rdb, d.keys, gs.g.ID, cv, true); err != nil {
-		d.log.Warn("raise status fence; workers stop within their group cache", "group", gs.g.Name, "err", err)
+	if err := fence.RaiseStatus(ctx, k.rdb, k.keys, gs.g.ID, cv, true); err != nil {
+		k.log.Warn("raise status fence; workers stop within their group cache", "group", gs.g.Name, "err", err)
 	}
 	gs.g.Status, gs.g.PausedReason = st, reason
-	d.log.Warn("group status changed", "group", gs.g.Name, "status", st, "reason", reason)
-	d.audit(gs, "group."+string(st), map[string]any{"reason": reason})
+	k.log.Warn("group status changed", "group", gs.g.Name, "status", st, "reason", reason)
+	k.audit(gs, "group."+string(st), map[string]any{"reason": reason})
 	typ := models.EventGroupPaused
 	if st == models.GroupDisabled {
 		typ = models.EventGroupDisabled
 	}
-	d.events.send(gs, typ, map[string]any{"reason": reason, "by": "herald"})
+	k.events.send(gs, typ, map[string]any{"reason": reason, "by": "herald"})
 }
 
-func (d *Dispatcher) audit(gs *groupState, action string, after any) {
+// audit records action on gs's group by this dispatcher.
+func (k *healthKeeper) audit(gs *groupState, action string, after any) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := d.st.AuditRecord(ctx, "dispatcher:"+d.id, action, gs.g.Name, "", nil, after); err != nil {
-		d.log.Warn("audit", "action", action, "err", err)
+	if err := k.st.AuditRecord(ctx, k.actor, action, gs.g.Name, "", nil, after); err != nil {
+		k.log.Warn("audit", "action", action, "err", err)
 	}
 }
 

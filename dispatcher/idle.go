@@ -15,14 +15,14 @@ const retryHorizon = time.Hour
 // IdlePollInterval. Publishes wake an idle dispatcher by notification; the idle poll
 // is only the fallback for a lost one.
 func (d *Dispatcher) pollDue() bool {
-	return d.now().Sub(d.lastPoll) >= d.cfg.IdlePollInterval || !d.quiet()
+	return d.now().Sub(d.reader.lastPoll) >= d.cfg.IdlePollInterval || !d.quiet()
 }
 
 // quiet reports whether nothing waits on a poll: no job in flight, no cursor held
 // for a takeover or due a read, and no cursor with messages to send or holes to
 // re-read (open, or closed and due a last look).
 func (d *Dispatcher) quiet() bool {
-	if len(d.jobs) > 0 || len(d.takeovers) > 0 || len(d.dirtyQ) > 0 {
+	if len(d.jobs) > 0 || len(d.takeovers.held) > 0 || len(d.reader.dirty) > 0 {
 		return false
 	}
 	for _, gs := range d.groups {

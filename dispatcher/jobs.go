@@ -2,7 +2,6 @@ package dispatcher
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/heraldhq/herald/internal/bus"
@@ -10,7 +9,6 @@ import (
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/stagetrace"
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/models/store"
 )
 
 // jobState is a delivery job in flight: which offsets still await a report, the
@@ -24,6 +22,17 @@ type jobState struct {
 	// leaseEnd is when a retry job's claim lease on its rows ends (claimRetries), so
 	// its unreported rows are due again; zero for a first delivery.
 	leaseEnd time.Time
+	// orphan says its cursor was dropped (a reset or a lost fence, dropCursor): it
+	// only holds its credits until its final report, or until the bus says no
+	// worker holds it (retire).
+	orphan bool
+}
+
+// step reads every dirty queue once for all the cursors owned on it, then cuts jobs.
+func (d *Dispatcher) step(ctx context.Context) {
+	d.takeovers.finish(ctx)
+	d.reader.readDirty(ctx)
+	d.cut(ctx)
 }
 
 // cut turns pending messages and due retries into delivery jobs for every running
@@ -34,7 +43,7 @@ func (d *Dispatcher) cut(ctx context.Context) {
 	defer d.flush(ctx)
 	now := d.now()
 	for _, gs := range d.groups {
-		if gs.g.Status != models.GroupRunning || !gs.hasWork(now) || !d.mayCut(gs, now) {
+		if gs.g.Status != models.GroupRunning || !gs.hasWork(now) || !d.health.mayCut(gs, now) {
 			continue
 		}
 		if gs.health.breaker.state == breakerHalfOpen {
@@ -80,10 +89,17 @@ func (gs *groupState) credits(posts int, more bool) int {
 // the retry topic when no first delivery waits.
 func (d *Dispatcher) cutProbe(ctx context.Context, gs *groupState, now time.Time) {
 	gs.busy = 1
-	for _, cs := range gs.cursors {
-		if d.cutOne(ctx, gs, cs, now, true) {
-			gs.health.breaker.probing = true
-			return
+	// The probe tests the endpoint: a fresh message of any cursor first; a blocked
+	// key's POST retried in place, which may fail by its content, only when no
+	// cursor has one.
+	defer func() { gs.probeFresh = false }()
+	for _, fresh := range []bool{true, false} {
+		gs.probeFresh = fresh
+		for _, cs := range gs.cursors {
+			if d.cutOne(ctx, gs, cs, now, true) {
+				gs.health.breaker.probing = true
+				return
+			}
 		}
 	}
 	if d.claimRetries(ctx, gs, now, gs.g.BatchSize, true) {
@@ -91,80 +107,10 @@ func (d *Dispatcher) cutProbe(ctx context.Context, gs *groupState, now time.Time
 	}
 }
 
-// cutOne cuts at most one job from cs, the lowest due offsets first, and reports
-// whether it did. A probe is one batch.
+// cutOne cuts at most one job from cs by the group's ordering mode (orderer.cut)
+// and reports whether it did. A probe is one batch.
 func (d *Dispatcher) cutOne(ctx context.Context, gs *groupState, cs *cursorState, now time.Time, probe bool) bool {
-	g := gs.g
-	if g.OrderedByKey() {
-		return d.cutOrderedKey(ctx, gs, cs, now, probe)
-	}
-	if len(cs.keyBlocks) > 0 {
-		cs.clearKeyBlocks() // no longer ordered by key: its blocked keys are void
-	}
-	if g.Ordered {
-		return d.cutOrdered(ctx, gs, cs, now, probe)
-	}
-	cs.clearBlock() // no longer ordered: a block left from then is void
-	if len(cs.pending) == 0 || cs.jobs >= d.cfg.MaxJobsInFlight || gs.inflightP >= g.MaxInFlight || cs.takeover != nil {
-		return false
-	}
-	if g.BatchWindowMS > 0 && len(cs.pending) < g.BatchSize && !probe {
-		// A partial batch waits up to batch_window_ms for more (Lambda's batching window).
-		due := time.UnixMilli(cs.pending[0].createdAt).Add(time.Duration(g.BatchWindowMS) * time.Millisecond)
-		if now.Before(due) {
-			d.wakeBy(due)
-			return false
-		}
-	}
-	n := d.cfg.JobSize
-	if probe {
-		n = g.BatchSize
-	}
-	nowMS := now.UnixMilli()
-	due, nextDue := 0, int64(0)
-	for _, p := range cs.pending {
-		if p.notBefore <= nowMS {
-			if due++; due == n {
-				break
-			}
-		} else if nextDue == 0 || p.notBefore < nextDue {
-			nextDue = p.notBefore
-		}
-	}
-	if nextDue > 0 {
-		d.wakeBy(time.UnixMilli(nextDue))
-	}
-	if due == 0 {
-		return false
-	}
-	if n = gs.pace.allow(now, due); n < 1 {
-		d.wakeBy(gs.pace.next(now, due))
-		return false
-	}
-	take := make([]pendingMsg, 0, n)
-	keep := cs.pending[:0]
-	for i, p := range cs.pending {
-		if len(take) == n {
-			keep = append(keep, cs.pending[i:]...)
-			break
-		}
-		if p.notBefore <= nowMS {
-			take = append(take, p)
-		} else {
-			keep = append(keep, p)
-		}
-	}
-	cs.pending = keep
-	gs.pace.take(len(take))
-	posts := (len(take) + g.BatchSize - 1) / g.BatchSize
-	p := gs.credits(posts, len(cs.pending) > 0)
-	offsets := make([]int64, len(take))
-	for i, t := range take {
-		offsets[i] = t.offset
-	}
-	j := delivery.Job{Group: g.ID, Queue: cs.queueID, Version: cs.version, Owner: d.id, Offsets: delivery.Ranges(offsets), Parallelism: p, Attempt: 1, Probe: probe,
-		LastThrottle: lastThrottle(take), Messages: carried(take)}
-	return d.startJob(ctx, &jobState{job: j, group: gs, cursor: cs}, take, now)
+	return d.orders.of(gs.g).cut(ctx, gs, cs, now, probe)
 }
 
 // startJob registers a new job and enqueues it: its parallelism is taken from the
@@ -227,7 +173,6 @@ func (d *Dispatcher) flush(ctx context.Context) {
 		now := d.now()
 		for _, id := range lost {
 			if js := d.jobs[id]; js != nil {
-				metrics.JobsRedispatched.Inc()
 				d.retire(ctx, js, now)
 			}
 		}
@@ -331,7 +276,6 @@ func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 			js.deadline = now.Add(d.cfg.JobDeadlineBase)
 			continue
 		}
-		metrics.JobsRedispatched.Inc()
 		d.retire(ctx, js, now)
 	}
 }
@@ -340,20 +284,31 @@ func (d *Dispatcher) checkDeadlines(ctx context.Context) {
 // messages off with class no_report (checkDeadlines, a lapsed worker).
 func (d *Dispatcher) retire(ctx context.Context, js *jobState, now time.Time) {
 	id := js.job.TaskID()
+	if js.orphan {
+		d.releaseOrphan(js) // no worker holds it: its POSTs are over
+		return
+	}
+	metrics.JobsRedispatched.Inc()
 	if js.job.Generation+1 >= d.cfg.MaxGenerations {
 		d.log.Warn("job exhausted its generations without reports; its messages go to the retry topic", "task", id, "class", delivery.ClassNoReport)
 		js.group.lastError = string(delivery.ClassNoReport)
-		switch {
-		case js.job.Ordered && js.group.g.OrderedByKey():
-			d.orderedKeyNoReport(js)
-		case js.job.Ordered:
-			d.orderedNoReport(js)
-		default:
-			d.noReport(ctx, js)
+		o := orderer(d.orders.none) // unordered jobs and retry jobs: the retry topic
+		if js.job.Ordered {
+			o = d.orders.of(js.group.g)
 		}
+		o.noReport(ctx, js)
 		return
 	}
 	d.redispatch(ctx, js, now)
+}
+
+// releaseOrphan stops tracking an orphaned job and gives its credits back.
+func (d *Dispatcher) releaseOrphan(js *jobState) {
+	d.dropJob(js.job.TaskID())
+	js.group.inflightP -= js.job.Parallelism
+	if js.job.Probe {
+		js.group.health.breaker.probing = false
+	}
 }
 
 // redispatch enqueues what remains of old as its next generation (see checkDeadlines).
@@ -391,42 +346,4 @@ func (d *Dispatcher) redispatch(ctx context.Context, old *jobState, now time.Tim
 	}
 	d.log.Info("re-dispatching job without reports", "task", j.TaskID())
 	d.enqueueJob(ctx, js, now)
-}
-
-// noReport sends a poison job's undone messages to the retry topic with error class
-// no_report, so it costs retries, never a stalled cursor. If that write
-// fails, they are backed off and sent again.
-func (d *Dispatcher) noReport(ctx context.Context, js *jobState) {
-	g := js.group.g
-	attempts := map[int64]int{}
-	for i, off := range delivery.Expand(js.job.Offsets) {
-		attempts[off] = max(js.job.Attempt, 1)
-		if js.job.Retry && i < len(js.job.Attempts) {
-			attempts[off] = js.job.Attempts[i]
-		}
-	}
-	var fails []store.Failure
-	for off := range js.remaining {
-		fails = append(fails, store.Failure{QueueID: js.job.Queue, Offset: off, Attempt: attempts[off], LastError: string(delivery.ClassNoReport)})
-	}
-	res, err := d.sched.RetryRecord(ctx, g.ID, g.MaxAttempts, g.RetrySchedule, fails)
-	if err != nil {
-		d.log.Warn("write no_report retries", "group", g.Name, "err", err)
-		d.finishJob(js, 30*time.Second)
-		return
-	}
-	if !res.NextDue.IsZero() {
-		js.group.health.retryDueBy(res.NextDue)
-	}
-	if len(res.DeadLettered) > 0 {
-		d.events.counted(js.group, models.EventDeadLetterCreated, len(res.DeadLettered), map[string]any{"last_error": string(delivery.ClassNoReport)})
-	}
-	cs := js.cursor
-	d.finishJob(js, 0)
-	if cs != nil {
-		for _, off := range append(res.Retried, res.DeadLettered...) {
-			cs.pending = slices.DeleteFunc(cs.pending, func(p pendingMsg) bool { return p.offset == off })
-			cs.markDone(off)
-		}
-	}
 }

@@ -1,7 +1,6 @@
 package dispatcher
 
 import (
-	"context"
 	"slices"
 
 	"github.com/heraldhq/herald/internal/delivery"
@@ -59,34 +58,15 @@ func orderedDone(r delivery.Report) []int64 {
 	return append(delivery.Expand(r.Delivered), delivery.Expand(r.DeadLettered)...)
 }
 
-// setKeyFloors gives cs, just taken over, the floors of done, the offsets the
-// previous owner's ordered jobs reported done (orderedDone), from one read of their
-// keys. A read error leaves none: those messages may then be sent again out of order.
-func (d *Dispatcher) setKeyFloors(ctx context.Context, cs *cursorState, done []int64) {
-	if len(done) == 0 || !cs.group.g.OrderedByKey() {
-		return
-	}
-	rows, err := d.st.QueueRowsByIDs(ctx, cs.queueID, done)
-	if err != nil {
-		d.log.Warn("read the keys of the previous owner's deliveries; earlier messages of those keys may be sent again after them", "queue", cs.queueID, "err", err)
-		return
-	}
-	keys := make(map[int64]string, len(rows))
-	for _, r := range rows {
-		keys[r.ID] = r.Key
-	}
-	cs.floors = keyFloorsOf(keys)
-}
-
-// settleKeyFloors marks done the waiting messages below their key's floor and
+// settleFloors marks done the waiting messages of c below their key's floor and
 // unblocks keys whose block's head is below it (the previous owner sent it after
 // its last saved block). It drops the floors once nothing below the highest can
 // still come to send: the cursor has read past it and no open hole is below it
 // (in-flight messages were checked before they were cut).
-func (c *cursorState) settleKeyFloors() {
+func (ks *keyState) settleFloors(c *cursorState) {
 	var done []int64
 	c.pending = slices.DeleteFunc(c.pending, func(p pendingMsg) bool {
-		if c.floors.covers(p.offset, p.key) {
+		if ks.floors.covers(p.offset, p.key) {
 			done = append(done, p.offset)
 			return true
 		}
@@ -95,12 +75,12 @@ func (c *cursorState) settleKeyFloors() {
 	for _, off := range done {
 		c.markDone(off)
 	}
-	for k, b := range c.keyBlocks {
-		if c.floors.covers(b.parts[k].head, k) {
-			c.unblockKey(k)
+	for k, b := range ks.blocks {
+		if ks.floors.covers(b.parts[k].head, k) {
+			ks.unblock(k)
 		}
 	}
-	top := c.floors.top()
+	top := ks.floors.top()
 	if c.readPos < top {
 		return
 	}
@@ -109,5 +89,5 @@ func (c *cursorState) settleKeyFloors() {
 			return
 		}
 	}
-	c.floors = nil
+	ks.floors = nil
 }

@@ -62,18 +62,20 @@ func TestTakeoverKeyFloorNotResent(t *testing.T) {
 	cs.late = map[int64]int64{57: 1, 58: 1, 59: 1}
 	cs.pending = []pendingMsg{{offset: 57, key: "b"}, {offset: 58, key: "a"}, {offset: 59, key: "c"}}
 	cs.holes[55] = 1 // a listed row not re-read yet
-	cs.keyBlocks["c"] = &keyBlock{parts: map[string]keyPart{"c": {head: 50, count: 1}}, attempts: 2, at: b.now}
-	cs.floors = keyFloors{"a": 60, "c": 59}
+	ko := b.d.orders.key
+	ks := ko.state(cs)
+	ks.blocks["c"] = &keyBlock{parts: map[string]keyPart{"c": {head: 50, count: 1}}, attempts: 2, at: b.now}
+	ks.floors = keyFloors{"a": 60, "c": 59}
 
-	require.False(t, b.d.cutOrderedKey(context.Background(), gs, cs, b.now, false), "the hole at 55 holds every key")
+	require.False(t, ko.cut(context.Background(), gs, cs, b.now, false), "the hole at 55 holds every key")
 	require.Equal(t, []pendingMsg{{offset: 57, key: "b"}, {offset: 59, key: "c"}}, cs.pending, "58 is done: a's 60 went after it")
 	require.NotContains(t, cs.late, int64(58))
-	require.Empty(t, cs.keyBlocks, "c's saved block (head 50) was sent before its 59")
-	require.NotNil(t, cs.floors, "the open hole at 55 may still hold a message of a")
+	require.Empty(t, ks.blocks, "c's saved block (head 50) was sent before its 59")
+	require.NotNil(t, ks.floors, "the open hole at 55 may still hold a message of a")
 
 	cs.markDone(55) // re-read: a filtered-out row, say
-	require.True(t, b.d.cutOrderedKey(context.Background(), gs, cs, b.now, false))
-	require.Nil(t, cs.floors, "read past 60 with no hole below it: nothing more to cover")
+	require.True(t, ko.cut(context.Background(), gs, cs, b.now, false))
+	require.Nil(t, ks.floors, "read past 60 with no hole below it: nothing more to cover")
 	b.d.flush(context.Background())
 	var sent []int64
 	for _, j := range b.q.jobs {

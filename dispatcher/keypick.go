@@ -39,6 +39,12 @@ type keyPickIn struct {
 	batch   int
 	// held, when set, names keys that wait on a move into this queue (movehold.go).
 	held func(key string) bool
+	// freshFirst prefers a new POST of free keys to a due block, which then goes
+	// only when no free key has a message to send: the breaker's probe, which should
+	// test the endpoint, not a key's poison message.
+	freshFirst bool
+	// freshOnly never picks a block.
+	freshOnly bool
 }
 
 // keyPick is pickKeyed's choice. take indexes pending, in offset order: the
@@ -56,30 +62,19 @@ type keyPick struct {
 
 // pickKeyed chooses a cursor's next POST in a group ordered by key: a message goes
 // only when no earlier message of its key is in flight, blocked, backing off or
-// left out. A due block goes first, alone and whole (the same messages, so the
-// same POST again); otherwise up to batch messages of free keys, lowest offsets
-// first, each key's messages consecutive in the POST (a key whose run was
-// interrupted by another key's message waits for the next POST). Keyless messages
-// are not ordered and are never picked here. It does not change its input.
+// left out. A due block goes first (last with freshFirst), alone and whole (the
+// same messages, so the same POST again); otherwise up to batch messages of free
+// keys, lowest offsets first, each key's messages consecutive in the POST (a key
+// whose run was interrupted by another key's message waits for the next POST).
+// Keyless messages are not ordered and are never picked here. It does not change
+// its input.
 func pickKeyed(in keyPickIn) keyPick {
 	var out keyPick
 	nowMS := in.now.UnixMilli()
 	below := func(p pendingMsg) bool { return in.limit < 0 || p.offset < in.limit }
-	first := map[string]int64{}
-	for _, p := range in.pending {
-		if !below(p) {
-			break
-		}
-		if _, ok := first[p.key]; !ok && p.key != "" {
-			first[p.key] = p.offset
-		}
-	}
-	void := map[string]bool{}
-	for k, b := range in.blocks {
-		if f, ok := first[k]; ok && f > b.parts[k].head {
-			void[k] = true
-			out.resolved = append(out.resolved, k)
-		}
+	first, void := keyFirsts(in, below)
+	for k := range void {
+		out.resolved = append(out.resolved, k)
 	}
 	// blockedAt reports whether p waits on its key's block (it is the head or later).
 	blockedAt := func(p pendingMsg) (*keyBlock, bool) {
@@ -94,25 +89,31 @@ func pickKeyed(in keyPickIn) keyPick {
 			out.wake = t
 		}
 	}
-	// A due block whose keys all stand at their heads goes first, lowest head first.
-	for _, p := range in.pending {
-		if !below(p) {
-			break
-		}
-		b, blocked := blockedAt(p)
-		if !blocked || first[p.key] != p.offset || p.offset != b.parts[p.key].head {
-			continue
-		}
-		if !b.due(in.now) {
-			if !b.paused {
-				wakeBy(b.at)
+	dueBlock := func() bool {
+		// A due block whose keys all stand at their heads, lowest head first.
+		for _, p := range in.pending {
+			if !below(p) {
+				break
 			}
-			continue
+			b, blocked := blockedAt(p)
+			if !blocked || first[p.key] != p.offset || p.offset != b.parts[p.key].head {
+				continue
+			}
+			if !b.due(in.now) {
+				if !b.paused {
+					wakeBy(b.at)
+				}
+				continue
+			}
+			if take, ok := blockTake(in, b, first, void); ok {
+				out.take, out.retry = take, b
+				return true
+			}
 		}
-		if take, ok := blockTake(in, b, first, void); ok {
-			out.take, out.retry = take, b
-			return out
-		}
+		return false
+	}
+	if !in.freshFirst && !in.freshOnly && dueBlock() {
+		return out
 	}
 	stopped := map[string]bool{}
 	taken := map[string]bool{}
@@ -140,6 +141,9 @@ func pickKeyed(in keyPickIn) keyPick {
 		}
 		out.take = append(out.take, i)
 		taken[k], last = true, k
+	}
+	if in.freshFirst && !in.freshOnly && len(out.take) == 0 {
+		dueBlock()
 	}
 	return out
 }
@@ -174,4 +178,25 @@ func blockTake(in keyPickIn, b *keyBlock, first map[string]int64, void map[strin
 		}
 	}
 	return take, len(take) > 0
+}
+
+// keyFirsts returns each key's first offset in the to-send set below the limit,
+// and the blocked keys whose block is void: their first offset to send is past the
+// block's head (the head was settled elsewhere, or skipped).
+func keyFirsts(in keyPickIn, below func(pendingMsg) bool) (first map[string]int64, void map[string]bool) {
+	first, void = map[string]int64{}, map[string]bool{}
+	for _, p := range in.pending {
+		if !below(p) {
+			break
+		}
+		if _, ok := first[p.key]; !ok && p.key != "" {
+			first[p.key] = p.offset
+		}
+	}
+	for k, b := range in.blocks {
+		if f, ok := first[k]; ok && f > b.parts[k].head {
+			void[k] = true
+		}
+	}
+	return first, void
 }

@@ -34,6 +34,8 @@ func TestPickKeyed(t *testing.T) {
 		retry    *keyBlock
 		wake     time.Time
 		resolved []string
+		probe    bool // freshFirst
+		fresh    bool // freshOnly
 	}{
 		{name: "one message per key per POST at batch size 1", pending: msgs("a", 1, "a", 2, "b", 3), batch: 1, take: []int{0}},
 		{name: "a busy key waits, the next key goes", pending: msgs("a", 1, "a", 2, "b", 3), busy: []string{"a"}, batch: 1, take: []int{2}},
@@ -45,6 +47,12 @@ func TestPickKeyed(t *testing.T) {
 			take: []int{2}, wake: now.Add(time.Second)},
 		{name: "a due block goes first, alone", pending: msgs("b", 0, "a", 1, "a", 2), blocks: map[string]*keyBlock{"a": due}, batch: 5,
 			take: []int{1}, retry: due},
+		{name: "a probe prefers a free key to a due block", pending: msgs("a", 1, "a", 2, "b", 3), blocks: map[string]*keyBlock{"a": due}, batch: 5,
+			probe: true, take: []int{2}},
+		{name: "a probe with no free key takes the due block", pending: msgs("a", 1, "a", 2), blocks: map[string]*keyBlock{"a": due}, batch: 5,
+			probe: true, take: []int{0}, retry: due},
+		{name: "a first-pass probe never takes a block", pending: msgs("a", 1, "a", 2), blocks: map[string]*keyBlock{"a": due}, batch: 5,
+			probe: true, fresh: true},
 		{name: "a paused key waits for good", pending: msgs("a", 1, "b", 2), blocks: map[string]*keyBlock{"a": paused}, batch: 1, take: []int{1}},
 		{name: "a block of two keys goes whole", pending: msgs("a", 1, "b", 2, "a", 3, "a", 4), blocks: map[string]*keyBlock{"a": two, "b": two}, batch: 5,
 			take: []int{0, 1, 2}, retry: two},
@@ -66,7 +74,7 @@ func TestPickKeyed(t *testing.T) {
 			if limit == 0 {
 				limit = -1
 			}
-			got := pickKeyed(keyPickIn{pending: tc.pending, busy: busy, blocks: tc.blocks, limit: limit, now: now, batch: tc.batch})
+			got := pickKeyed(keyPickIn{pending: tc.pending, busy: busy, blocks: tc.blocks, limit: limit, now: now, batch: tc.batch, freshFirst: tc.probe, freshOnly: tc.fresh})
 			require.Equal(t, tc.take, got.take)
 			require.Same(t, tc.retry, got.retry)
 			require.Equal(t, tc.wake, got.wake)
@@ -82,7 +90,7 @@ func TestPickKeyedNeverPassesAKey(t *testing.T) {
 	t.Parallel()
 	now := time.UnixMilli(1_000_000)
 	for seed := range 200 {
-		c := &cursorState{keyBlocks: map[string]*keyBlock{}, keysDirty: map[string]bool{}}
+		c, ks := &cursorState{}, newKeyState()
 		keys := []string{"a", "b", "c", "d"}
 		for i := range 40 {
 			c.pending = append(c.pending, pendingMsg{offset: int64(i + 1), key: keys[(i*7+seed)%len(keys)]})
@@ -97,22 +105,11 @@ func TestPickKeyedNeverPassesAKey(t *testing.T) {
 				busy[k] = true
 			}
 			if next(2) == 0 {
-				pick := pickKeyed(keyPickIn{pending: c.pending, busy: busy, blocks: c.keyBlocks, limit: -1, now: now, batch: 1 + seed%3})
+				pick := pickKeyed(keyPickIn{pending: c.pending, busy: busy, blocks: ks.blocks, limit: -1, now: now, batch: 1 + seed%3})
 				for _, k := range pick.resolved {
-					c.unblockKey(k)
+					ks.unblock(k)
 				}
-				var post []pendingMsg
-				drop := map[int]bool{}
-				for _, i := range pick.take {
-					post, drop[i] = append(post, c.pending[i]), true
-				}
-				keep := c.pending[:0]
-				for i, p := range c.pending {
-					if !drop[i] {
-						keep = append(keep, p)
-					}
-				}
-				c.pending = keep
+				post := c.takeAt(pick.take)
 				for _, p := range post {
 					require.False(t, busy[p.key], "seed %d: key %s sent while open", seed, p.key)
 					open[p.key] = append(open[p.key], p)
@@ -123,13 +120,15 @@ func TestPickKeyedNeverPassesAKey(t *testing.T) {
 				delete(open, k)
 				if next(4) == 0 { // failed: back, blocked, due at once
 					c.requeue(post)
-					c.blockKeys(post, 1, now, false, "500")
+					ks.block(post, 1, now, false, "500")
 					break
 				}
 				for _, p := range post {
 					require.Greater(t, p.offset, acked[k], "seed %d: key %s acknowledged %d after %d", seed, k, p.offset, acked[k])
 					acked[k] = p.offset
-					c.keyDone(p.offset, k)
+					if b := ks.blocks[k]; b != nil && b.parts[k].head == p.offset {
+						ks.unblock(k)
+					}
 				}
 				break
 			}

@@ -67,6 +67,8 @@ type ownerMetrics struct {
 	st  *store.Store
 	log *slog.Logger
 	now Clock
+	// blockedKeys counts a group's blocked keys (keyOrder.blockedKeys).
+	blockedKeys func(gs *groupState) int
 	// exported holds the series set, by group id.
 	exported          map[int64]*groupGauges
 	lastBacklogSample time.Time
@@ -105,7 +107,7 @@ func (m *ownerMetrics) export(ctx context.Context, groups map[int64]*groupState)
 	for _, gs := range groups {
 		m.gauges(gs).set(gaugeBreaker, breakerGauge(gs.health.breaker.state))
 		if gs.g.OrderedByKey() {
-			m.gauges(gs).set(gaugeBlockedKeys, float64(gs.blockedKeys()))
+			m.gauges(gs).set(gaugeBlockedKeys, float64(m.blockedKeys(gs)))
 		}
 		changed = changed || gs.health.backlogDirty
 	}
@@ -148,5 +150,37 @@ func (m *ownerMetrics) deleteAll() {
 	for id, gg := range m.exported {
 		metrics.DeleteGroupOwnerSeries(gg.name)
 		delete(m.exported, id)
+	}
+}
+
+// updateLag publishes each owned group's lag: offsets between its cursors and the
+// queues' max offsets at the last poll plus the read messages the commits list as not
+// done, and the age of the oldest message read but not done. Only values that
+// changed are set (groupGauges). maxIDs are the queues' max offsets at the last
+// poll (queueReader.maxIDs).
+func (m *ownerMetrics) updateLag(groups map[int64]*groupState, maxIDs map[int64]int64) {
+	nowMS := m.now().UnixMilli()
+	for _, gs := range groups {
+		var msgs int64
+		oldest := int64(0)
+		for _, cs := range gs.cursors {
+			if m := maxIDs[cs.queueID]; m > cs.committed {
+				msgs += m - cs.committed
+			}
+			msgs += int64(len(cs.late))
+			if len(cs.pending)+len(cs.inflight) == 0 {
+				continue // nothing read and not done
+			}
+			if o := cs.oldestUndone(); o > 0 && (oldest == 0 || o < oldest) {
+				oldest = o
+			}
+		}
+		lag := 0.0
+		if oldest > 0 {
+			lag = float64(nowMS-oldest) / float64(time.Second/time.Millisecond)
+		}
+		gg := m.gauges(gs)
+		gg.set(gaugeLagMessages, float64(msgs))
+		gg.set(gaugeLagSeconds, lag)
 	}
 }

@@ -49,82 +49,56 @@ func queueWaits(sources []moveSource) bool {
 	return false
 }
 
-// moveSourceOf describes gs's cursor on a move's old queue (an absent cursor is not
-// held: the group waits for its owner to claim it).
-func (d *Dispatcher) moveSourceOf(gs *groupState, mv models.QueueMove, withKeys bool) moveSource {
-	src := moveSource{watermark: mv.Watermark}
-	cs := d.byGQ[[2]int64{gs.g.ID, mv.From}]
+// movedFrom is a move into a cursor's queue and the group's cursor on the move's
+// old queue (nil when this dispatcher does not hold it).
+type movedFrom struct {
+	move models.QueueMove
+	from *cursorState
+}
+
+// movedFrom lists the unretired moves into cs's queue (movedFrom), or nil.
+func (d *Dispatcher) movedFrom(cs *cursorState) []movedFrom {
+	moves := d.movesTo[cs.queueID]
+	if len(moves) == 0 {
+		return nil
+	}
+	out := make([]movedFrom, len(moves))
+	for i, mv := range moves {
+		out[i] = movedFrom{move: mv, from: d.byGQ[[2]int64{cs.groupID, mv.From}]}
+	}
+	return out
+}
+
+// moveSourceOf describes m's old queue for the move rule; o, the group's orderer,
+// adds what it holds back there (an absent cursor is not held: the group waits for
+// its owner to claim it). withKeys collects the keys still to finish.
+func moveSourceOf(m movedFrom, o orderer, withKeys bool) moveSource {
+	src := moveSource{watermark: m.move.Watermark}
+	cs := m.from
 	if cs == nil || cs.takeover != nil {
 		return src
 	}
 	src.held, src.readPos = true, cs.readPos
 	for h := range cs.holes {
-		if mv.Watermark < 0 || h <= mv.Watermark {
+		if m.move.Watermark < 0 || h <= m.move.Watermark {
 			src.holes = true
 			break
 		}
 	}
-	src.unfinished = len(cs.pending) > 0 || len(cs.inflight) > 0 || cs.block != nil || len(cs.keyBlocks) > 0
+	var keys map[string]bool
+	if withKeys {
+		keys = map[string]bool{}
+	}
+	blocked := o.blocked(cs, keys)
+	src.unfinished = len(cs.pending) > 0 || len(cs.inflight) > 0 || blocked
 	if withKeys && src.unfinished {
-		src.keys = map[string]bool{}
 		for _, p := range cs.pending {
-			src.keys[p.key] = true
+			keys[p.key] = true
 		}
 		for _, f := range cs.inflight {
-			src.keys[f.key] = true
+			keys[f.key] = true
 		}
-		for k := range cs.keyBlocks {
-			src.keys[k] = true
-		}
+		src.keys = keys
 	}
 	return src
-}
-
-// moveHeldKey returns, for a cursor of a group ordered by key, which of its keys
-// wait on a move into its queue (keyWaits over the moves whose slots hold the
-// key's); nil when no move into the queue is unretired.
-func (d *Dispatcher) moveHeldKey(gs *groupState, cs *cursorState) func(key string) bool {
-	moves := d.movesTo[cs.queueID]
-	if len(moves) == 0 {
-		return nil
-	}
-	sources := make([]moveSource, len(moves))
-	slots := make([]map[int]bool, len(moves))
-	for i, mv := range moves {
-		sources[i] = d.moveSourceOf(gs, mv, true)
-		slots[i] = make(map[int]bool, len(mv.Slots))
-		for _, s := range mv.Slots {
-			slots[i][s] = true
-		}
-	}
-	memo := map[string]bool{}
-	return func(key string) bool {
-		if w, ok := memo[key]; ok {
-			return w
-		}
-		slot := models.KeySlot(key)
-		var from []moveSource
-		for i := range moves {
-			if slots[i][slot] {
-				from = append(from, sources[i])
-			}
-		}
-		w := keyWaits(from, key)
-		memo[key] = w
-		return w
-	}
-}
-
-// moveHeldQueue reports whether a cursor of a group ordered by queue waits on a move
-// into its queue (queueWaits).
-func (d *Dispatcher) moveHeldQueue(gs *groupState, cs *cursorState) bool {
-	moves := d.movesTo[cs.queueID]
-	if len(moves) == 0 {
-		return false
-	}
-	sources := make([]moveSource, len(moves))
-	for i, mv := range moves {
-		sources[i] = d.moveSourceOf(gs, mv, false)
-	}
-	return queueWaits(sources)
 }

@@ -36,21 +36,21 @@ func TestCutOrdered(t *testing.T) {
 		{name: "a hole above the head ends the job", prep: func(_ *cutBundle, cs *cursorState) {
 			cs.holes[3] = 0
 		}, want: []job{{span64(1, 2), 1}}},
-		{name: "a paused block waits for an operator", prep: func(_ *cutBundle, cs *cursorState) {
-			cs.block = &orderedBlock{offset: 1, count: 2, attempts: 3, paused: true}
+		{name: "a paused block waits for an operator", prep: func(b *cutBundle, cs *cursorState) {
+			b.d.orders.queue.blocks[cs] = &orderedBlock{offset: 1, count: 2, attempts: 3, paused: true}
 		}},
 		{name: "a block not yet due waits for its time", prep: func(b *cutBundle, cs *cursorState) {
-			cs.block = &orderedBlock{offset: 1, count: 2, attempts: 3, at: b.now.Add(5 * time.Second)}
+			b.d.orders.queue.blocks[cs] = &orderedBlock{offset: 1, count: 2, attempts: 3, at: b.now.Add(5 * time.Second)}
 		}, wake: 5 * time.Second},
 		{name: "a due block goes alone, with its next attempt", prep: func(b *cutBundle, cs *cursorState) {
-			cs.block = &orderedBlock{offset: 1, count: 2, attempts: 3, at: b.now}
+			b.d.orders.queue.blocks[cs] = &orderedBlock{offset: 1, count: 2, attempts: 3, at: b.now}
 		}, want: []job{{span64(1, 2), 4}}},
-		{name: "resent from the commit: the job stops below the block", prep: func(_ *cutBundle, cs *cursorState) {
-			cs.block = &orderedBlock{offset: 3, count: 1, attempts: 1}
+		{name: "resent from the commit: the job stops below the block", prep: func(b *cutBundle, cs *cursorState) {
+			b.d.orders.queue.blocks[cs] = &orderedBlock{offset: 3, count: 1, attempts: 1}
 		}, want: []job{{span64(1, 2), 1}}},
-		{name: "a block whose head is done is cleared", prep: func(_ *cutBundle, cs *cursorState) {
+		{name: "a block whose head is done is cleared", prep: func(b *cutBundle, cs *cursorState) {
 			cs.pending = cs.pending[2:]
-			cs.block = &orderedBlock{offset: 1, count: 2, attempts: 1, paused: true}
+			b.d.orders.queue.blocks[cs] = &orderedBlock{offset: 1, count: 2, attempts: 1, paused: true}
 		}, want: []job{{span64(3, 6), 1}}},
 		{name: "a returned head not yet due holds the queue", prep: func(b *cutBundle, cs *cursorState) {
 			cs.pending[0].notBefore = b.now.Add(time.Second).UnixMilli()

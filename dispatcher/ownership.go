@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/heraldhq/herald/internal/fence"
 	"github.com/heraldhq/herald/models"
@@ -192,20 +191,10 @@ func (d *Dispatcher) adopt(ctx context.Context, groups []*models.Group, all bool
 			gs = &groupState{g: g}
 			d.groups[g.ID] = gs
 		}
-		changed := gs.g.ConfigVersion != g.ConfigVersion || gs.pace == nil
-		gs.g = g
-		if changed {
-			if gs.pace == nil {
-				gs.pace = newPacer(g.RateLimit, g.BatchSize, d.now())
-			} else {
-				gs.pace.configure(g.RateLimit, g.BatchSize, d.now())
-			}
-			gs.health.nextRetry = time.Time{}
+		if gs.configure(g, d.now()) {
 			for _, cs := range gs.cursors {
-				d.dirtyQ[cs.queueID] = true
-				if !g.Ordered {
-					cs.clearBlock() // no longer ordered: a block left from then is void
-				}
+				d.reader.dirty[cs.queueID] = true
+				d.orders.modeSet(g, cs) // a block left from another mode is void
 			}
 		}
 		want = append(want, g.ID)
@@ -244,8 +233,27 @@ func (d *Dispatcher) adopt(ctx context.Context, groups []*models.Group, all bool
 			}
 		}
 	}
-	fences := map[int64]map[int64]int64{} // group → queue → claimed version
-	fresh := map[*cursorState]bool{}
+	fences, fresh := d.claim(ctx, cursors)
+	at := func(group, queue int64) *cursorState { return d.byGQ[[2]int64{group, queue}] }
+	if d.orders.load(ctx, d.groups, at, fresh) {
+		d.outboxDue = true
+	}
+	// Before anything is cut from the claimed cursors: the previous owner's jobs still
+	// queued on asynq or running at a worker stop sending.
+	for g, vs := range fences {
+		if err := fence.Raise(ctx, d.rdb, d.keys, g, vs); err != nil {
+			d.log.Warn("raise cursor fence; the previous owner's jobs may still be sent", "group", g, "err", err)
+		}
+	}
+	d.refreshRetryDue(ctx, want, all)
+	d.pace.note(d.groups)
+}
+
+// claim claims the cursors of cursors this dispatcher does not hold at their
+// version (adopt) and returns the versions claimed, by group and queue (the fences
+// to raise), and the cursors claimed.
+func (d *Dispatcher) claim(ctx context.Context, cursors []models.Cursor) (fences map[int64]map[int64]int64, fresh map[*cursorState]bool) {
+	fences, fresh = map[int64]map[int64]int64{}, map[*cursorState]bool{}
 	for _, c := range cursors {
 		if cs, ok := d.cursors[c.ID]; ok {
 			if c.Version == cs.version && c.Owner == d.id {
@@ -272,25 +280,23 @@ func (d *Dispatcher) adopt(ctx context.Context, groups []*models.Group, all bool
 		}
 		fences[c.GroupID][c.QueueID] = claimed.Version
 		fresh[cs] = true
-		hold := orderedHold(d.groups[c.GroupID].g)
+		// Taken from a lapsed owner: wait out its last POST (orderedHold), then replay
+		// its reports. Released by a rebalance: its owner committed first, so wait for
+		// the reports of its POSTs still open (takeoverGrace, or the hold its release
+		// set for an ordered POST) and replay them. Its own, or never owned: only a
+		// hold left by a release.
+		from, hold := claimed.PrevOwner, orderedHold(d.groups[c.GroupID].g)
 		switch {
-		case claimed.PrevOwner != "" && claimed.PrevOwner != d.id:
-			d.holdForTakeover(cs, claimed.PrevOwner, claimed.PrevVersion, hold)
-		case claimed.HoldLeft > 0:
-			// Released while its owner still had an ordered POST in flight.
-			d.holdForTakeover(cs, "", claimed.PrevVersion, claimed.HoldLeft)
+		case claimed.Released:
+			hold = max(takeoverGrace, claimed.HoldLeft)
+		case from == d.id || from == "":
+			from, hold = "", claimed.HoldLeft
+		}
+		if from != "" || hold > 0 {
+			d.takeovers.hold(cs, from, claimed.PrevVersion, hold)
 		}
 	}
-	d.loadBlocks(ctx, fresh)
-	// Before anything is cut from the claimed cursors: the previous owner's jobs still
-	// queued on asynq or running at a worker stop sending.
-	for g, vs := range fences {
-		if err := fence.Raise(ctx, d.rdb, d.keys, g, vs); err != nil {
-			d.log.Warn("raise cursor fence; the previous owner's jobs may still be sent", "group", g, "err", err)
-		}
-	}
-	d.refreshRetryDue(ctx, want, all)
-	d.noteOrdered()
+	return fences, fresh
 }
 
 func (d *Dispatcher) addCursor(c models.Cursor) *cursorState {
@@ -298,31 +304,27 @@ func (d *Dispatcher) addCursor(c models.Cursor) *cursorState {
 	cs := newCursorState(c, gs)
 	gs.cursors = append(gs.cursors, cs)
 	d.cursors[c.ID] = cs
-	d.byQueue[c.QueueID] = append(d.byQueue[c.QueueID], cs)
 	d.byGQ[[2]int64{c.GroupID, c.QueueID}] = cs
-	d.dirtyQ[c.QueueID] = true
+	d.reader.add(cs)
 	return cs
 }
 
 // dropCursor forgets a cursor without committing (lost to a reset or takeover).
-// Its in-flight jobs are abandoned; their reports no longer match and are dropped.
+// Its jobs in flight are orphaned (jobState.orphan): their reports move no cursor
+// any more, but they hold their credits until their final report, so the POSTs
+// still open at workers count against max_in_flight beside the new version's jobs.
 func (d *Dispatcher) dropCursor(cs *cursorState) {
 	delete(d.cursors, cs.id)
-	delete(d.takeovers, cs)
+	d.takeovers.forget(cs)
+	d.orders.dropped(cs)
 	delete(d.byGQ, [2]int64{cs.groupID, cs.queueID})
-	d.byQueue[cs.queueID] = slices.DeleteFunc(d.byQueue[cs.queueID], func(x *cursorState) bool { return x == cs })
-	if len(d.byQueue[cs.queueID]) == 0 {
-		delete(d.byQueue, cs.queueID)
-	}
+	d.reader.remove(cs)
 	if gs := d.groups[cs.groupID]; gs != nil {
 		gs.cursors = slices.DeleteFunc(gs.cursors, func(x *cursorState) bool { return x == cs })
 	}
-	for id, j := range d.jobs {
+	for _, j := range d.jobs {
 		if j.cursor == cs {
-			d.dropJob(id)
-			if gs := d.groups[cs.groupID]; gs != nil {
-				gs.inflightP -= j.job.Parallelism
-			}
+			j.orphan = true
 		}
 	}
 }
@@ -332,27 +334,18 @@ func (d *Dispatcher) dropCursor(cs *cursorState) {
 // the commit carries them: the next owner replays only this dispatcher's stream.
 func (d *Dispatcher) releaseGroup(ctx context.Context, id int64) {
 	gs := d.groups[id]
-	d.finishHeld(ctx, gs.cursors)
+	d.takeovers.finishHeld(ctx, gs.cursors)
 	d.commit(ctx)
-	ids, held := d.releasable(gs.cursors)
+	ids, held := releasable(gs.cursors)
 	for _, cs := range slices.Clone(gs.cursors) {
 		d.dropCursor(cs)
 	}
-	d.release(ctx, ids, held)
+	for id, j := range d.jobs {
+		if j.group == gs {
+			d.dropJob(id) // the group goes, and its credits with it
+		}
+	}
+	d.members.release(ctx, ids, held)
 	delete(d.groups, id)
-	d.noteOrdered()
-}
-
-// queueTopic returns the topic id of queue q, reloading the map on a miss.
-func (d *Dispatcher) queueTopic(q int64) int64 {
-	if t, ok := d.queueTopics[q]; ok {
-		return t
-	}
-	m, err := d.st.QueueTopicIDs(context.Background())
-	if err != nil {
-		d.log.Warn("read queue topics", "err", err)
-		return 0
-	}
-	d.queueTopics = m
-	return m[q]
+	d.pace.note(d.groups)
 }

@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/heraldhq/herald/internal/bus"
@@ -8,28 +9,34 @@ import (
 	"github.com/heraldhq/herald/models"
 )
 
-// reportGather is how long the report reader waits after a read (see
-// bus.ReportStreams.Read): ReportGather, so the next read takes what several worker
-// sends added, unless this dispatcher owns an ordered group, whose next message of
-// a key or queue waits for a report.
-func (d *Dispatcher) reportGather() time.Duration {
-	if d.holdsOrdered.Load() {
-		return 0
-	}
-	return d.cfg.ReportGather
+// reportPace is how long the report reader waits after a read (see
+// bus.ReportStreams.Read): gather (config.Dispatcher.ReportGather), so the next read
+// takes what several worker sends added, or 0 while this dispatcher owns an ordered
+// group, whose next message of a key or queue waits for a report. The loop notes the
+// owned groups (note); the reader goroutine asks (wait).
+type reportPace struct {
+	gather  time.Duration
+	ordered atomic.Bool
 }
 
-// noteOrdered records whether an owned group is ordered (holdsOrdered), after the
-// owned groups changed.
-func (d *Dispatcher) noteOrdered() {
+// wait is the reader's pause after a read.
+func (p *reportPace) wait() time.Duration {
+	if p.ordered.Load() {
+		return 0
+	}
+	return p.gather
+}
+
+// note records whether one of groups is ordered, after the owned groups changed.
+func (p *reportPace) note(groups map[int64]*groupState) {
 	ordered := false
-	for _, gs := range d.groups {
+	for _, gs := range groups {
 		if gs.g != nil && gs.g.Ordered {
 			ordered = true
 			break
 		}
 	}
-	d.holdsOrdered.Store(ordered)
+	p.ordered.Store(ordered)
 }
 
 // applyEntry applies the reports of a report stream entry, except the durable
@@ -45,10 +52,10 @@ func (d *Dispatcher) applyEntry(e bus.ReportEntry) {
 }
 
 // returnBackoff is the delay before a message returned unattempted (shutdown, a
-// store error) is sent again: ReturnBackoff doubling per return, at most 30 s.
-func (d *Dispatcher) returnBackoff(returns int) time.Duration {
-	b := d.cfg.ReturnBackoff << min(returns, 10)
-	return min(b, 30*time.Second)
+// store error) is sent again: base (config.Dispatcher.ReturnBackoff) doubling per
+// return, at most 30 s.
+func returnBackoff(base time.Duration, returns int) time.Duration {
+	return min(base<<min(returns, 10), 30*time.Second)
 }
 
 // applyReport applies a worker's report. For a first-delivery job, delivered,
@@ -66,7 +73,7 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 	// When the report came in: observe may write an event (a database round trip),
 	// and a returned message's delay must not outlast the pause the report starts.
 	nowMS := d.now().UnixMilli()
-	d.observe(gs, r)
+	d.health.observe(gs, r)
 	if r.NextDueMS > 0 {
 		gs.health.retryDueBy(time.UnixMilli(r.NextDueMS))
 	}
@@ -75,29 +82,20 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 		d.events.counted(gs, models.EventDeadLetterCreated, len(delivery.Expand(r.DeadLettered)), map[string]any{"last_error": gs.lastError})
 	}
 	if r.Retry {
-		for _, rs := range [][]delivery.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
-			for _, off := range delivery.Expand(rs) {
-				delete(gs.retryThrottles, [2]int64{r.Queue, off})
-			}
-		}
-		for _, off := range delivery.Expand(r.Returned[delivery.ReasonThrottled]) {
-			gs.throttledRetry(r.Queue, off)
-		}
+		gs.retryReported(r)
 		if js != nil {
-			for _, rs := range [][]delivery.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
-				for _, off := range delivery.Expand(rs) {
-					delete(js.remaining, off)
-				}
-			}
-			for _, rs := range r.Returned {
-				for _, off := range delivery.Expand(rs) {
-					delete(js.remaining, off)
-				}
+			if len(r.Returned) > 0 {
 				gs.health.retryDueBy(d.now())
 			}
-			if r.Final || len(js.remaining) == 0 {
+			if js.settle(r) {
 				d.finishJob(js, 0)
 			}
+		}
+		return
+	}
+	if js != nil && js.orphan {
+		if js.settle(r) {
+			d.releaseOrphan(js)
 		}
 		return
 	}
@@ -105,27 +103,78 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 	if cs == nil || cs.version != r.Version {
 		return
 	}
+	o := d.orders.of(gs.g)
 	for _, rs := range [][]delivery.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
 		for _, off := range delivery.Expand(rs) {
-			if inf, ok := cs.inflight[off]; ok && inf.key != "" {
-				cs.keyDone(off, inf.key)
-			}
+			key := cs.inflight[off].key
 			cs.markDone(off)
-			if cs.block != nil && cs.block.offset == off {
-				cs.clearBlock() // the blocked head went out (or became a dead letter)
-			}
+			o.done(cs, off, key)
 		}
 	}
 	if js == nil {
 		return
 	}
-	var back []pendingMsg
-	for reason, rs := range r.Returned {
-		if reason == delivery.ReasonFenced {
-			// The cursor moved on (reset or takeover) and this owner has not seen it
-			// yet: reload it; the fenced offsets belong to the new version.
-			d.refresh = true
+	back, fenced := cs.takeBack(js, r.Returned, nowMS, d.cfg.ReturnBackoff, d.wakeBy)
+	if fenced {
+		// The cursor moved on (reset or takeover) and this owner has not seen it yet:
+		// reload it; the fenced offsets belong to the new version.
+		d.refresh = true
+	}
+	if r.InPlace != nil {
+		back = append(back, o.inPlace(cs, js, r.InPlace)...)
+	}
+	// Back in offset order: a throttled message is the first sent when the pause ends.
+	cs.requeue(back)
+	// A progress report proves the job alive: push its deadline out.
+	if ext := d.now().Add(d.cfg.JobDeadlineBase); js.deadline.Before(ext) {
+		js.deadline = ext
+	}
+	if r.Final || len(js.remaining) == 0 {
+		d.finishJob(js, time.Second)
+	}
+}
+
+// settle removes every offset r names from js's remaining ones (a retry job's, or
+// an orphan's: no cursor to move) and reports whether js has ended: r is final or
+// nothing remains.
+func (js *jobState) settle(r delivery.Report) bool {
+	for _, rs := range [][]delivery.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
+		for _, off := range delivery.Expand(rs) {
+			delete(js.remaining, off)
 		}
+	}
+	for _, rs := range r.Returned {
+		for _, off := range delivery.Expand(rs) {
+			delete(js.remaining, off)
+		}
+	}
+	return r.Final || len(js.remaining) == 0
+}
+
+// retryReported keeps the retry rows' throttle counts by a retry job's report r:
+// the rows it settled are forgotten, and each row it returned throttled counts one
+// more throttle in a row.
+func (gs *groupState) retryReported(r delivery.Report) {
+	for _, rs := range [][]delivery.Range{r.Delivered, r.RetryWritten, r.DeadLettered} {
+		for _, off := range delivery.Expand(rs) {
+			delete(gs.retryThrottles, [2]int64{r.Queue, off})
+		}
+	}
+	for _, off := range delivery.Expand(r.Returned[delivery.ReasonThrottled]) {
+		gs.throttledRetry(r.Queue, off)
+	}
+}
+
+// takeBack takes the offsets a report of js returned (by reason) out of the
+// cursor's in-flight set and lists those to send again, each with its next send
+// time (ms since the epoch): a backoff reason waits returnBackoff(base, returns), a
+// state reason (paused, probe, throttled, held, gone) 200 ms, a blocked one waits
+// for the orderer's block; wakeBy is told each time. Fenced offsets belong to the
+// cursor's next version and are dropped; fenced reports whether there were any.
+// Offsets js no longer holds are left alone.
+func (cs *cursorState) takeBack(js *jobState, returned map[delivery.Reason][]delivery.Range, nowMS int64, base time.Duration, wakeBy func(time.Time)) (back []pendingMsg, fenced bool) {
+	for reason, rs := range returned {
+		fenced = fenced || reason == delivery.ReasonFenced
 		for _, off := range delivery.Expand(rs) {
 			inf, ok := cs.inflight[off]
 			if !ok || inf.job != js {
@@ -147,28 +196,15 @@ func (d *Dispatcher) applyReport(r delivery.Report) {
 			}
 			if reason.Backoff() {
 				p.returns++
-				p.notBefore = nowMS + d.returnBackoff(inf.returns).Milliseconds()
+				p.notBefore = nowMS + returnBackoff(base, inf.returns).Milliseconds()
 			} else {
-				// Paused, probe, throttled, held or gone: the group's state holds them back; the short
-				// delay only keeps a worker's stale view of the group from spinning.
+				// The group's state holds them back; the short delay only keeps a
+				// worker's stale view of the group from spinning.
 				p.notBefore = nowMS + 200
 			}
-			d.wakeBy(time.UnixMilli(p.notBefore))
+			wakeBy(time.UnixMilli(p.notBefore))
 			back = append(back, p)
 		}
 	}
-	if r.InPlace != nil && gs.g.OrderedByKey() {
-		back = append(back, d.applyInPlaceKey(cs, js, r.InPlace)...)
-	} else if r.InPlace != nil {
-		back = append(back, d.applyInPlace(cs, js, r.InPlace)...)
-	}
-	// Back in offset order: a throttled message is the first sent when the pause ends.
-	cs.requeue(back)
-	// A progress report proves the job alive: push its deadline out.
-	if ext := d.now().Add(d.cfg.JobDeadlineBase); js.deadline.Before(ext) {
-		js.deadline = ext
-	}
-	if r.Final || len(js.remaining) == 0 {
-		d.finishJob(js, time.Second)
-	}
+	return back, fenced
 }

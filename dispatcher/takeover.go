@@ -2,9 +2,11 @@ package dispatcher
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"time"
 
+	"github.com/heraldhq/herald/internal/bus"
 	"github.com/heraldhq/herald/internal/delivery"
 )
 
@@ -29,93 +31,114 @@ type takeover struct {
 	at      time.Time
 }
 
-// holdForTakeover holds cs for hold (takeoverGrace, or orderedHold for an ordered
-// group); from "" holds without replaying reports (a release with a POST in flight).
-func (d *Dispatcher) holdForTakeover(cs *cursorState, from string, version int64, hold time.Duration) {
-	cs.takeover = &takeover{from: from, version: version, at: d.now().Add(hold)}
-	d.takeovers[cs] = struct{}{}
-	d.wakeBy(cs.takeover.at)
+// takeovers are the cursors held until their previous owner's reports are applied
+// (holdForTakeover): it reads the previous owners' report streams and hands what
+// they say to the cursors and their orderers.
+type takeovers struct {
+	held    map[*cursorState]struct{}
+	streams *bus.ReportStreams
+	keys    delivery.Keys
+	orders  *orders
+	reader  *queueReader // marks a released cursor's queue dirty, so it is read at once
+	log     *slog.Logger
+	now     Clock
+	wakeBy  func(time.Time)
 }
 
-// finishTakeovers applies, for every held cursor whose grace has passed, the reports
-// in its previous owner's Redis stream: delivered, retry-written and dead-lettered
-// offsets of the previous version are done (final and idempotent). The previous
-// owner trimmed only entries its commits covered, so the stream holds every report
-// whose outcome the cursor's committed state lacks, whether or not that owner had
-// read it. The stream is read whole (XRANGE), not removed (the dead owner's groups
-// may go to several new owners), and expires after takeoverListTTL. A Redis error
-// costs duplicates only. A cursor of a group ordered by key also takes the keys'
-// floors from the ordered jobs' reports (keyfloor.go), so a key's message is not
-// sent again after a later one of the key even where its report is missing.
-func (d *Dispatcher) finishTakeovers(ctx context.Context) {
-	if len(d.takeovers) == 0 {
+// hold holds cs for hold (takeoverGrace, or orderedHold for an ordered group);
+// from "" holds without replaying reports (a release with a POST in flight).
+func (t *takeovers) hold(cs *cursorState, from string, version int64, hold time.Duration) {
+	cs.takeover = &takeover{from: from, version: version, at: t.now().Add(hold)}
+	t.held[cs] = struct{}{}
+	t.wakeBy(cs.takeover.at)
+}
+
+// forget stops holding cs (a dropped cursor).
+func (t *takeovers) forget(cs *cursorState) { delete(t.held, cs) }
+
+// finish applies, for every held cursor whose grace has passed, the reports in its
+// previous owner's Redis stream: delivered, retry-written and dead-lettered offsets
+// of the previous version are done (final and idempotent). The previous owner
+// trimmed only entries its commits covered, so the stream holds every report whose
+// outcome the cursor's committed state lacks, whether or not that owner had read
+// it. The stream is read whole (XRANGE), not removed (the dead owner's groups may go
+// to several new owners), and expires after takeoverListTTL. A Redis error costs
+// duplicates only. A cursor of a group ordered by key also takes the keys' floors
+// from the ordered jobs' reports (keyfloor.go), so a key's message is not sent again
+// after a later one of the key even where its report is missing.
+func (t *takeovers) finish(ctx context.Context) {
+	if len(t.held) == 0 {
 		return
 	}
-	now := d.now()
+	now := t.now()
 	due := map[string][]*cursorState{}
-	for cs := range d.takeovers {
+	for cs := range t.held {
 		if now.Before(cs.takeover.at) {
-			d.wakeBy(cs.takeover.at)
+			t.wakeBy(cs.takeover.at)
 			continue
 		}
 		due[cs.takeover.from] = append(due[cs.takeover.from], cs)
 	}
 	for from, css := range due {
-		if from == "" {
-			for _, cs := range css {
-				cs.takeover = nil
-				delete(d.takeovers, cs)
-				d.dirtyQ[cs.queueID] = true
-			}
-			continue
-		}
-		entries, err := d.streams.Replay(ctx, d.keys.Reports(from), takeoverReplayMax, takeoverListTTL)
-		if err != nil {
-			d.log.Warn("read the previous owner's reports; what it delivered since its last commit is sent again", "owner", from, "err", err)
-		}
-		byGQ := make(map[[2]int64]*cursorState, len(css))
-		for _, cs := range css {
-			byGQ[[2]int64{cs.groupID, cs.queueID}] = cs
-		}
-		applied := 0
-		done := map[*cursorState][]int64{}
-		for _, e := range entries {
-			for _, r := range e.Reports {
-				if r.Retry {
-					continue // retry rows are deleted by the worker itself
-				}
-				cs := byGQ[[2]int64{r.Group, r.Queue}]
-				if cs == nil || r.Version != cs.takeover.version {
-					continue
-				}
-				applied += cs.replay(r)
-				done[cs] = append(done[cs], orderedDone(r)...)
-			}
+		var done map[*cursorState][]int64
+		if from != "" {
+			done = t.replay(ctx, from, css)
 		}
 		for _, cs := range css {
-			d.setKeyFloors(ctx, cs, done[cs])
+			if from != "" {
+				t.orders.of(cs.group.g).takenOver(ctx, cs, done[cs])
+			}
 			cs.takeover = nil
-			delete(d.takeovers, cs)
-			d.dirtyQ[cs.queueID] = true
+			delete(t.held, cs)
+			t.reader.dirty[cs.queueID] = true
 		}
-		d.log.Info("took over cursors; applied the previous owner's reports", "owner", from, "cursors", len(css), "offsets", applied)
 	}
 }
 
+// replay applies the reports of from's stream to css and returns, per cursor, the
+// offsets of ordered jobs they name done (orderedDone).
+func (t *takeovers) replay(ctx context.Context, from string, css []*cursorState) map[*cursorState][]int64 {
+	entries, err := t.streams.Replay(ctx, t.keys.Reports(from), takeoverReplayMax, takeoverListTTL)
+	if err != nil {
+		t.log.Warn("read the previous owner's reports; what it delivered since its last commit is sent again", "owner", from, "err", err)
+	}
+	byGQ := make(map[[2]int64]*cursorState, len(css))
+	for _, cs := range css {
+		byGQ[[2]int64{cs.groupID, cs.queueID}] = cs
+	}
+	applied := 0
+	done := map[*cursorState][]int64{}
+	for _, e := range entries {
+		for _, r := range e.Reports {
+			if r.Retry {
+				continue // retry rows are deleted by the worker itself
+			}
+			cs := byGQ[[2]int64{r.Group, r.Queue}]
+			if cs == nil || r.Version != cs.takeover.version {
+				continue
+			}
+			applied += cs.replay(r)
+			done[cs] = append(done[cs], orderedDone(r)...)
+		}
+	}
+	t.log.Info("took over cursors; applied the previous owner's reports", "owner", from, "cursors", len(css), "offsets", applied)
+	return done
+}
+
 // finishHeld applies at once the previous owners' reports for those of css still
-// held for their takeover, before a commit that hands them on (a release, a stop):
-// otherwise the next owner, replaying only this dispatcher's stream, would send
-// again what the previous owner delivered but never committed. A report the
-// previous owner's POSTs add after this is a POST in flight.
-func (d *Dispatcher) finishHeld(ctx context.Context, css []*cursorState) {
-	now, any := d.now(), false
+// held, before a commit that hands them on (a release, a stop): otherwise the next
+// owner, replaying only this dispatcher's stream, would send again what the
+// previous owner delivered but never committed. A report the previous owner's POSTs
+// add after this is a POST in flight.
+func (t *takeovers) finishHeld(ctx context.Context, css []*cursorState) {
+	now, any := t.now(), false
 	for _, cs := range css {
 		if cs.takeover != nil {
 			cs.takeover.at, any = now, true
 		}
 	}
 	if any {
-		d.finishTakeovers(ctx)
+		t.finish(ctx)
 	}
 }
 

@@ -26,7 +26,7 @@ func TestReplayPreviousOwnerReports(t *testing.T) {
 	require.Equal(t, int64(14), c.readPos, "reads resume after the commit")
 
 	c.group.g = &models.Group{Subscriptions: []models.Subscription{{TopicID: 1}}}
-	d := &Dispatcher{queueTopics: map[int64]int64{1: 1}}
+	d := &queueReader{queueTopics: map[int64]int64{1: 1}}
 	d.fanOut(c, []notify.Row{{ID: 15}, {ID: 16}, {ID: 17}, {ID: 18}, {ID: 19}}, time.Now())
 	var got []int64
 	for _, p := range c.pending {

@@ -39,7 +39,7 @@ type Commit struct {
 // settleSignal emits OwnershipSettled when ownership work ran since the last one and
 // none of it is left.
 func (d *Dispatcher) settleSignal() {
-	if !d.unsettled || !d.retry.at.IsZero() || len(d.takeovers) > 0 {
+	if !d.unsettled || !d.retry.at.IsZero() || len(d.takeovers.held) > 0 {
 		return
 	}
 	d.unsettled = false

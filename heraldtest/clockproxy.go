@@ -3,7 +3,6 @@ package heraldtest
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -76,21 +75,16 @@ func (c *ClockProxy) relay(client, up net.Conn) {
 	go func() {
 		defer client.Close()
 		defer up.Close()
-		var hdr [4]byte
 		for {
-			if _, err := io.ReadFull(up, hdr[:]); err != nil {
-				return
-			}
-			n := int(binary.LittleEndian.Uint32(append(hdr[:3:3], 0)))
-			payload := make([]byte, n)
-			if _, err := io.ReadFull(up, payload); err != nil {
+			pk, err := readPacket(up)
+			if err != nil {
 				return
 			}
 			if swallow.Load() > 0 {
 				swallow.Add(-1) // the OK (or error) of an injected SET
 				continue
 			}
-			if _, err := client.Write(append(hdr[:], payload...)); err != nil {
+			if _, err := client.Write(pk.bytes()); err != nil {
 				return
 			}
 		}
@@ -98,33 +92,26 @@ func (c *ClockProxy) relay(client, up net.Conn) {
 	defer client.Close()
 	defer up.Close()
 	applied := int64(0) // the driver connects in '+00:00'
-	var hdr [4]byte
 	for {
-		if _, err := io.ReadFull(client, hdr[:]); err != nil {
+		pk, err := readPacket(client)
+		if err != nil {
 			return
 		}
-		n := int(binary.LittleEndian.Uint32(append(hdr[:3:3], 0)))
-		payload := make([]byte, n)
-		if _, err := io.ReadFull(client, payload); err != nil {
-			return
-		}
-		if hdr[3] == 0 && n > 0 {
+		if pk.hdr[3] == 0 && len(pk.payload) > 0 {
 			if want := c.offset.Load(); want != applied {
-				q := append([]byte{0x03}, "SET time_zone = "+zone(want)...)
-				var h [4]byte
-				binary.LittleEndian.PutUint32(h[:], uint32(len(q)))
-				h[3] = 0
+				set := packet{payload: append([]byte{0x03}, "SET time_zone = "+zone(want)...)}
+				binary.LittleEndian.PutUint32(set.hdr[:], uint32(len(set.payload))) // sequence id 0
 				swallow.Add(1)
-				if _, err := up.Write(append(h[:], q...)); err != nil {
+				if _, err := up.Write(set.bytes()); err != nil {
 					return
 				}
 				applied = want
 			}
-			if payload[0] == 0x03 && strings.Contains(strings.ToLower(string(payload[1:min(n, 512)])), "time_zone") {
+			if q, ok := pk.query(511); ok && strings.Contains(strings.ToLower(q), "time_zone") {
 				applied = 0 // the client set its own zone ('+00:00' for Herald's DSNs)
 			}
 		}
-		if _, err := up.Write(append(hdr[:], payload...)); err != nil {
+		if _, err := up.Write(pk.bytes()); err != nil {
 			return
 		}
 	}

@@ -1,6 +1,8 @@
 package heraldtest
 
 import (
+	"encoding/binary"
+	"io"
 	"net"
 	"sync"
 	"testing"
@@ -58,6 +60,17 @@ func (p *tcpProxy) close() {
 	}
 }
 
+// cutAll closes every proxied connection and keeps listening.
+func (p *tcpProxy) cutAll() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
 func (p *tcpProxy) accept() {
 	for {
 		c, err := p.ln.Accept()
@@ -88,3 +101,33 @@ func (p *tcpProxy) serve(c net.Conn) {
 	p.mu.Unlock()
 	p.relay(c, up)
 }
+
+// packet is one MySQL protocol packet: its 4-byte header (3 bytes of length, the
+// sequence id) and payload.
+type packet struct {
+	hdr     [4]byte
+	payload []byte
+}
+
+// readPacket reads the next packet from r.
+func readPacket(r io.Reader) (packet, error) {
+	var p packet
+	if _, err := io.ReadFull(r, p.hdr[:]); err != nil {
+		return p, err
+	}
+	p.payload = make([]byte, int(binary.LittleEndian.Uint32(append(p.hdr[:3:3], 0))))
+	_, err := io.ReadFull(r, p.payload)
+	return p, err
+}
+
+// query returns the statement of a COM_QUERY packet (a command: sequence id 0), at
+// most limit bytes of it, and whether p is one.
+func (p packet) query(limit int) (string, bool) {
+	if p.hdr[3] != 0 || len(p.payload) == 0 || p.payload[0] != 0x03 {
+		return "", false
+	}
+	return string(p.payload[1:min(len(p.payload), limit+1)]), true
+}
+
+// bytes is p as sent on the wire.
+func (p packet) bytes() []byte { return append(p.hdr[:], p.payload...) }

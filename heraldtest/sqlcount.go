@@ -1,7 +1,6 @@
 package heraldtest
 
 import (
-	"encoding/binary"
 	"io"
 	"net"
 	"strings"
@@ -76,23 +75,17 @@ func (c *SQLCounter) Close() { c.proxy.close() }
 func (c *SQLCounter) forward(dst, src net.Conn) {
 	defer dst.Close()
 	defer src.Close()
-	var hdr [4]byte
 	for {
-		if _, err := io.ReadFull(src, hdr[:]); err != nil {
+		pk, err := readPacket(src)
+		if err != nil {
 			return
 		}
-		n := int(binary.LittleEndian.Uint32(append(hdr[:3:3], 0)))
-		payload := make([]byte, n)
-		if _, err := io.ReadFull(src, payload); err != nil {
-			return
-		}
-		if hdr[3] == 0 && n > 0 && payload[0] == 0x03 { // COM_QUERY
-			q := strings.TrimSpace(string(payload[1:min(n, 201)]))
+		if q, ok := pk.query(200); ok {
 			c.mu.Lock()
-			c.stmts = append(c.stmts, Statement{At: time.Now(), SQL: q})
+			c.stmts = append(c.stmts, Statement{At: time.Now(), SQL: strings.TrimSpace(q)})
 			c.mu.Unlock()
 		}
-		if _, err := dst.Write(append(hdr[:], payload...)); err != nil {
+		if _, err := dst.Write(pk.bytes()); err != nil {
 			return
 		}
 	}

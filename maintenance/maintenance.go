@@ -25,6 +25,7 @@ import (
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/notify"
+	"github.com/heraldhq/herald/models"
 	"github.com/heraldhq/herald/models/store"
 )
 
@@ -38,7 +39,7 @@ const hourly = time.Hour
 // with Run; it works only while it holds the lease.
 type Maintainer struct {
 	cfg      config.Maintenance
-	st       *store.Store
+	st       Store
 	rdb      redis.UniversalClient
 	keys     delivery.Keys
 	notifier *notify.Notifier
@@ -53,13 +54,17 @@ type Maintainer struct {
 	// retentionSeries maps each queue this process exported retention series for to
 	// its topic (retention_series.go).
 	retentionSeries map[int64]string
+	// nodesSeen is each db node's health as the last node event reported it
+	// (node_events.go); nil while not leader.
+	nodesSeen map[int64]models.NodeHealth
 
 	// TestSignals are for tests only; see Init.
 	TestSignals TestSignals
 }
 
-// New returns a Maintainer with a fresh random holder id.
-func New(cfg config.Maintenance, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, log *slog.Logger) *Maintainer {
+// New returns a Maintainer with a fresh random holder id that works on st (a
+// *store.Store, or anything with its maintenance methods) and rdb.
+func New(cfg config.Maintenance, keys delivery.Keys, st Store, rdb redis.UniversalClient, log *slog.Logger) *Maintainer {
 	cfg = withDefaults(cfg)
 	host, _ := os.Hostname()
 	var b [4]byte
@@ -100,6 +105,8 @@ func (m *Maintainer) Run(ctx context.Context) error {
 	defer retention.Stop()
 	hygiene := time.NewTicker(m.cfg.HygieneInterval)
 	defer hygiene.Stop()
+	nodes := time.NewTicker(store.NodeProbeInterval)
+	defer nodes.Stop()
 	defer m.release()
 	m.renew(ctx)
 	for {
@@ -127,6 +134,8 @@ func (m *Maintainer) Run(ctx context.Context) error {
 			m.retentionAgain = m.runRetention(ctx)
 		case <-hygiene.C:
 			m.runHygiene(ctx)
+		case <-nodes.C:
+			m.watchNodes(ctx)
 		}
 		// A retention backlog is pruned budget after budget, between renewals.
 		if m.retentionAgain && ctx.Err() == nil && m.Leader() {
@@ -217,13 +226,7 @@ func (m *Maintainer) release() {
 }
 
 func (m *Maintainer) subscribe(ctx context.Context, events chan<- notify.Event) {
-	for ctx.Err() == nil {
-		if err := notify.Subscribe(ctx, m.rdb, m.keys, events); err != nil && ctx.Err() == nil {
-			m.log.Warn("notify subscription dropped; the outbox interval covers it", "err", err)
-			select {
-			case <-time.After(time.Second):
-			case <-ctx.Done():
-			}
-		}
-	}
+	notify.Subscribe(ctx, m.rdb, m.keys, events, func(err error) {
+		m.log.Warn("notify subscription refused; the outbox interval covers it", "err", err)
+	})
 }

@@ -14,6 +14,11 @@ var (
 	// ErrQueueUnavailable means a keyed message's queue cannot take writes (read-only), so
 	// the request fails with 503 rather than breaking per-key order.
 	ErrQueueUnavailable = errors.New("queue unavailable")
+	// ErrOutcomeUnknown means a write's commit was asked for but its answer never
+	// came (a cross-node request whose decision row or branch commit went
+	// unanswered): it may have been stored, whole, or not at all, and recovery
+	// settles which; a retry with the same Idempotency-Key answers truthfully.
+	ErrOutcomeUnknown = errors.New("outcome unknown")
 	// ErrQueueSealed means an insert hit a sealed queue (a move sealed it after the
 	// writer read its topic): the writer reloads the topic and sends the request
 	// again on the new slot map.

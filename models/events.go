@@ -28,12 +28,17 @@ const (
 	// EventEndpointThrottled: a group's endpoint answered 429 or 503 with Retry-After;
 	// at most one per group per EventMinInterval, with the count since the previous one.
 	EventEndpointThrottled EventType = "endpoint.throttled"
+	// EventNodeDown: a db node stopped answering (the maintenance leader's prober saw
+	// it down); once per transition. Group is "" and Data names the node.
+	EventNodeDown EventType = "node.down"
+	// EventNodeUp: a db node that was down answers again; once per transition.
+	EventNodeUp EventType = "node.up"
 )
 
 // EventTypes lists every EventType.
 func EventTypes() []EventType {
 	return []EventType{EventGroupPaused, EventGroupDisabled, EventGroupResumed, EventBreakerOpened,
-		EventBreakerClosed, EventDeadLetterCreated, EventEndpointThrottled}
+		EventBreakerClosed, EventDeadLetterCreated, EventEndpointThrottled, EventNodeDown, EventNodeUp}
 }
 
 // EventMinInterval is the least time between two rate-limited events
@@ -41,7 +46,8 @@ func EventTypes() []EventType {
 const EventMinInterval = time.Minute
 
 // Event is one operational event as its message body carries it (JSON): Type, Time
-// (RFC 3339 UTC, ms), Group (the group's name) and Data, whose fields depend on Type.
+// (RFC 3339 UTC, ms), Group (the group's name; "" for node events) and Data, whose
+// fields depend on Type.
 type Event struct {
 	Type  EventType      `json:"type"`
 	Time  time.Time      `json:"time"`

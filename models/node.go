@@ -62,6 +62,9 @@ type Node struct {
 	Queues    int
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Health is whether the node answers, as the reading process sees it (filled by
+	// the control layer's reads; the zero value elsewhere).
+	Health NodeHealth
 }
 
 // MaxNodeDSNBytes caps a node's DSN (1,024 bytes), so its sealed form fits dsn_enc.

@@ -15,8 +15,10 @@ import (
 )
 
 type deadLettersPage struct {
-	Group    string
+	Group string
+	// State is the filter's choice (a dead-letter state or all), States its options.
 	State    string
+	States   []string
 	Groups   []string
 	Items    []deadLetterView
 	Detail   *deadLetterView
@@ -25,12 +27,25 @@ type deadLettersPage struct {
 	Selected bool
 }
 
-// consoleDeadLetters shows one group's dead letters (?group=, ?state=, default
-// pending) with checkboxes to redrive or purge, and one dead letter's attempts
-// (?id=). Group names are offered from the first 500 groups.
+// deadLetterStateAll is the dead-letter filter's choice that lists every state.
+const deadLetterStateAll = "all"
+
+// deadLetterStateChoices are the dead-letter filter's options: each state, then all.
+func deadLetterStateChoices() []string {
+	out := []string{}
+	for _, st := range models.DeadLetterStates() {
+		out = append(out, string(st))
+	}
+	return append(out, deadLetterStateAll)
+}
+
+// consoleDeadLetters shows one group's dead letters (?group=, ?state= one of
+// deadLetterStateChoices, default pending; all lists every state) with checkboxes
+// on the pending ones to redrive or purge, and one dead letter's attempts (?id=).
+// Group names are offered from the first 500 groups.
 func (s *Console) consoleDeadLetters(c echo.Context) error {
 	ctx := c.Request().Context()
-	page := deadLettersPage{Group: c.QueryParam("group"), State: c.QueryParam("state")}
+	page := deadLettersPage{Group: c.QueryParam("group"), State: c.QueryParam("state"), States: deadLetterStateChoices()}
 	if page.State == "" {
 		page.State = string(models.DeadLetterPending)
 	}
@@ -51,7 +66,11 @@ func (s *Console) consoleDeadLetters(c echo.Context) error {
 	if page.Pending, err = s.ctl.PendingDeadLetters(ctx, page.Group); err != nil {
 		return err
 	}
-	g, ds, err := s.ctl.ListDeadLetters(ctx, page.Group, models.DeadLetterState(page.State), p)
+	state := models.DeadLetterState(page.State)
+	if page.State == deadLetterStateAll {
+		state = "" // control lists every state
+	}
+	g, ds, err := s.ctl.ListDeadLetters(ctx, page.Group, state, p)
 	if err != nil {
 		return err
 	}

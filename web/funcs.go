@@ -7,12 +7,17 @@ import (
 	"time"
 )
 
-// Funcs returns the helpers templates call: time and size formatting and Chart.
+// Funcs returns the helpers templates call: time and size formatting, Chart and the
+// ordering control's options.
 func Funcs() template.FuncMap {
 	return template.FuncMap{
-		"chart":     Chart,
-		"hasPrefix": strings.HasPrefix,
-		"list3":     func(a, b, c string) []string { return []string{a, b, c} },
+		"chart":          Chart,
+		"hasPrefix":      strings.HasPrefix,
+		"orderings":      func() []orderingChoice { return orderingChoices },
+		"orderingChoice": orderingChoiceOf,
+		"orderingForm": func(prefix string, form, errs map[string]string, mode orderingChoice) orderingFormView {
+			return orderingFormView{Prefix: prefix, Form: form, Errors: errs, Mode: mode}
+		},
 		"when": func(t time.Time) string {
 			if t.IsZero() {
 				return "—"

@@ -77,9 +77,22 @@ func formatSubscriptions(subs []control.SubscriptionSetting) string {
 
 func (s *Console) consoleGroupCreate(c echo.Context) error {
 	form := map[string]string{"name": c.FormValue("name"), "endpoint_url": c.FormValue("endpoint_url"),
-		"consume_from": c.FormValue("consume_from"), "subscriptions": c.FormValue("subscriptions")}
-	g, err := s.ctl.CreateGroup(c.Request().Context(), actorOf(c), control.GroupSpec{Name: form["name"], EndpointURL: form["endpoint_url"],
-		ConsumeFrom: form["consume_from"], Subscriptions: parseSubscriptions(form["subscriptions"])})
+		"consume_from": c.FormValue("consume_from"), "subscriptions": c.FormValue("subscriptions"),
+		"ordering": c.FormValue("ordering"), "ordered_on_exhausted": c.FormValue("ordered_on_exhausted")}
+	if form["ordering"] == "" {
+		form["ordering"] = orderingNone
+	}
+	ordered, ordering, errs := orderingFields(form["ordering"])
+	if errs != nil {
+		return s.renderGroups(c, http.StatusUnprocessableEntity, form, errs, "")
+	}
+	spec := control.GroupSpec{Name: form["name"], EndpointURL: form["endpoint_url"], ConsumeFrom: form["consume_from"],
+		Subscriptions: parseSubscriptions(form["subscriptions"]), Ordered: ordered}
+	if ordering != nil {
+		spec.Ordering = *ordering
+		spec.OrderedOnExhausted = models.OnExhausted(form["ordered_on_exhausted"])
+	}
+	g, err := s.ctl.CreateGroup(c.Request().Context(), actorOf(c), spec)
 	if err != nil {
 		return rerender(err, func(fields map[string]string, line string) error {
 			return s.renderGroups(c, http.StatusUnprocessableEntity, form, fields, line)
@@ -90,13 +103,16 @@ func (s *Console) consoleGroupCreate(c echo.Context) error {
 
 // recentMessage is one of a subscribed topic's newest messages with its delivery
 // state for the group: delivered (the cursor passed it), filtered (its tag is not
-// subscribed) or pending.
+// subscribed), blocked (the failing head of a blocked key or queue) or pending.
 type recentMessage struct {
 	ID, Topic, PublishedAt, Tag, Key, State string
+	Queue, Offset                           int64
 }
 
 type groupPage struct {
-	G                         groupView
+	G groupView
+	// NodesDown words each down db node holding the group's queues (nodesDownLines).
+	NodesDown                 []string
 	Secret                    string
 	Cursors                   []cursorView
 	Lag                       int64
@@ -132,7 +148,7 @@ func groupForm(g *models.Group) map[string]string {
 	form := map[string]string{"endpoint_url": d.EndpointURL, "batch_size": strconv.Itoa(d.BatchSize),
 		"batch_window_ms": strconv.Itoa(d.BatchWindowMS), "max_in_flight": strconv.Itoa(d.MaxInFlight),
 		"rate_limit": strconv.Itoa(d.RateLimit), "timeout_ms": strconv.Itoa(d.TimeoutMS), "max_attempts": strconv.Itoa(d.MaxAttempts),
-		"retry_schedule": strings.Join(sched, ", "), "ordered": strconv.FormatBool(d.Ordered),
+		"retry_schedule": strings.Join(sched, ", "), "ordering": orderingOf(d.Ordered, d.Ordering),
 		"ordered_on_exhausted": string(d.OrderedOnExhausted), "subscriptions": formatSubscriptions(d.Subscriptions),
 		"dead_letter_retention_hours": strconv.Itoa(d.DeadLetterRetentionHours)}
 	endpointAuthForm(d, form)
@@ -158,6 +174,7 @@ func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notic
 	g := d.Group
 	page := extra
 	page.G = groupViewOf(g)
+	page.NodesDown = nodesDownLines(d.Unreachable)
 	if page.Form == nil {
 		page.Form = groupForm(g)
 	}
@@ -183,7 +200,7 @@ func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notic
 	page.LagChart = Chart(times, []Series{{Label: "lag", Colour: "orange", Values: lag}}, 600, 180)
 	for _, m := range d.Recent {
 		page.Recent = append(page.Recent, recentMessage{ID: models.MessageID(m.QueueID, m.Offset), Topic: m.Topic,
-			PublishedAt: msTime(m.CreatedAt), Tag: m.Tag, Key: m.Key, State: m.State})
+			PublishedAt: msTime(m.CreatedAt), Tag: m.Tag, Key: m.Key, State: m.State, Queue: m.QueueID, Offset: m.Offset})
 	}
 	page.Health = d.Health
 	if err := s.groupAttempts(c, g, &page); err != nil {
@@ -191,12 +208,13 @@ func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notic
 	}
 	page.Blocked = blockedViews(d.Blocked)
 	page.BlockedKeys, page.BlockedKeyCount = blockedKeyViews(d.BlockedKeys), d.BlockedKeyCount
+	badgeBlockedKeyHeads(page.Recent, d.BlockedKeys)
 	return s.render(c, status, "group", "groups", "Group "+g.Name, page, notice, errLine)
 }
 
 // settingsFields are the settings form's inputs besides the endpoint-auth ones.
 var settingsFields = []string{"endpoint_url", "batch_size", "batch_window_ms", "max_in_flight", "rate_limit", "timeout_ms",
-	"max_attempts", "retry_schedule", "subscriptions", "ordered", "ordered_on_exhausted", "dead_letter_retention_hours"}
+	"max_attempts", "retry_schedule", "subscriptions", "ordering", "ordered_on_exhausted", "dead_letter_retention_hours"}
 
 // shownField is the settings form's hidden input holding the values the form showed
 // (URL-encoded), so that a save changes only what the operator edited.
@@ -212,7 +230,6 @@ func (s *Console) consoleGroupSettings(c echo.Context) error {
 	for _, k := range append(slices.Clone(settingsFields), endpointAuthFields...) {
 		form[k] = c.FormValue(k)
 	}
-	form["ordered"] = strconv.FormatBool(c.FormValue("ordered") == "true")
 	shown, err := url.ParseQuery(form[shownField])
 	if err != nil || form[shownField] == "" {
 		shown = nil
@@ -231,9 +248,8 @@ func (s *Console) consoleGroupSettings(c echo.Context) error {
 		u := strings.TrimSpace(form["endpoint_url"])
 		p.EndpointURL = &u
 	}
-	if edited("ordered") {
-		o := form["ordered"] == "true"
-		p.Ordered = &o
+	if edited("ordering") {
+		applyOrderingForm(form["ordering"], &p, errs)
 	}
 	if edited("ordered_on_exhausted") {
 		oe := models.OnExhausted(form["ordered_on_exhausted"])
@@ -278,13 +294,18 @@ func (s *Console) consoleGroupSettings(c echo.Context) error {
 	if len(errs) > 0 {
 		return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Form: form, Errors: errs}, "", "Some settings are not valid; nothing was changed.")
 	}
-	g, err := s.ctl.PatchGroup(c.Request().Context(), actorOf(c), c.Param("group"), p)
+	p.KeepEndpointAuth = c.FormValue("keep_endpoint_auth") == "true"
+	g, dropped, err := s.ctl.PatchGroup(c.Request().Context(), actorOf(c), c.Param("group"), p)
 	if err != nil {
 		return rerender(err, func(fields map[string]string, _ string) error {
 			return s.renderGroup(c, http.StatusUnprocessableEntity, groupPage{Form: form, Errors: fields}, "", "Some settings are not valid; nothing was changed.")
 		})
 	}
-	return redirectWith(c, consolePath+"/groups/"+g.Name, fmt.Sprintf("Settings saved (config version %d); dispatchers and workers apply them within 2 s.", g.ConfigVersion))
+	notice := fmt.Sprintf("Settings saved (config version %d); dispatchers and workers apply them within 2 s.", g.ConfigVersion)
+	if len(dropped) > 0 {
+		notice += " The endpoint moved to another host, so the stored " + strings.Join(dropped, ", ") + " were dropped: enter them again to send them there."
+	}
+	return redirectWith(c, consolePath+"/groups/"+g.Name, notice)
 }
 
 // normalizeField is a form value as compared with the shown one: browsers send

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,26 +12,52 @@ import (
 	"github.com/heraldhq/herald/models"
 )
 
-// nodeView is a db node as the console shows it: the DSN masked, never the password.
+// nodeView is a db node as the console shows it: the DSN masked, never the
+// password, and its health (up, down or unknown) with since when and, while down,
+// the last error.
 type nodeView struct {
-	ID        int64
-	Name      string
-	DSN       string
-	Weight    int
-	State     string
-	Queues    int
-	CreatedAt string
-	Primary   bool
-	Retired   bool
+	ID          int64
+	Name        string
+	DSN         string
+	Weight      int
+	State       string
+	Queues      int
+	CreatedAt   string
+	Primary     bool
+	Retired     bool
+	Health      string
+	HealthSince string
+	HealthError string
 }
 
 func nodeViewOf(n *models.Node) nodeView {
-	return nodeView{ID: n.ID, Name: n.Name, DSN: n.DSNMasked, Weight: n.Weight, State: string(n.State), Queues: n.Queues,
-		CreatedAt: fmtTime(n.CreatedAt), Primary: n.ID == models.PrimaryNodeID, Retired: n.State == models.NodeRetired}
+	v := nodeView{ID: n.ID, Name: n.Name, DSN: n.DSNMasked, Weight: n.Weight, State: string(n.State), Queues: n.Queues,
+		CreatedAt: fmtTime(n.CreatedAt), Primary: n.ID == models.PrimaryNodeID, Retired: n.State == models.NodeRetired,
+		Health: string(n.Health.State), HealthError: n.Health.Error}
+	if v.Health == "" {
+		v.Health = string(models.NodeUnknown)
+	}
+	if !n.Health.Since.IsZero() {
+		v.HealthSince = fmtTime(n.Health.Since)
+	}
+	return v
+}
+
+// nodesDownLines words each down db node for a page's warning: "Db node 3
+// unreachable since <time>: <error>". The pages that span nodes show them above
+// what they could read.
+func nodesDownLines(hs []models.NodeHealth) []string {
+	out := make([]string, 0, len(hs))
+	for _, h := range hs {
+		out = append(out, fmt.Sprintf("Db node %d unreachable since %s: %s. What its queues hold is missing from this page.", h.Node, fmtTime(h.Since), h.Error))
+	}
+	return out
 }
 
 type nodesPage struct {
-	Items  []nodeView
+	Items []nodeView
+	// Down words each node seen down (nodesDownLines).
+	Down   []string
 	Next   string
 	Form   map[string]string
 	Errors map[string]string
@@ -46,6 +73,7 @@ func (s *Console) renderNodes(c echo.Context, status int, page nodesPage, notice
 		return err
 	}
 	page.Items, page.Next = control.Map(ns, nodeViewOf).Items, ns.NextCursor
+	page.Down = nodesDownLines(s.ctl.NodesDown())
 	if page.Form == nil {
 		page.Form = map[string]string{}
 	}

@@ -1,10 +1,13 @@
 package web
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/heraldhq/herald/control"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -97,5 +100,43 @@ func (s *Console) consoleKeyAction(skip bool) echo.HandlerFunc {
 			return err
 		}
 		return redirectWith(c, consolePath+"/groups/"+group, "Key "+strconv.Quote(key)+" will be "+verb+" within a second.")
+	}
+}
+
+// badgeBlockedKeyHeads marks blocked the recent messages a blocked key of a group
+// ordered by key waits on: the key's head and the rest of its failed POST (the
+// key's first Count messages from the head's offset in its queue), as control's
+// states mark a blocked queue's. The key's later messages stay pending: they wait
+// behind it. Recent messages are the newest of each topic, so once a key's head is
+// among them so are its queue's later messages; blocks are the keys the page lists
+// (control.MaxListedBlockedKeys at most).
+func badgeBlockedKeyHeads(recent []recentMessage, blocks []models.OrderedKeyBlock) {
+	type keyOf struct {
+		queue int64
+		key   string
+	}
+	left := make(map[keyOf]int, len(blocks))
+	head := make(map[keyOf]int64, len(blocks))
+	for _, b := range blocks {
+		k := keyOf{b.QueueID, b.Key}
+		left[k], head[k] = max(b.Count, 1), b.Offset
+	}
+	order := make([]int, len(recent))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(recent[a].Queue, recent[b].Queue), cmp.Compare(recent[a].Offset, recent[b].Offset))
+	})
+	for _, i := range order {
+		m := &recent[i]
+		k := keyOf{m.Queue, m.Key}
+		if n, ok := left[k]; !ok || n == 0 || m.Offset < head[k] || m.State == control.StateFiltered {
+			continue // a filtered message was never sent, so no POST carried it
+		}
+		left[k]--
+		if m.State == control.StatePending {
+			m.State = control.StateBlocked
+		}
 	}
 }

@@ -64,6 +64,8 @@ type overviewPage struct {
 	GroupCount, TopicCount, Hours          int
 	Chart                                  any
 	Groups                                 []groupRow
+	// NodesDown words each db node seen down (nodesDownLines): the overview warns.
+	NodesDown []string
 }
 
 // statsChart draws published/delivered/failed per minute of a series.
@@ -90,7 +92,7 @@ func (s *Console) consoleOverview(c echo.Context) error {
 		return err
 	}
 	points, gs, lags := o.Series, o.Groups, o.Lags
-	page := overviewPage{GroupCount: len(gs), Hours: overviewHours, Chart: statsChart(points, true)}
+	page := overviewPage{GroupCount: len(gs), Hours: overviewHours, Chart: statsChart(points, true), NodesDown: nodesDownLines(o.NodesDown)}
 	for _, p := range points[max(len(points)-61, 0):] {
 		page.Published += p.Published
 		page.Delivered += p.Delivered

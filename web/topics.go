@@ -121,6 +121,8 @@ type topicPage struct {
 	Retention   control.TopicRetention
 	// Moves are the topic's queues sealed by a move and not yet retired.
 	Moves []control.MoveProgress
+	// NodesDown words each down db node holding the topic's queues (nodesDownLines).
+	NodesDown []string
 }
 
 func (s *Console) consoleTopic(c echo.Context) error {
@@ -135,7 +137,7 @@ func (s *Console) renderTopic(c echo.Context, status int, errs map[string]string
 		return err
 	}
 	page := topicPage{Topic: topicViewsOf([]*models.Topic{d.Topic}, d.Stats)[0], Subscribers: d.Subscribers, Chart: statsChart(d.Series, true),
-		Errors: errs, Retention: d.Retention,
+		Errors: errs, Retention: d.Retention, NodesDown: nodesDownLines(d.Unreachable),
 		Filter: messageFilterForm{Key: c.QueryParam("key"), Tag: c.QueryParam("tag"), From: c.QueryParam("from"), To: c.QueryParam("to")}}
 	q, err := control.ParseMessageQuery(control.MessageQueryParams{Key: c.QueryParam("key"), Tag: c.QueryParam("tag"),
 		From: c.QueryParam("from"), To: c.QueryParam("to"), Limit: c.QueryParam("limit"), Cursor: c.QueryParam("cursor")})

@@ -85,23 +85,6 @@ func userViewOf(u *models.User) userView {
 	return userView{ID: u.ID, Username: u.Username, Role: string(u.Role), CreatedAt: fmtTime(u.CreatedAt)}
 }
 
-type auditView struct {
-	Actor, Action, Subject, SourceIP string
-	Before, After                    []byte
-	CreatedAt                        string
-}
-
-func auditViewOf(e control.AuditEntry) auditView {
-	null := func(b []byte) []byte {
-		if len(b) == 0 {
-			return []byte("null")
-		}
-		return b
-	}
-	return auditView{Actor: e.Actor, Action: e.Action, Subject: e.Subject, SourceIP: e.SourceIP,
-		Before: null(e.Before), After: null(e.After), CreatedAt: fmtTime(e.CreatedAt)}
-}
-
 type queueView struct {
 	ID                   int64
 	Position             int

@@ -2,11 +2,11 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/heraldhq/herald/internal/bus"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/stagetrace"
@@ -43,77 +43,37 @@ func (w *Worker) RunJob(ctx context.Context, j delivery.Job) {
 	defer hb.Stop()
 	defer rep.flush(true)
 
-	offsets := delivery.Expand(j.Offsets)
+	s := &jobStart{job: j, offsets: delivery.Expand(j.Offsets), rep: rep}
 	if !traceStart.IsZero() {
-		for _, o := range offsets {
+		for _, o := range s.offsets {
 			stagetrace.Mark(stagetrace.WorkerStart, traceStart, j.Queue, o)
 		}
 	}
-	if w.isStopping() {
-		rep.returned(delivery.ReasonShutdown, offsets, delivery.Counters{})
+	if reason := w.startGates(ctx, s); reason != "" {
+		rep.returned(reason, s.offsets, delivery.Counters{})
 		return
 	}
-	if !j.Retry {
-		// One HGET per job: a reset or takeover since the job was cut fences it.
-		stale, err := w.fences.Load(ctx, j.Group, j.Queue, j.Version)
-		if err != nil {
-			w.log.Warn("read cursor fence; sending the job", "task", rep.taskID, "err", err)
-		}
-		if stale {
-			rep.returned(delivery.ReasonFenced, offsets, delivery.Counters{})
-			return
-		}
-	} else if w.fences.Retired(j.Group, j.Queue) {
-		rep.returned(delivery.ReasonFenced, offsets, delivery.Counters{}) // the group was deleted
-		return
-	}
-	g, err := w.group(ctx, j.Group)
-	if errors.Is(err, models.ErrNotFound) {
-		// Deleted: nothing is sent; the returned messages have no cursor left to go to.
-		rep.returned(delivery.ReasonFenced, offsets, delivery.Counters{})
-		return
-	}
-	if err != nil {
-		w.log.Warn("load group for job", "group", j.Group, "err", err)
-		rep.returned(delivery.ReasonLoadFailed, offsets, delivery.Counters{})
-		return
-	}
-	if w.paused(g) {
-		rep.returned(delivery.ReasonPaused, offsets, delivery.Counters{})
-		return
-	}
-	msgs := j.Carried(offsets)
-	if msgs == nil {
-		msgs, err = w.st.MessagesGet(ctx, j.Queue, offsets)
-	}
-	if err != nil {
-		w.log.Warn("load messages for job", "group", j.Group, "queue", j.Queue, "err", err)
-		rep.returned(delivery.ReasonLoadFailed, offsets, delivery.Counters{})
-		return
-	}
-	if len(msgs) != len(offsets) {
-		found := make(map[int64]bool, len(msgs))
-		for _, m := range msgs {
-			found[m.Offset] = true
-		}
-		var missing []int64
-		for _, o := range offsets {
-			if !found[o] {
-				missing = append(missing, o)
-			}
-		}
-		w.log.Warn("messages missing from queue table; counted as done", "queue", j.Queue, "count", len(missing))
-		rep.delivered(missing, delivery.Counters{})
-	}
-	attempt := attemptsOf(j, offsets)
-	run := &jobRun{w: w, g: g, topic: w.topic(ctx, j.Queue), job: j, attempt: attempt, rep: rep}
-	batches := splitJob(j, offsets, msgs, g.BatchSize, g.BatchMaxBytes)
+	run := &jobRun{w: w, g: s.g, topic: w.topic(ctx, j.Queue), job: j, attempt: attemptsOf(j, s.offsets), rep: rep}
+	batches := splitJob(j, s.offsets, s.msgs, s.g.BatchSize, s.g.BatchMaxBytes)
 	if j.Probe && len(batches) > 1 {
 		for _, b := range batches[1:] {
 			rep.returned(delivery.ReasonProbe, offsetsOf(b), delivery.Counters{})
 		}
 		batches = batches[:1]
 	}
+	run.sendAll(ctx, batches)
+}
+
+// sendAll sends batches with at most the job's parallelism of POSTs at once: the
+// first on the job's own slot, each further one on a slot taken when free. What a
+// stop (the job's, or the worker's) leaves unsent goes back with its reason.
+func (r *jobRun) sendAll(ctx context.Context, batches [][]models.Message) {
+	w := r.w
+	n := 0
+	for _, b := range batches {
+		n += len(b)
+	}
+	r.rep.expect(n)
 	work := make(chan []models.Message)
 	var wg sync.WaitGroup
 	sender := func(slot bool) {
@@ -123,19 +83,19 @@ func (w *Worker) RunJob(ctx context.Context, j delivery.Job) {
 			}
 			for b := range work {
 				// A POST starts only once its predecessors' outcomes are durable (a local
-				// job's copies, report.go): what a kill repeats stays within the job's
-				// parallelism.
-				run.rep.awaitCopies(true)
-				run.send(ctx, b)
+				// job's copies, another owner's progress reports; report.go): what a kill
+				// or a stall repeats stays within the job's parallelism.
+				r.rep.awaitCopies(true)
+				r.send(ctx, b)
 			}
 		})
 	}
 	sender(false) // on the job's own slot
-	senders, most := 1, min(j.Parallelism, len(batches))
+	senders, most := 1, min(r.job.Parallelism, len(batches))
 	i := 0
 feed:
 	for ; i < len(batches); i++ {
-		if run.stopReason() != "" || w.isStopping() {
+		if r.stopReason() != "" || w.isStopping() {
 			break
 		}
 		if senders < most && w.slots.TryTake() {
@@ -153,11 +113,11 @@ feed:
 	close(work)
 	wg.Wait()
 	reason := delivery.ReasonShutdown
-	if r := run.stopReason(); r != "" {
-		reason = r
+	if s := r.stopReason(); s != "" {
+		reason = s
 	}
 	for ; i < len(batches); i++ {
-		rep.returned(reason, offsetsOf(batches[i]), delivery.Counters{})
+		r.rep.returned(reason, offsetsOf(batches[i]), delivery.Counters{})
 	}
 }
 
@@ -196,6 +156,7 @@ type jobRun struct {
 	stop    atomic.Value // delivery.Reason as string: a throttle (held), a 410 or a fence stops the job
 }
 
+// stopReason is why the job stopped sending ("" while it goes on).
 func (r *jobRun) stopReason() delivery.Reason {
 	if s, ok := r.stop.Load().(string); ok {
 		return delivery.Reason(s)
@@ -203,19 +164,11 @@ func (r *jobRun) stopReason() delivery.Reason {
 	return ""
 }
 
+// send POSTs batch b once the post gates let it, and reports the outcome: refused
+// (throttled, gone), delivered, or failed in part or whole.
 func (r *jobRun) send(ctx context.Context, b []models.Message) {
-	offsets := offsetsOf(b)
-	if ctx.Err() != nil || r.w.isStopping() {
-		r.rep.returned(delivery.ReasonShutdown, offsets, delivery.Counters{})
-		return
-	}
-	if (!r.job.Retry && r.w.fences.Stale(r.job.Group, r.job.Queue, r.job.Version)) || r.w.fences.Retired(r.job.Group, r.job.Queue) {
-		r.stop.Store(string(delivery.ReasonFenced)) // in memory: no Redis command per POST
-	} else if r.w.paused(r.g) {
-		r.stop.Store(string(delivery.ReasonPaused)) // a pause answered: no POST starts after it
-	}
-	if s := r.stopReason(); s != "" {
-		r.rep.returned(s, offsets, delivery.Counters{})
+	if reason := r.sendGates(ctx); reason != "" {
+		r.rep.returned(reason, offsetsOf(b), delivery.Counters{})
 		return
 	}
 	wid := webhookID(r.g, b)
@@ -225,87 +178,147 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 	out, excerpt := r.w.post(context.WithoutCancel(ctx), r.g, r.topic, r.attempt, b)
 	lat := time.Since(start)
 	ms := lat.Milliseconds()
-	name := r.g.Name
-	metrics.PostLatency.WithLabelValues(name).Observe(lat.Seconds())
-	c := delivery.Counters{LastStatus: out.Status, LatencySumMS: ms, LatencyMaxMS: ms}
+	metrics.PostLatency.WithLabelValues(r.g.Name).Observe(lat.Seconds())
+	p := postDone{wid: wid, b: b, out: out, ms: ms, excerpt: excerpt, c: delivery.Counters{LastStatus: out.Status, LatencySumMS: ms, LatencyMaxMS: ms}}
 	if out.Kind == webhook.KindThrottled {
 		// The group pauses for Retry-After either way; a message throttled
 		// MaxThrottles times in a row counts this POST as its failed attempt.
-		c.Throttles, c.RetryAfterMS = 1, out.RetryAfter.Milliseconds()
+		p.c.Throttles, p.c.RetryAfterMS = 1, out.RetryAfter.Milliseconds()
 		if r.lastThrottle(b) {
-			out = webhook.Outcome{Kind: webhook.KindFailed, Status: out.Status, Class: delivery.ClassHTTPStatus}
+			p.out = webhook.Outcome{Kind: webhook.KindFailed, Status: out.Status, Class: delivery.ClassHTTPStatus}
 			r.stop.Store(string(delivery.ReasonHeld))
 		}
 	}
-	switch out.Kind {
+	switch p.out.Kind {
 	case webhook.KindThrottled, webhook.KindGone:
-		reason, stop := delivery.ReasonThrottled, delivery.ReasonHeld
-		if out.Kind == webhook.KindGone {
-			reason, stop, c.Gone = delivery.ReasonGone, delivery.ReasonGone, true
-		}
-		c.LastError = out.String()
-		r.stop.Store(string(stop))
-		r.rep.returned(reason, offsets, c)
-		r.w.recordAttempts(r.g, wid, b, r.attempt, out, ms, excerpt)
+		r.refused(p)
 		return
 	}
-	failedIDs := map[string]bool{}
-	if out.Kind == webhook.KindFailed {
-		for _, m := range b {
-			failedIDs[models.MessageID(m.QueueID, m.Offset)] = true
+	p.split(r.attempt)
+	if len(p.fails) == 0 {
+		r.delivered(p)
+		return
+	}
+	r.failed(ctx, p)
+}
+
+// postDone is one POST's outcome as send handles it: the batch b, split by split
+// into the messages delivered and those failed (as retry rows to write).
+type postDone struct {
+	wid      string
+	b        []models.Message
+	out      webhook.Outcome
+	ms       int64
+	excerpt  []byte
+	c        delivery.Counters
+	failed   map[string]bool // message ids the outcome failed
+	ok       []int64
+	okMsgs   []models.Message
+	failMsgs []models.Message
+	fails    []store.Failure
+}
+
+// split sorts the batch by the outcome: all failed (a failed POST), or those a
+// partial answer named (out.Failed), the rest delivered.
+func (p *postDone) split(attempt func(int64) int) {
+	p.failed = map[string]bool{}
+	if p.out.Kind == webhook.KindFailed {
+		for _, m := range p.b {
+			p.failed[models.MessageID(m.QueueID, m.Offset)] = true
 		}
 	}
-	for _, id := range out.Failed {
-		failedIDs[id] = true
+	for _, id := range p.out.Failed {
+		p.failed[id] = true
 	}
-	var ok []int64
-	var okMsgs, failMsgs []models.Message
-	var fails []store.Failure
-	for _, m := range b {
-		if failedIDs[models.MessageID(m.QueueID, m.Offset)] {
-			fails = append(fails, store.Failure{QueueID: m.QueueID, Offset: m.Offset, Attempt: r.attempt(m.Offset), LastStatus: out.Status, LastError: out.String()})
-			failMsgs = append(failMsgs, m)
+	for _, m := range p.b {
+		if p.failed[models.MessageID(m.QueueID, m.Offset)] {
+			p.fails = append(p.fails, store.Failure{QueueID: m.QueueID, Offset: m.Offset, Attempt: attempt(m.Offset), LastStatus: p.out.Status, LastError: p.out.String()})
+			p.failMsgs = append(p.failMsgs, m)
 		} else {
-			ok = append(ok, m.Offset)
-			okMsgs = append(okMsgs, m)
+			p.ok = append(p.ok, m.Offset)
+			p.okMsgs = append(p.okMsgs, m)
 		}
 	}
-	if len(fails) == 0 {
-		c.Successes, c.Delivered = 1, len(ok)
-		now := time.Now().UnixMilli()
-		metrics.Delivered.WithLabelValues(name).Add(float64(len(ok)))
-		e2e := metrics.EndToEnd.WithLabelValues(name)
-		for _, m := range b {
-			e2e.Observe(float64(now-m.CreatedAt) / 1000)
+}
+
+// refused handles a throttled POST (the group holds until Retry-After) or a 410
+// (the group is disabled): the job stops, its messages go back.
+func (r *jobRun) refused(p postDone) {
+	reason, stop := delivery.ReasonThrottled, delivery.ReasonHeld
+	if p.out.Kind == webhook.KindGone {
+		reason, stop, p.c.Gone = delivery.ReasonGone, delivery.ReasonGone, true
+	}
+	p.c.LastError = p.out.String()
+	r.stop.Store(string(stop))
+	r.rep.returned(reason, offsetsOf(p.b), p.c)
+	r.w.recordAttempts(r.g, p.wid, p.b, r.attempt, p.out, p.ms, p.excerpt)
+}
+
+// delivered handles a POST whose every message was delivered.
+func (r *jobRun) delivered(p postDone) {
+	name := r.g.Name
+	p.c.Successes, p.c.Delivered = 1, len(p.ok)
+	now := time.Now().UnixMilli()
+	metrics.Delivered.WithLabelValues(name).Add(float64(len(p.ok)))
+	e2e := metrics.EndToEnd.WithLabelValues(name)
+	for _, m := range p.b {
+		e2e.Observe(float64(now-m.CreatedAt) / 1000)
+	}
+	r.rep.delivered(p.ok, p.c)
+	r.w.recordAttempts(r.g, p.wid, p.b, r.attempt, webhook.Outcome{Kind: webhook.KindDelivered, Status: p.out.Status}, p.ms, nil)
+}
+
+// failed handles a POST with failed messages: an ordered job stops at them
+// (failOrdered); otherwise each gets a retry row (or a dead letter) and the
+// delivered rest are reported. A row that cannot be written sends the whole batch
+// back, never lost.
+func (r *jobRun) failed(ctx context.Context, p postDone) {
+	if bus.Lapsed(ctx) {
+		// This worker stopped with the POST open and the job went elsewhere meanwhile:
+		// the failure (often the POST's own timeout, run out while stopped) is the new
+		// generation's to find, so no retry row is written and no attempt counted.
+		if len(p.ok) > 0 {
+			r.rep.delivered(p.ok, delivery.Counters{Delivered: len(p.ok)})
 		}
-		r.rep.delivered(ok, c)
-		r.w.recordAttempts(r.g, wid, b, r.attempt, webhook.Outcome{Kind: webhook.KindDelivered, Status: out.Status}, ms, nil)
+		r.rep.returned(delivery.ReasonShutdown, offsetsOf(p.failMsgs), delivery.Counters{})
 		return
 	}
 	if r.job.Ordered {
-		r.failOrdered(ctx, b, failedIDs, out, c, wid, ms, excerpt)
+		r.failOrdered(ctx, p.b, p.failed, p.out, p.c, p.wid, p.ms, p.excerpt)
 		return
 	}
-	c.Failures, c.TailFailures, c.FailedMsgs, c.LastError = 1, 1, len(fails), out.String()
-	metrics.Failed.WithLabelValues(name, string(out.Class)).Add(float64(len(fails)))
+	c := p.c
+	c.Failures, c.TailFailures, c.FailedMsgs, c.LastError = 1, 1, len(p.fails), p.out.String()
+	c.Repeats = repeats(p.failMsgs, r.attempt)
+	metrics.Failed.WithLabelValues(r.g.Name, string(p.out.Class)).Add(float64(len(p.fails)))
 	// A partial answer is a failed attempt for the messages it named only.
-	r.w.recordAttempts(r.g, wid, failMsgs, r.attempt, out, ms, excerpt)
-	r.w.recordAttempts(r.g, wid, okMsgs, r.attempt, webhook.Outcome{Kind: webhook.KindDelivered, Status: out.Status}, ms, nil)
-	res, err := r.w.st.RetryRecord(context.WithoutCancel(ctx), r.g.ID, r.g.MaxAttempts, r.g.RetrySchedule, fails)
+	r.w.recordAttempts(r.g, p.wid, p.failMsgs, r.attempt, p.out, p.ms, p.excerpt)
+	r.w.recordAttempts(r.g, p.wid, p.okMsgs, r.attempt, webhook.Outcome{Kind: webhook.KindDelivered, Status: p.out.Status}, p.ms, nil)
+	res, err := r.w.st.RetryRecord(context.WithoutCancel(ctx), r.g.ID, r.g.MaxAttempts, r.g.RetrySchedule, p.fails)
 	if err != nil {
 		// Not recorded: hand the messages back; they are sent again, never lost.
 		r.w.log.Warn("write retry rows", "group", r.g.ID, "err", err)
-		c.Failures, c.TailFailures = 0, 0
-		r.rep.returned(delivery.ReasonRecordFailed, offsetsOf(b), c)
+		c.Failures, c.TailFailures, c.Repeats = 0, 0, 0
+		r.rep.returned(delivery.ReasonRecordFailed, offsetsOf(p.b), c)
 		return
 	}
-	if len(ok) > 0 {
-		r.rep.delivered(ok, delivery.Counters{Delivered: len(ok)})
+	if len(p.ok) > 0 {
+		r.rep.delivered(p.ok, delivery.Counters{Delivered: len(p.ok)})
 	}
 	r.rep.failed(res.Retried, res.DeadLettered, res.NextDue, c)
 }
 
-// lastThrottle reports whether b carries a message whose next throttle is its
+// repeats is a failed POST's Counters.Repeats: 1 when every failed message of it had
+// been tried before (attempt > 1), else 0.
+func repeats(failed []models.Message, attempt func(int64) int) int {
+	for _, m := range failed {
+		if attempt(m.Offset) <= 1 {
+			return 0
+		}
+	}
+	return 1
+}
+
 // MaxThrottles-th in a row (the job's LastThrottle).
 func (r *jobRun) lastThrottle(b []models.Message) bool {
 	for _, m := range b {

@@ -30,6 +30,7 @@ func (r *jobRun) failOrdered(ctx context.Context, b []models.Message, failedIDs 
 	}
 	okMsgs, failed := b[:k], b[k:]
 	c.Failures, c.TailFailures, c.FailedMsgs, c.LastError = 1, 1, len(failed), out.String()
+	c.Repeats = repeats(failed, r.attempt)
 	metrics.Failed.WithLabelValues(r.g.Name, string(out.Class)).Add(float64(len(failed)))
 	r.w.recordAttempts(r.g, wid, failed, r.attempt, out, ms, excerpt)
 	if len(okMsgs) > 0 {
@@ -47,7 +48,7 @@ func (r *jobRun) failOrdered(ctx context.Context, b []models.Message, failedIDs 
 		res, err := r.w.st.RetryRecord(context.WithoutCancel(ctx), r.g.ID, attempt, r.g.RetrySchedule, fs)
 		if err != nil {
 			r.w.log.Warn("write ordered dead letter", "group", r.g.ID, "err", err)
-			c.Failures, c.TailFailures = 0, 0
+			c.Failures, c.TailFailures, c.Repeats = 0, 0, 0
 			r.rep.returned(delivery.ReasonRecordFailed, offsetsOf(failed), c)
 			return
 		}

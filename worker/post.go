@@ -75,6 +75,5 @@ func webhookID(g *cachedGroup, msgs []models.Message) string {
 // rotation's overlap window, the previous one.
 type cachedGroup struct {
 	*models.Group
-	signers  []*signing.Signer
-	loadedAt time.Time
+	signers []*signing.Signer
 }

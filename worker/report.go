@@ -23,11 +23,24 @@ import (
 // max_in_flight only for durable outcomes: process and owner die together, and a
 // successor replays the copies and sends again only what the job's POSTs held, at
 // most the group's max_in_flight.
+//
+// A job of another process's dispatcher reports each POST's done offsets the same
+// way, as a progress report of their own (not Applied: the owner applies it), while
+// messages of the job still wait for a POST's outcome (left); the last POST's
+// outcome goes with the final report. Either way the job's next POST waits until what came before is written
+// (awaitCopies), so a worker that dies or stalls repeats only its POSTs in flight.
 type reporter struct {
 	w      *Worker
 	job    delivery.Job
 	taskID string
 	local  bool // the owner is this process's dispatcher
+
+	// flushing serializes flush from start to hand-over, so the owner gets a job's
+	// reports in the order their contents were taken: a progress report still
+	// waiting for its durable copies is never overtaken by the final report, which
+	// would end the job with offsets the progress report was about to name and make
+	// the owner send them again.
+	flushing sync.Mutex
 
 	mu        sync.Mutex
 	sent      []int64
@@ -38,6 +51,9 @@ type reporter struct {
 	counters  delivery.Counters
 	final     bool
 	inPlace   *delivery.InPlace
+	// left is how many messages the job's POSTs carry that have no outcome yet
+	// (expect).
+	left int
 	// copied is closed once the last durable copy queued is written (local jobs).
 	copied <-chan struct{}
 }
@@ -47,14 +63,31 @@ func newReporter(w *Worker, j delivery.Job) *reporter {
 		local: w.local != nil && w.local.Owns(j.Owner)}
 }
 
-// durable queues the durable copy of one POST's done offsets for a local job (see
-// reporter); the job does not wait for it.
-func (r *reporter) durable(delivered, retried, dead []int64) {
-	if !r.local || r.job.Retry || len(delivered)+len(retried)+len(dead) == 0 {
+// expect sets how many messages the job's POSTs carry.
+func (r *reporter) expect(msgs int) {
+	r.mu.Lock()
+	r.left = msgs
+	r.mu.Unlock()
+}
+
+// early counts n more messages with an outcome and reports, with r.mu held,
+// whether theirs goes to the owner now as a progress report of its own (see
+// reporter): a job of another process's dispatcher, not a retry job, with
+// messages still waiting for a POST.
+func (r *reporter) early(n int) bool {
+	r.left -= n
+	return !r.local && !r.job.Retry && r.left > 0
+}
+
+// durable queues the durable copy of one POST's done offsets (see reporter): for
+// a local job a copy of what the in-memory report will name (Applied), for an
+// early one (early) the progress report itself; the job does not wait for it.
+func (r *reporter) durable(delivered, retried, dead []int64, early bool) {
+	if (!r.local && !early) || r.job.Retry || len(delivered)+len(retried)+len(dead) == 0 {
 		return
 	}
 	b, _ := json.Marshal(delivery.Report{TaskID: r.taskID, Group: r.job.Group, Queue: r.job.Queue, Version: r.job.Version, Generation: r.job.Generation,
-		Delivered: delivery.Ranges(delivered), RetryWritten: delivery.Ranges(retried), DeadLettered: delivery.Ranges(dead), Ordered: r.job.Ordered, Applied: true})
+		Delivered: delivery.Ranges(delivered), RetryWritten: delivery.Ranges(retried), DeadLettered: delivery.Ranges(dead), Ordered: r.job.Ordered, Applied: !early})
 	done := r.w.senders.Queue(r.job.Owner, b, false)
 	r.mu.Lock()
 	r.copied = done // a sender writes in queue order: this one closes after the earlier ones
@@ -96,6 +129,7 @@ func (r *reporter) awaitCopies(hurry bool) {
 func (r *reporter) add(c delivery.Counters) {
 	r.counters.Successes += c.Successes
 	r.counters.Failures += c.Failures
+	r.counters.Repeats += c.Repeats
 	if c.Successes > 0 {
 		r.counters.TailFailures = 0
 	}
@@ -114,27 +148,34 @@ func (r *reporter) add(c delivery.Counters) {
 
 func (r *reporter) delivered(offsets []int64, c delivery.Counters) {
 	r.mu.Lock()
-	r.sent = append(r.sent, offsets...)
+	early := r.early(len(offsets))
+	if !early {
+		r.sent = append(r.sent, offsets...)
+	}
 	r.add(c)
 	r.mu.Unlock()
-	r.durable(offsets, nil, nil)
+	r.durable(offsets, nil, nil, early)
 }
 
 // failed records where RetryRecord put failed messages.
 func (r *reporter) failed(retried, dead []int64, nextDue time.Time, c delivery.Counters) {
 	r.mu.Lock()
-	r.retried = append(r.retried, retried...)
-	r.dead = append(r.dead, dead...)
+	early := r.early(len(retried) + len(dead))
+	if !early {
+		r.retried = append(r.retried, retried...)
+		r.dead = append(r.dead, dead...)
+	}
 	if ms := nextDue.UnixMilli(); !nextDue.IsZero() && (r.nextDueMS == 0 || ms < r.nextDueMS) {
 		r.nextDueMS = ms
 	}
 	r.add(c)
 	r.mu.Unlock()
-	r.durable(nil, retried, dead)
+	r.durable(nil, retried, dead, early)
 }
 
 func (r *reporter) returned(reason delivery.Reason, offsets []int64, c delivery.Counters) {
 	r.mu.Lock()
+	r.left -= len(offsets)
 	r.back[reason] = append(r.back[reason], offsets...)
 	r.add(c)
 	r.mu.Unlock()
@@ -143,6 +184,8 @@ func (r *reporter) returned(reason delivery.Reason, offsets []int64, c delivery.
 // flush pushes what accumulated; final marks the job's last report. For a retry job
 // it first deletes the delivered messages' retry rows and makes returned ones due again.
 func (r *reporter) flush(final bool) {
+	r.flushing.Lock()
+	defer r.flushing.Unlock()
 	r.mu.Lock()
 	if r.final || (!final && len(r.sent) == 0 && len(r.back) == 0 && len(r.retried) == 0 && len(r.dead) == 0 && r.inPlace == nil) {
 		r.mu.Unlock()

@@ -33,28 +33,28 @@ func (w *Worker) sweepDeletedGroups(ctx context.Context) {
 // dropDeletedGroups checks the cached groups in one statement and forgets the
 // deleted ones with their series.
 func (w *Worker) dropDeletedGroups(ctx context.Context) {
-	w.mu.Lock()
-	ids := make([]int64, 0, len(w.groups))
-	for id := range w.groups {
-		ids = append(ids, id)
-	}
-	w.mu.Unlock()
-	if len(ids) == 0 {
+	cached := map[int64]string{}
+	w.groups.Range(func(id int64, g *cachedGroup) bool {
+		cached[id] = g.Name
+		return true
+	})
+	if len(cached) == 0 {
 		return
+	}
+	ids := make([]int64, 0, len(cached))
+	for id := range cached {
+		ids = append(ids, id)
 	}
 	names, err := w.st.GroupNames(ctx, ids)
 	if err != nil {
 		w.log.Warn("look for deleted groups", "err", err)
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, id := range ids {
-		g := w.groups[id]
-		if _, ok := names[id]; ok || g == nil {
+	for id, name := range cached {
+		if _, ok := names[id]; ok {
 			continue
 		}
-		metrics.DeleteGroupWorkerSeries(g.Name)
-		delete(w.groups, id)
+		metrics.DeleteGroupWorkerSeries(name)
+		w.groups.Drop(id)
 	}
 }

@@ -6,6 +6,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -14,20 +15,19 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/heraldhq/herald/internal/aheadcache"
 	"github.com/heraldhq/herald/internal/bus"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
 	"github.com/heraldhq/herald/internal/fence"
 	"github.com/heraldhq/herald/internal/signing"
-	"github.com/heraldhq/herald/internal/ssrf"
 	"github.com/heraldhq/herald/internal/webhook"
 	"github.com/heraldhq/herald/models"
-	"github.com/heraldhq/herald/models/store"
 )
 
 // groupTTL is how long a worker trusts its copy of a group's settings; changes apply
 // within this time, so a settings change reaches every worker within 1 s. A copy
-// used after half of it is re-read in the background (refreshGroup), so a group
+// used after half of it is re-read in the background (aheadcache), so a group
 // that sends at least every half second never waits for the read: only a copy past
 // groupTTL is read on the job's path.
 const groupTTL = time.Second
@@ -41,18 +41,17 @@ const refreshAfter = 50 * time.Millisecond
 type Worker struct {
 	cfg    config.Worker
 	keys   delivery.Keys
-	st     *store.Store
+	st     Store
 	rdb    redis.UniversalClient
 	source bus.Source
 	client *http.Client
 	log    *slog.Logger
 	fences *fence.Watcher
 
-	mu         sync.Mutex
-	groups     map[int64]*cachedGroup
-	refreshing map[int64]bool // groups being re-read in the background
-	topics     map[int64]string
-	push       pushSigners
+	mu     sync.Mutex
+	groups *aheadcache.Cache[int64, *cachedGroup] // group settings and signers (group)
+	topics map[int64]string
+	push   pushSigners
 
 	attempts chan models.DeliveryAttempt
 	// stopping is closed when Run's ctx ends: no POST starts after it. asynq does not
@@ -71,15 +70,21 @@ type Worker struct {
 	senders *bus.ReportSenders
 }
 
-// New returns a Worker that runs the jobs src carries. guard decides which
-// endpoint addresses may be dialled.
-func New(cfg config.Worker, keys delivery.Keys, st *store.Store, rdb redis.UniversalClient, src bus.Source, guard ssrf.Guard, log *slog.Logger) *Worker {
+// New returns a Worker that runs the jobs d.Source carries, or an error naming a
+// missing dependency.
+func New(d Deps) (*Worker, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	cfg, keys, st, rdb, src, guard, log := d.Config, d.Keys, d.Store, d.Redis, d.Source, d.Guard, d.Log
 	w := &Worker{cfg: cfg, keys: keys, st: st, rdb: rdb, source: src, client: webhook.NewClient(guard), log: log,
-		groups: map[int64]*cachedGroup{}, refreshing: map[int64]bool{}, topics: map[int64]string{}, attempts: make(chan models.DeliveryAttempt, 100_000), stopping: make(chan struct{}),
+		topics: map[int64]string{}, attempts: make(chan models.DeliveryAttempt, 100_000), stopping: make(chan struct{}),
 		fences: fence.NewWatcher(rdb, keys), slots: bus.NewSlots(cfg.Concurrency)}
 	w.senders = bus.NewReportSenders(rdb, keys, cfg.ReportLinger, w.stopping, log)
 	w.local, _ = src.(*bus.InProcess)
-	return w
+	w.groups = aheadcache.New(aheadcache.Options[int64, *cachedGroup]{TTL: groupTTL, RefreshDelay: refreshAfter, Load: w.loadGroup,
+		Gone: func(err error) bool { return errors.Is(err, models.ErrNotFound) }})
+	return w, nil
 }
 
 // Run runs the jobs its source carries until ctx ends. Shutdown order: the source
@@ -123,39 +128,15 @@ func (w *Worker) isStopping() bool {
 	}
 }
 
+// group returns group id's settings and signers from a refresh-ahead cache
+// (aheadcache; groupTTL): a group that sends at least every half second never
+// waits for the read. Errors are the store's (models.ErrNotFound: deleted).
 func (w *Worker) group(ctx context.Context, id int64) (*cachedGroup, error) {
-	w.mu.Lock()
-	g := w.groups[id]
-	age := time.Duration(-1)
-	if g != nil {
-		age = time.Since(g.loadedAt)
-	}
-	refresh := age >= groupTTL/2 && age < groupTTL && !w.refreshing[id]
-	if refresh {
-		w.refreshing[id] = true
-	}
-	w.mu.Unlock()
-	if refresh {
-		base := context.WithoutCancel(ctx)
-		time.AfterFunc(refreshAfter, func() { // the job does not wait for it; a failed read leaves the copy to expire
-			rctx, cancel := context.WithTimeout(base, groupTTL)
-			defer cancel()
-			_, _ = w.loadGroup(rctx, id)
-			w.mu.Lock()
-			delete(w.refreshing, id)
-			w.mu.Unlock()
-		})
-	}
-	if age >= 0 && age < groupTTL {
-		return g, nil
-	}
-	return w.loadGroup(ctx, id)
+	return w.groups.Get(ctx, id)
 }
 
-// loadGroup reads group id and its signers and caches them unless a copy read later
-// is already cached.
+// loadGroup reads group id and builds its signers (the cache's Load, see group).
 func (w *Worker) loadGroup(ctx context.Context, id int64) (*cachedGroup, error) {
-	read := time.Now()
 	m, err := w.st.GroupGetByID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -163,7 +144,7 @@ func (w *Worker) loadGroup(ctx context.Context, id int64) (*cachedGroup, error) 
 	if m.Unreadable != "" {
 		return nil, fmt.Errorf("group %d settings unreadable: %s", id, m.Unreadable)
 	}
-	g := &cachedGroup{Group: m, loadedAt: read}
+	g := &cachedGroup{Group: m}
 	for _, secret := range m.SigningSecrets(time.Now()) {
 		s, err := signing.NewSigner(secret)
 		if err != nil {
@@ -171,11 +152,6 @@ func (w *Worker) loadGroup(ctx context.Context, id int64) (*cachedGroup, error) 
 		}
 		g.signers = append(g.signers, s)
 	}
-	w.mu.Lock()
-	if cur := w.groups[id]; cur == nil || !cur.loadedAt.After(read) {
-		w.groups[id] = g
-	}
-	w.mu.Unlock()
 	return g, nil
 }
 

@@ -39,11 +39,12 @@ func runMigrate(ctx context.Context, args []string) error {
 }
 
 // cliActor is who the audit log names for changes made with the herald CLI.
-var cliActor = control.Actor{Username: "cli", Via: "cli"}
+var cliActor = control.Actor{Username: "cli", Via: "cli", Role: models.RoleAdmin}
 
 func runUser(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "create" {
-		return usagef("usage: herald user create --username U --password P [--role admin|operator|viewer]")
+		return usagef("usage: herald user create --username U --password P [--role admin|operator|viewer]\n" +
+			"(directly in the database; over HTTP: herald users list|create|patch|delete|revoke-tokens)")
 	}
 	fs, vals := newFlags("user create")
 	name := fs.String("username", "", "username")

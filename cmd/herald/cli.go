@@ -15,7 +15,7 @@ import (
 	"github.com/heraldhq/herald/client"
 )
 
-// Exit codes of the herald CLI, for scripts. Documented in README ("CLI").
+// Exit codes of the herald CLI, for scripts. Documented in docs/cli.md ("Exit codes").
 const (
 	exitOK           = 0 // success
 	exitError        = 1 // any other error
@@ -80,11 +80,16 @@ type cliCommand struct {
 var cliResources = map[string][]cliCommand{}
 
 func init() {
+	cliResources["message"] = messageCommands
 	cliResources["topic"] = topicCommands
-	cliResources["group"] = groupCommands
+	cliResources["group"] = append(groupCommands, groupActionCommands...)
 	cliResources["dead-letters"] = deadLetterCommands
 	cliResources["key"] = keyCommands
 	cliResources["node"] = nodeCommands
+	cliResources["users"] = userCommands
+	cliResources["audit-log"] = auditCommands
+	cliResources["push-key"] = pushKeyCommands
+	cliResources["server"] = serverCommands
 }
 
 // topUsage is the answer to `herald --help`.
@@ -104,8 +109,10 @@ Database commands (direct on HERALD_MYSQL_DSN):
   user create --username U --password P [--role admin|operator|viewer]
   apikey create --name N --topics 'orders,orders.*'
 
-Control plane over HTTP (--url, default HERALD_URL or http://127.0.0.1:8080):
+Control plane over HTTP (--url, default HERALD_URL or http://127.0.0.1:8080; --url, --output and
+--json go anywhere on the line):
   login              log in and keep a token in the user's config directory
+  refresh            trade the stored token for a new one
 `)
 	names := make([]string, 0, len(cliResources))
 	for n := range cliResources {
@@ -117,7 +124,17 @@ Control plane over HTTP (--url, default HERALD_URL or http://127.0.0.1:8080):
 		for _, c := range cliResources[n] {
 			subs = append(subs, strings.TrimPrefix(c.name, n+" "))
 		}
-		fmt.Fprintf(&b, "  %-18s %s\n", n, strings.Join(subs, "|"))
+		line := ""
+		for i, sub := range subs {
+			if i > 0 && len(line)+len(sub) > 76 {
+				fmt.Fprintf(&b, "  %-18s %s|\n", n, line)
+				n, line = "", ""
+			} else if i > 0 {
+				line += "|"
+			}
+			line += sub
+		}
+		fmt.Fprintf(&b, "  %-18s %s\n", n, line)
 	}
 	b.WriteString(`
   version            print the version
@@ -167,12 +184,15 @@ func runCLICommand(ctx context.Context, stdout io.Writer, c cliCommand, args []s
 	run := c.setup(fs)
 	help := func() string {
 		var b strings.Builder
-		fmt.Fprintf(&b, "usage: herald %s %s [flags]\n\n%s\n\nflags:\n", c.name, c.args, c.summary)
+		fmt.Fprintf(&b, "usage: herald %s [flags]\n\n%s\n\nflags:\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
 		fs.SetOutput(&b)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
 		if c.example != "" {
 			fmt.Fprintf(&b, "\nexamples:\n%s\n", c.example)
+		}
+		if ops := commandOperations[c.name]; len(ops) > 0 {
+			fmt.Fprintf(&b, "\nREST: %s\n", strings.Join(ops, ", "))
 		}
 		return b.String()
 	}

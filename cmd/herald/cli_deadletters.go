@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/heraldhq/herald/client"
@@ -67,6 +69,12 @@ func deadLetterAction(name, summary, example, verb string, call func(*client.Cli
 		}}
 }
 
+var deadLetterHead = []string{"ID", "MESSAGE", "STATE", "ATTEMPTS", "LAST-STATUS", "LAST-ERROR", "CREATED"}
+
+func deadLetterRow(d client.DeadLetter) []string {
+	return []string{itoa(d.ID), d.MessageID, d.State, itoa(d.Attempts), itoa(d.LastStatus), orDash(d.LastError), d.CreatedAt}
+}
+
 func verbHead(v string) string {
 	if v == "redriven" {
 		return "REDRIVEN"
@@ -101,9 +109,39 @@ var deadLetterCommands = []cliCommand{
 				}
 				rows := make([][]string, 0, len(ds))
 				for _, d := range ds {
-					rows = append(rows, []string{itoa(d.ID), d.MessageID, d.State, itoa(d.Attempts), itoa(d.LastStatus), orDash(d.LastError), d.CreatedAt})
+					rows = append(rows, deadLetterRow(d))
 				}
-				return s.print(nonNil(ds), []string{"ID", "MESSAGE", "STATE", "ATTEMPTS", "LAST-STATUS", "LAST-ERROR", "CREATED"}, rows)
+				return s.print(nonNil(ds), deadLetterHead, rows)
+			}
+		}},
+	{name: "dead-letters get", args: "<group> <id>", nargs: 2,
+		summary: "Show one dead letter of a group (any state) with the group's delivery attempts of its message.",
+		example: "  herald dead-letters get billing 17\n  herald dead-letters get billing 17 --json | jq .delivery_attempts",
+		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
+			return func(ctx context.Context, s *session, a []string) error {
+				id, err := strconv.ParseInt(a[1], 10, 64)
+				if err != nil || id < 1 {
+					return usagef("herald dead-letters get takes a numeric dead-letter id (from 'dead-letters list'), not %q", a[1])
+				}
+				if err := s.auth(ctx); err != nil {
+					return err
+				}
+				d, err := s.c.GetDeadLetter(ctx, a[0], id)
+				if err != nil {
+					return err
+				}
+				if s.json {
+					return s.print(d, nil, nil)
+				}
+				if err := s.print(nil, deadLetterHead, [][]string{deadLetterRow(d.DeadLetter)}); err != nil {
+					return err
+				}
+				_, _ = fmt.Fprintln(s.out)
+				rows := make([][]string, 0, len(d.DeliveryAttempts))
+				for _, at := range d.DeliveryAttempts {
+					rows = append(rows, attemptRow(at))
+				}
+				return s.print(nil, attemptHead, rows)
 			}
 		}},
 	deadLetterAction("dead-letters redrive", "Send dead letters back to the group's retry topic (attempt 1, at the group's rate, once).",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -276,7 +277,7 @@ func blockedKeyCommand(name, summary, example string,
 				}
 				ks, err := call(s.c, ctx, a[0], *key, *queue)
 				if err != nil {
-					return err
+					return orderingHint(ctx, s, a[0], "key", err)
 				}
 				rows := make([][]string, 0, len(ks))
 				for _, k := range ks {
@@ -324,7 +325,8 @@ var groupCommands = []cliCommand{
 				return s.print(out, append(groupHead, "SIGNING-SECRET"), rows)
 			}
 		}},
-	{name: "group list", args: "", nargs: 0, summary: "List every consumer group.",
+	{name: "group list", args: "", nargs: 0, summary: "List every consumer group with its status and lag (messages and seconds behind),\n" +
+		"retries and pending dead letters; --output json lists the groups' settings.",
 		example: "  herald group list\n  herald group list --output json | jq -r '.[] | select(.status != \"running\") | .name'",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
 			return func(ctx context.Context, s *session, _ []string) error {
@@ -335,11 +337,18 @@ var groupCommands = []cliCommand{
 				if err != nil {
 					return err
 				}
-				return s.print(nonNil(gs), groupHead, groupRows(gs...))
+				if s.json {
+					return s.print(nonNil(gs), nil, nil)
+				}
+				rows, err := groupLagRows(ctx, s, gs)
+				if err != nil {
+					return err
+				}
+				return s.print(nil, groupListHead, rows)
 			}
 		}},
 	{name: "group get", args: "<group>", nargs: 1,
-		summary: "Show a consumer group's settings and status. --show-secret adds its signing secret (operators and\n" +
+		summary: "Show every setting of a consumer group and its status. --show-secret adds its signing secret (operators and\n" +
 			"admins; the server audits each read as group.secret.read).",
 		example: "  herald group get billing --output json\n  herald group get billing --show-secret --output json | jq -r .signing_secret",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
@@ -348,29 +357,29 @@ var groupCommands = []cliCommand{
 				if err := s.auth(ctx); err != nil {
 					return err
 				}
-				if !*secret {
-					g, err := s.c.GetGroup(ctx, a[0])
-					if err != nil {
-						return err
-					}
-					return s.print(g, groupHead, groupRows(*g))
+				get := s.c.GetGroup
+				if *secret {
+					get = s.c.GroupSecret
 				}
-				g, err := s.c.GroupSecret(ctx, a[0])
+				g, err := get(ctx, a[0])
 				if err != nil {
 					return err
 				}
-				rows := groupRows(*g)
-				rows[0] = append(rows[0], g.SigningSecret)
-				return s.print(g, append(groupHead, "SIGNING-SECRET"), rows)
+				return printGroup(s, g)
 			}
 		}},
-	{name: "group patch", args: "<group>", nargs: 1, summary: "Change the settings given as flags; the others stay (a JSON merge patch).",
+	{name: "group patch", args: "<group>", nargs: 1, summary: "Change the settings given as flags; the others stay (a JSON merge patch).\n" +
+		"An --endpoint on another host drops the stored header values and basic-auth password not given again\n" +
+		"(named on stderr), unless an admin passes --keep-endpoint-auth.",
 		example: "  herald group patch billing --rate-limit 50 --max-in-flight 4\n  herald group patch billing --subscribe orders --subscribe refunds:created\n" +
 			"  herald group patch billing --header x-api-key=$NEW_KEY --remove-header x-old\n" +
-			"  herald group patch billing --basic-auth '' --push-audience https://billing.example.com",
+			"  herald group patch billing --basic-auth '' --push-audience https://billing.example.com\n" +
+			"  herald group patch billing --endpoint https://new.example.com/hooks --header x-api-key=$KEY_FOR_NEW_HOST",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
 			var g groupSettingFlags
 			g.register(fs)
+			keep := fs.Bool("keep-endpoint-auth", false, "with an --endpoint on another host, keep the stored header values and basic-auth\n"+
+				"password for it (role admin)")
 			return func(ctx context.Context, s *session, a []string) error {
 				p, err := g.patch(fs)
 				if err != nil {
@@ -382,9 +391,13 @@ var groupCommands = []cliCommand{
 				if err := s.auth(ctx); err != nil {
 					return err
 				}
-				out, err := s.c.PatchGroup(ctx, a[0], p)
+				out, err := s.c.PatchGroupWith(ctx, a[0], p, client.PatchOptions{KeepEndpointAuth: *keep})
 				if err != nil {
 					return err
+				}
+				if len(out.DroppedEndpointAuth) > 0 {
+					fmt.Fprintf(os.Stderr, "herald: the endpoint moved to another host; dropped the stored %s (give them again to send them there)\n",
+						strings.Join(out.DroppedEndpointAuth, ", "))
 				}
 				return s.print(out, groupHead, groupRows(*out))
 			}

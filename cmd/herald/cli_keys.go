@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -60,15 +61,17 @@ var keyCommands = []cliCommand{
 				return s.print(nonNil(ks), keyHead, keyRows(ks...))
 			}
 		}},
-	{name: "key revoke", args: "<id>", nargs: 1, summary: "Revoke an API key; every api refuses it within 5 s.",
-		example: "  herald key revoke 3",
+	{name: "key revoke", args: "<key>", nargs: 1,
+		summary: "Revoke an API key; every api refuses it within 5 s. <key> is its id, or its name when one key not yet\n" +
+			"revoked has that name.",
+		example: "  herald key revoke 3\n  herald key revoke ci",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
 			return func(ctx context.Context, s *session, a []string) error {
-				id, err := strconv.ParseInt(a[0], 10, 64)
-				if err != nil {
-					return usagef("herald key revoke takes a numeric key id, not %q", a[0])
-				}
 				if err := s.auth(ctx); err != nil {
+					return err
+				}
+				id, err := resolveKey(ctx, s, a[0])
+				if err != nil {
 					return err
 				}
 				k, err := s.c.RevokeAPIKey(ctx, id)
@@ -78,4 +81,32 @@ var keyCommands = []cliCommand{
 				return s.print(k, keyHead, keyRows(*k))
 			}
 		}},
+}
+
+// resolveKey returns the id of the API key arg names: a number is its id, anything
+// else the name of exactly one key not yet revoked. An unknown name matches
+// client.ErrNotFound (exit 3); a name several live keys share is a usage error.
+func resolveKey(ctx context.Context, s *session, arg string) (int64, error) {
+	if id, err := strconv.ParseInt(arg, 10, 64); err == nil {
+		return id, nil
+	}
+	ks, err := listAll(ctx, s.c.ListAPIKeys)
+	if err != nil {
+		return 0, err
+	}
+	var ids []string
+	var id int64
+	for _, k := range ks {
+		if k.Name == arg && k.RevokedAt == nil {
+			id = k.ID
+			ids = append(ids, itoa(k.ID))
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return 0, fmt.Errorf("no API key named %q that is not revoked (see 'herald key list'): %w", arg, client.ErrNotFound)
+	case 1:
+		return id, nil
+	}
+	return 0, usagef("%d API keys are named %q (ids %s): give the id", len(ids), arg, strings.Join(ids, ", "))
 }

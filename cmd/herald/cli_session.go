@@ -23,12 +23,14 @@ var errNotLoggedIn = errors.New("not logged in: run 'herald login' or set HERALD
 type sessionOpts struct {
 	url    *string
 	output *string
+	json   *bool
 }
 
 func sessionFlags(fs *flag.FlagSet) *sessionOpts {
 	return &sessionOpts{
 		url:    fs.String("url", envOr("HERALD_URL", client.DefaultURL), "Herald api base URL (HERALD_URL)"),
 		output: fs.String("output", "table", "output format: table or json"),
+		json:   fs.Bool("json", false, "the same as --output json"),
 	}
 }
 
@@ -51,7 +53,7 @@ func (o *sessionOpts) open(stdout io.Writer) (*session, error) {
 		return nil, usagef("--output must be table or json, not %q", *o.output)
 	}
 	u := strings.TrimRight(*o.url, "/")
-	return &session{url: u, c: client.New(u), out: stdout, json: *o.output == "json"}, nil
+	return &session{url: u, c: client.New(u), out: stdout, json: *o.output == "json" || *o.json}, nil
 }
 
 // storedToken is the token file: a JWT for one api URL and when it expires.
@@ -196,6 +198,38 @@ var loginCommand = cliCommand{
 			p, _ := tokenPath()
 			return s.print(map[string]any{"username": *user, "url": s.url, "expires_at": t.ExpiresAt, "token_file": p},
 				[]string{"USERNAME", "URL", "EXPIRES"}, [][]string{{*user, s.url, t.ExpiresAt.Local().Format(time.DateTime)}})
+		}
+	},
+}
+
+var refreshCommand = cliCommand{
+	name: "refresh", args: "", nargs: 0,
+	summary: "Trade the stored token (or HERALD_TOKEN) for a new one with a full lifetime (1 h) and store it.\n" +
+		"Other commands do this on their own when less than half of the token's life is left.",
+	example: "  herald refresh\n  herald refresh --json | jq -r .expires_at",
+	setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
+		return func(ctx context.Context, s *session, _ []string) error {
+			t, err := loadToken()
+			if env := os.Getenv("HERALD_TOKEN"); env != "" {
+				t, err = storedToken{URL: s.url, Username: t.Username, Token: env}, nil
+			}
+			switch {
+			case err != nil:
+				return err
+			case t.URL != "" && t.URL != s.url:
+				return fmt.Errorf("%w: the stored token is for %s, not %s", errNotLoggedIn, t.URL, s.url)
+			}
+			s.c.SetToken(t.Token)
+			nt, err := s.c.Refresh(ctx)
+			if err != nil {
+				return fmt.Errorf("refresh token: %w", err)
+			}
+			t.URL, t.Token, t.ExpiresAt = s.url, nt.Token, nt.ExpiresAt
+			if err := saveToken(t); err != nil {
+				return err
+			}
+			return s.print(map[string]any{"username": t.Username, "url": s.url, "expires_at": t.ExpiresAt},
+				[]string{"USERNAME", "URL", "EXPIRES"}, [][]string{{orDash(t.Username), s.url, t.ExpiresAt.Local().Format(time.DateTime)}})
 		}
 	},
 }

@@ -153,6 +153,17 @@ func TestCLIControlPlane(t *testing.T) {
 	}](t, e.ok("group", "patch", "billing", "--rate-limit", "50", "--output", "json"))
 	require.Equal(t, 50, patched.RateLimit)
 	require.Equal(t, []string{"created"}, patched.Subscriptions[0].Tags, "settings not given stay")
+	// A stored header does not follow the endpoint to another host unless kept.
+	e.ok("group", "patch", "billing", "--header", "x-api-key=k1")
+	other := heraldtest.NewReceiver(t)
+	code, _, errOut = e.run("", nil, "group", "patch", "billing", "--endpoint", other.URL)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "dropped the stored x-api-key")
+	e.ok("group", "patch", "billing", "--header", "x-api-key=k2")
+	code, _, errOut = e.run("", nil, "group", "patch", "billing", "--endpoint", recv.URL, "--keep-endpoint-auth")
+	require.Equal(t, 0, code, errOut)
+	require.NotContains(t, errOut, "dropped")
+	require.Contains(t, e.ok("group", "get", "billing", "--output", "json"), "x-api-key")
 	require.Contains(t, e.ok("group", "pause", "billing"), "paused")
 	require.Contains(t, e.ok("group", "get", "billing"), "paused")
 	require.Contains(t, e.ok("group", "resume", "billing"), "running")
@@ -172,7 +183,12 @@ func TestCLIControlPlane(t *testing.T) {
 	require.Contains(t, e.ok("key", "list"), "ci")
 	require.Contains(t, e.ok("key", "revoke", fmt.Sprint(k.ID)), "ci")
 	e.exit(exitNotFound, "key", "revoke", "999999")
-	e.exit(exitUsage, "key", "revoke", "abc")
+	require.Contains(t, e.exit(exitNotFound, "key", "revoke", "abc"), `no API key named "abc"`)
+	k2 := jsonOf[struct{ ID int64 }](t, e.ok("key", "create", "--name", "deploy", "--topics", "orders", "--json"))
+	require.Regexp(t, `(?m)^`+fmt.Sprint(k2.ID)+`\s+deploy\s`, e.ok("key", "revoke", "deploy"))
+	e.ok("key", "create", "--name", "twin", "--topics", "orders")
+	e.ok("key", "create", "--name", "twin", "--topics", "orders")
+	require.Contains(t, e.exit(exitUsage, "key", "revoke", "twin"), "give the id")
 
 	// Dead letters: none yet; a selection is required.
 	require.Equal(t, "[]\n", e.ok("dead-letters", "list", "billing", "--output", "json"))
@@ -279,11 +295,13 @@ func TestCLITokenRefresh(t *testing.T) {
 func TestCLIHelpAndUsage(t *testing.T) {
 	t.Parallel()
 	e := newCLIEnv(t, "http://127.0.0.1:1")
-	for _, args := range [][]string{{"--help"}, {"help"}, {"topic", "--help"}, {"help", "group"}, {"group", "create", "--help"}, {"dead-letters", "purge", "-h"}, {"login", "--help"}, {"migrate", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"help"}, {"topic", "--help"}, {"help", "group"}, {"group", "create", "--help"}, {"dead-letters", "purge", "-h"}, {"login", "--help"}, {"migrate", "--help"},
+		{"message", "publish", "--help"}, {"--json", "users", "--help"}, {"group", "--url", "http://x", "queue-skip", "-h"}, {"refresh", "--help"}} {
 		out := e.ok(args...)
 		require.Contains(t, out, "usage: herald", args)
 	}
 	require.Contains(t, e.ok("group", "create", "--help"), "examples:")
+	require.Contains(t, e.ok("group", "queue-skip", "--help"), "REST: POST /api/v1/groups/:group/queues/:queue/skip")
 	require.Contains(t, e.ok("--help"), "Exit codes")
 	api := e.ok("api", "--help")
 	require.Contains(t, api, "-http-addr")

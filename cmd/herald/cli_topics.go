@@ -98,7 +98,7 @@ var topicCommands = []cliCommand{
 				return s.print(nonNil(ts), topicHead, topicRows(ts...))
 			}
 		}},
-	{name: "topic get", args: "<name>", nargs: 1, summary: "Show a topic and its queues.",
+	{name: "topic get", args: "<name>", nargs: 1, summary: "Show a topic's queues: state, db node and offsets; and its moves in progress.",
 		example: "  herald topic get orders --output json",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
 			return func(ctx context.Context, s *session, a []string) error {
@@ -109,11 +109,15 @@ var topicCommands = []cliCommand{
 				if err != nil {
 					return err
 				}
+				if s.json {
+					return s.print(t, nil, nil)
+				}
+				names := nodeNames(ctx, s)
 				rows := make([][]string, 0, len(t.Queues))
 				for _, q := range t.Queues {
-					rows = append(rows, []string{t.Name, itoa(q.ID), itoa(q.Position), q.State, itoa(q.MinOffset), itoa(q.MaxOffset)})
+					rows = append(rows, []string{t.Name, itoa(q.ID), itoa(q.Position), q.State, nodeText(names, q.Node), itoa(q.MinOffset), itoa(q.MaxOffset)})
 				}
-				if err := s.print(t, []string{"TOPIC", "QUEUE", "POSITION", "STATE", "MIN-OFFSET", "MAX-OFFSET"}, rows); err != nil || len(t.Moves) == 0 || s.json {
+				if err := s.print(t, []string{"TOPIC", "QUEUE", "POSITION", "STATE", "NODE", "MIN-OFFSET", "MAX-OFFSET"}, rows); err != nil || len(t.Moves) == 0 {
 					return err
 				}
 				return s.print(t, moveHead, moveRows(t))
@@ -121,17 +125,22 @@ var topicCommands = []cliCommand{
 		}},
 	{name: "topic move", args: "<name>", nargs: 1,
 		summary: "Move a topic's queues to db node --to (node 1 re-homes it onto fresh queues); publishing goes on, key order holds.",
-		example: "  herald topic move orders --to 1\n  herald topic get orders   # remaining per old queue and group until retired",
+		example: "  herald topic move orders --to data-3\n  herald topic move orders --to 1\n" +
+			"  herald topic get orders   # remaining per old queue and group until retired",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
-			to := fs.Int64("to", 0, "id of the read-write db node to move the topic to (required)")
+			to := fs.String("to", "", "id or name of the read-write db node to move the topic to (required)")
 			return func(ctx context.Context, s *session, a []string) error {
-				if *to < 1 {
-					return usagef("herald topic move needs --to <node id>")
+				if *to == "" {
+					return usagef("herald topic move needs --to <node id or name>")
 				}
 				if err := s.auth(ctx); err != nil {
 					return err
 				}
-				t, err := s.c.MoveTopic(ctx, a[0], *to)
+				node, err := resolveNode(ctx, s, *to)
+				if err != nil {
+					return err
+				}
+				t, err := s.c.MoveTopic(ctx, a[0], node)
 				if err != nil {
 					return err
 				}

@@ -182,7 +182,7 @@ func setUpDemo(ctx context.Context, ctl *control.Control, recvAddr string) error
 		return err
 	}
 	if g.EndpointURL != url {
-		if _, err := ctl.PatchGroup(ctx, cliActor, demoGroup, control.GroupPatch{EndpointURL: &url}); err != nil {
+		if _, _, err := ctl.PatchGroup(ctx, cliActor, demoGroup, control.GroupPatch{EndpointURL: &url}); err != nil {
 			return fmt.Errorf("point the demo group at %s: %w", url, err)
 		}
 	}

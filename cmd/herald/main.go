@@ -6,7 +6,8 @@
 //	herald user create --username U --password P [--role admin|operator|viewer]
 //	herald apikey create --name N --topics 'orders,orders.*'
 //	herald version
-//	herald login | topic … | group … | dead-letters … | key …   (the control plane over HTTP)
+//	herald login | refresh | message … | topic … | group … | dead-letters … | key … | node … | users … |
+//	       audit-log … | push-key … | server …   (the control plane over HTTP)
 //
 // Settings come from HERALD_* environment variables; the flags --mysql-dsn,
 // --redis-addr, --http-addr, --metrics-addr and --namespace override them. The
@@ -85,6 +86,9 @@ func run(log *slog.Logger, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if httpCommand(firstWord(args)) {
+		args = hoistSessionFlags(args)
+	}
 	cmd, rest := args[0], args[1:]
 	if _, ok := cliResources[cmd]; ok {
 		return runResource(ctx, os.Stdout, cmd, rest)
@@ -103,19 +107,34 @@ func run(log *slog.Logger, args []string) error {
 	switch cmd {
 	case "login":
 		return runCLICommand(ctx, os.Stdout, loginCommand, rest)
-	case "version":
-		fmt.Println("herald", version)
-		return nil
-	case "all", "api", "dispatcher", "worker", "maintenance":
-		return runRoles(ctx, log, cmd, rest)
-	case "migrate":
-		return runMigrate(ctx, rest)
-	case "user":
-		return runUser(ctx, rest)
-	case "apikey":
-		return runAPIKey(ctx, rest)
+	case "refresh":
+		return runCLICommand(ctx, os.Stdout, refreshCommand, rest)
+	}
+	for _, lc := range localCommands {
+		if w, _, _ := strings.Cut(lc.name, " "); w == cmd {
+			return lc.run(ctx, log, cmd, rest)
+		}
 	}
 	return usagef("unknown command %q; run 'herald --help'", cmd)
+}
+
+// localCommand is a command that runs Herald or works on its database directly;
+// name is its whole name ("user create"), run gets the words after the first.
+type localCommand struct {
+	name string
+	run  func(ctx context.Context, log *slog.Logger, cmd string, rest []string) error
+}
+
+// localCommands are the commands that do not go over HTTP, in --help's order.
+var localCommands = []localCommand{
+	{"all", runRoles}, {"api", runRoles}, {"dispatcher", runRoles}, {"worker", runRoles}, {"maintenance", runRoles},
+	{"migrate", func(ctx context.Context, _ *slog.Logger, _ string, rest []string) error { return runMigrate(ctx, rest) }},
+	{"user create", func(ctx context.Context, _ *slog.Logger, _ string, rest []string) error { return runUser(ctx, rest) }},
+	{"apikey create", func(ctx context.Context, _ *slog.Logger, _ string, rest []string) error { return runAPIKey(ctx, rest) }},
+	{"version", func(context.Context, *slog.Logger, string, []string) error {
+		fmt.Println("herald", version)
+		return nil
+	}},
 }
 
 // roleSummaries describe each role in its --help.

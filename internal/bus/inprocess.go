@@ -142,10 +142,10 @@ func (p *InProcess) Start(_ context.Context, r Runner, slots Slots) error {
 	return nil
 }
 
-// Stop refuses later sends, calls halt, returns the jobs still waiting and waits
-// for the running ones.
+// Stop refuses later sends and starts no waiting job, calls halt, returns the
+// jobs still waiting and waits for the running ones.
 func (p *InProcess) Stop(halt func()) {
-	p.q.close()
+	p.q.freeze()
 	halt()
 	p.mu.RLock()
 	started := p.started

@@ -31,15 +31,17 @@ func (s *RedisSource) listenPushed(ctx context.Context) {
 // worker stopped taking pushes (stop closed, unsubscribed and unannounced).
 func (s *RedisSource) listenPushedOnce(ctx context.Context, stop <-chan struct{}, seq *int64) bool {
 	channel := s.keys.WorkerJobs(s.id)
-	ps := delivery.Subscribe(ctx, s.rdb, channel)
-	defer ps.Close()
-	if _, err := ps.Receive(ctx); err != nil { // a refused SSUBSCRIBE leaves go-redis subscribed to nothing
+	// Its own loop, not delivery.Listen: it announces the worker while subscribed
+	// and, on stop, unsubscribes and takes every push sent before the confirmation.
+	ps, err := delivery.SubscribeConfirmed(ctx, s.rdb, channel, false)
+	if err != nil {
 		select {
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(delivery.ResubscribeDelay):
 		case <-ctx.Done():
 		}
 		return false
 	}
+	defer ps.Close()
 	// Announced only while subscribed: a dispatcher that reads the entry finds the
 	// channel listened to (or its PUBLISH answers 0 and it falls back to asynq).
 	announce := func() {
@@ -54,7 +56,9 @@ func (s *RedisSource) listenPushedOnce(ctx context.Context, stop <-chan struct{}
 		}
 		if _, err := pipe.Exec(actx); err != nil {
 			s.log.Warn("announce worker for pushed jobs", "err", err)
+			return
 		}
+		s.lease.renew()
 	}
 	announce()
 	select {
@@ -134,7 +138,7 @@ func (s *RedisSource) takePushed(m any) {
 	}
 	q := make([]queued, len(jobs))
 	for i, j := range jobs {
-		q[i] = queued{job: j, timeout: timeout, done: s.beat(j)}
+		q[i] = queued{job: j, timeout: timeout, done: s.beat(j), hold: s.lease.take()}
 	}
 	if !s.q.add(q...) {
 		for _, j := range q {

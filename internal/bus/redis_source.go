@@ -35,7 +35,9 @@ const subscribeWait = 2 * time.Second
 // channel (Keys.WorkerJobs, announced in Keys.Workers while subscribed; cfg.PushJobs)
 // and the jobs of the asynq queue, all run on the worker's one Slots, each with its
 // heartbeat key kept alive from the moment the worker holds it until it returned
-// (heartbeat.go). Create it with
+// (heartbeat.go). A pushed job is sent only while the worker's announces go
+// through (its lease, lease.go): once dispatchers may have counted the worker dead
+// and sent the job elsewhere, Lapsed tells the worker to return it. Create it with
 // NewRedisSource.
 type RedisSource struct {
 	cfg  config.Worker
@@ -54,6 +56,9 @@ type RedisSource struct {
 	endWake  context.CancelFunc
 	waked    chan struct{} // closed when the wake-up listener returned
 	ready    chan struct{} // closed once the push subscription is first confirmed
+	// lease is renewed by each announce that goes through; a pushed job is not sent
+	// once it lapsed (lease.go).
+	lease *lease
 }
 
 // NewRedisSource returns a worker's end of the Redis bus on rdb and asynq's
@@ -64,7 +69,7 @@ func NewRedisSource(cfg config.Worker, rdb redis.UniversalClient, opt asynq.Redi
 	_, _ = rand.Read(b[:])
 	return &RedisSource{cfg: cfg, rdb: rdb, opt: opt, keys: keys, log: log, id: fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:])),
 		q: newRunQueue(), stopTake: make(chan struct{}), stopPush: make(chan struct{}), listened: make(chan struct{}),
-		waked: make(chan struct{}), ready: make(chan struct{})}
+		waked: make(chan struct{}), ready: make(chan struct{}), lease: newLease()}
 }
 
 // ID is the worker's id on the push stream.
@@ -170,7 +175,7 @@ func (s *RedisSource) Stop(halt func()) {
 		s.endPush() // Redis does not answer: stop listening anyway
 		<-s.listened
 	}
-	s.q.close()
+	s.q.freeze()
 	halt()
 	close(s.stopTake)
 	s.q.halt()

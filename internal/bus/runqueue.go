@@ -14,6 +14,7 @@ type queued struct {
 	job     delivery.Job
 	timeout time.Duration
 	done    func()
+	hold    *hold // the pushed job's place under its source's lease (lease.go); nil in process
 }
 
 // runQueue holds the jobs that reached a worker in memory (InProcess) or pushed
@@ -28,13 +29,14 @@ type runQueue struct {
 	slots  Slots
 	closed bool          // add refuses: the source stopped taking jobs
 	more   chan struct{} // a job was added, or the queue closed (buffer of one)
-	stop   chan struct{} // closed by Stop: waiting jobs are returned, not run
+	frozen chan struct{} // closed by freeze: no waiting job starts any more
+	stop   chan struct{} // closed by halt: waiting jobs are returned
 	served chan struct{} // closed when serve returned
 	jobs   sync.WaitGroup
 }
 
 func newRunQueue() *runQueue {
-	return &runQueue{more: make(chan struct{}, 1), stop: make(chan struct{}), served: make(chan struct{})}
+	return &runQueue{more: make(chan struct{}, 1), frozen: make(chan struct{}), stop: make(chan struct{}), served: make(chan struct{})}
 }
 
 // add queues jobs and reports whether it took them: false once closed. While
@@ -63,7 +65,7 @@ func (q *runQueue) start(j queued) {
 	q.jobs.Add(1)
 	go func() {
 		defer q.jobs.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
+		ctx, cancel := context.WithTimeout(withHold(context.Background(), j.hold), j.timeout)
 		defer cancel()
 		q.r.RunJob(ctx, j.job)
 		q.slots.Give()
@@ -103,8 +105,8 @@ func (q *runQueue) next() (j queued, ok, end bool) {
 }
 
 // serve runs queued jobs in order on r, each on a slot as soon as one is free,
-// bounded by its timeout, until the queue is closed and empty; after halt (stop
-// closed) a job still waiting is returned instead.
+// bounded by its timeout, until the queue is closed and empty; once frozen a job
+// still waiting starts no more and is returned after halt.
 func (q *runQueue) serve(r Runner, slots Slots) {
 	defer close(q.served)
 	q.mu.Lock()
@@ -119,7 +121,8 @@ func (q *runQueue) serve(r Runner, slots Slots) {
 			<-q.more
 			continue
 		}
-		if !slots.Take(context.Background(), q.stop) {
+		if q.isFrozen() || !slots.Take(context.Background(), q.frozen) {
+			<-q.stop // returned only once the source's halt ran (Stop)
 			r.ReturnJob(j.job)
 			if j.done != nil {
 				j.done()
@@ -130,10 +133,30 @@ func (q *runQueue) serve(r Runner, slots Slots) {
 	}
 }
 
-// halt closes the queue and makes serve return the jobs still waiting; it returns
-// once serve returned and every job it started has.
-func (q *runQueue) halt() {
+// freeze closes the queue and lets no waiting job start, even on a slot freed
+// later; serve holds them until halt. A source's Stop freezes before it calls its
+// halt, so nothing starts after the worker was told to stop.
+func (q *runQueue) freeze() {
 	q.close()
+	close(q.frozen)
+}
+
+// isFrozen reports whether freeze ran.
+func (q *runQueue) isFrozen() bool {
+	select {
+	case <-q.frozen:
+		return true
+	default:
+		return false
+	}
+}
+
+// halt makes serve return the jobs still waiting (freezing first if Stop did not);
+// it returns once serve returned and every job it started has.
+func (q *runQueue) halt() {
+	if !q.isFrozen() {
+		q.freeze()
+	}
 	close(q.stop)
 	<-q.served
 	q.jobs.Wait()

@@ -58,62 +58,26 @@ func (w *JobsWaker) publish() {
 	_ = delivery.Publish(ctx, w.rdb, w.sharded, w.channel, "").Err()
 }
 
-// ListenJobs subscribes to keys.JobsChannel (SSUBSCRIBE on a cluster) and, for every
-// message and every (re)subscription (a reconnect may have missed messages), makes a
+// ListenJobs subscribes to keys.JobsChannel (delivery.Listen: SSUBSCRIBE on a
+// cluster, subscribed again after a refusal or a slot move) and, for every message
+// and every confirmed subscription (a reconnect may have missed messages), makes a
 // non-blocking send on wake, which should have a buffer of one (the asynq server's
-// Config.Wake). A sharded subscription the server ended (Unsubscribed: the slot
-// moved) is made again at once. It returns when ctx ends; ready, if not nil, is
-// closed once the first subscription is confirmed.
+// Config.Wake). It returns when ctx ends; ready, if not nil, is closed once the
+// first subscription is confirmed.
 func ListenJobs(ctx context.Context, rdb redis.UniversalClient, keys delivery.Keys, wake chan<- struct{}, ready chan<- struct{}) {
-	for ctx.Err() == nil {
-		ready = listenJobs(ctx, rdb, keys, wake, ready)
-	}
-}
-
-// resubscribeDelay is the pause before a jobs subscription that was refused (Redis
-// unreachable, or MOVED from a cluster node that no longer owns the channel's
-// slot) is tried again.
-const resubscribeDelay = 200 * time.Millisecond
-
-// listenJobs is one subscription of ListenJobs; it returns when ctx ends, the
-// subscription was refused or the server ended it, with ready (nil once closed).
-func listenJobs(ctx context.Context, rdb redis.UniversalClient, keys delivery.Keys, wake chan<- struct{}, ready chan<- struct{}) chan<- struct{} {
-	ps := delivery.Subscribe(ctx, rdb, keys.JobsChannel())
-	defer ps.Close()
-	// Wait for the confirmation: a refused SSUBSCRIBE would otherwise leave the
-	// PubSub subscribed to nothing, and go-redis would not try again.
-	if _, err := ps.Receive(ctx); err != nil {
-		select {
-		case <-time.After(resubscribeDelay):
-		case <-ctx.Done():
-		}
-		return ready
-	}
-	if ready != nil {
-		close(ready)
-		ready = nil
-	}
 	poke := func() {
 		select {
 		case wake <- struct{}{}:
 		default: // a wake-up is already waiting
 		}
 	}
-	poke() // jobs may have been enqueued while no subscription was up
-	ch := ps.ChannelWithSubscriptions(redis.WithChannelHealthCheckInterval(listenHealthCheck))
-	for {
-		select {
-		case <-ctx.Done():
-			return ready
-		case m, ok := <-ch:
-			if !ok {
-				return ready
+	delivery.Listen(ctx, rdb, keys.JobsChannel(), delivery.Listener{HealthCheck: listenHealthCheck,
+		Subscribed: func() {
+			if ready != nil {
+				close(ready)
+				ready = nil
 			}
-			poke()
-			if delivery.Unsubscribed(m) {
-				delivery.SlotMoved(rdb)
-				return ready
-			}
-		}
-	}
+			poke() // jobs may have been enqueued while no subscription stood
+		},
+		Message: func(string) { poke() }})
 }

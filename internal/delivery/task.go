@@ -143,9 +143,13 @@ type InPlace struct {
 // Counters summarise a report's POSTs so breaker and stats need no Redis write per
 // POST. Latencies are ms. TailFailures counts failed POSTs after the last success
 // (all of them when none succeeded); RetryAfterMS is the longest Retry-After seen.
+// Repeats counts the failed POSTs whose every failed message had been tried
+// before (attempt > 1): a message failing again says more about the message than
+// about the endpoint, so the breaker's failure-ratio rule leaves them out.
 type Counters struct {
 	Successes    int    `json:"s,omitempty"`
 	Failures     int    `json:"f,omitempty"`
+	Repeats      int    `json:"rp,omitempty"`
 	TailFailures int    `json:"tf,omitempty"`
 	Throttles    int    `json:"th,omitempty"`
 	RetryAfterMS int64  `json:"ra,omitempty"`

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
@@ -266,18 +267,7 @@ func TestNode2KeyedControlReads(t *testing.T) {
 		control = heraldtest.NewSQLCounter(t, c.MySQLDSN)
 		c.MySQLDSN = control.ProxiedDSN(t, c.MySQLDSN)
 	})
-	var node struct {
-		ID int64 `json:"id"`
-	}
-	require.NoError(t, json.Unmarshal(h.Admin("POST", "/nodes", map[string]any{"name": "data-2", "dsn": nodeDSN, "state": "read-write", "weight": 100}, 201), &node))
-	h.Admin("PATCH", "/nodes/1", map[string]any{"weight": 1}, 200)
-	h.CreateTopic("k2", 4)
-	qs, _, _ := moveTopic(t, h, "k2")
-	for _, q := range qs {
-		n, err := h.Store.QueueNode(t.Context(), q)
-		require.NoError(t, err)
-		require.Equal(t, node.ID, n)
-	}
+	topicOnNode2(t, h, nodeDSN, "k2", 4)
 	r := heraldtest.NewReceiver(t)
 	r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": 1, "subscriptions": []map[string]any{{"topic": "k2"}}}))
 	apiKey := h.CreateAPIKey("k2")
@@ -342,4 +332,54 @@ func selectKinds(stmts []heraldtest.Statement) string {
 		fmt.Fprintf(&b, "%d× %q; ", n[k], k)
 	}
 	return b.String()
+}
+
+// TestMoveFromAwayNodeAnswersDone moves a topic off node 2 while node 2 accepts
+// connections and never answers (a stalled host): the move takes effect on the
+// control database and node 1, so it is answered 202 within the seal's bound
+// rather than failing or waiting for node 2, and maintenance seals and retires the
+// old queues once node 2 answers again.
+func TestMoveFromAwayNodeAnswersDone(t *testing.T) {
+	t.Parallel()
+	nodeDSN := heraldtest.StartMariaDB(t, "herald_away")
+	cfg, err := mysql.ParseDSN(nodeDSN)
+	require.NoError(t, err)
+	proxy := heraldtest.NewStallProxy(t, cfg.Addr)
+	h := heraldtest.StartHerald(t, func(c *config.Config) { c.Maintenance.OutboxInterval = 300 * time.Millisecond })
+	old := topicOnNode2(t, h, proxy.ProxiedDSN(t, nodeDSN), "away", 4)
+
+	proxy.Stall()
+	resumed := time.AfterFunc(45*time.Second, proxy.Resume) // bounds the test whatever Herald does
+	defer resumed.Stop()
+	t0 := time.Now()
+	h.Admin("POST", "/topics/away/move", map[string]any{"to_node": models.PrimaryNodeID}, 202)
+	took := time.Since(t0)
+	proxy.Resume()
+	t.Logf("the move off a stalled node was answered after %v", took)
+	require.Less(t, took, 12*time.Second, "answered once it took effect, not after node 2 timed out for each queue")
+
+	db2, err := sql.Open("mysql", nodeDSN)
+	require.NoError(t, err)
+	defer db2.Close()
+	requireRetired(t, h, "away", old, db2, h.Store.DB(), models.PrimaryNodeID)
+}
+
+// topicOnNode2 registers the server of dsn as db node "data-2", weights node 1
+// down to 1, and creates topic with n queues, all of which must land on node 2;
+// it returns their ids.
+func topicOnNode2(t *testing.T, h *heraldtest.Herald, dsn, topic string, n int) []int64 {
+	t.Helper()
+	var node struct {
+		ID int64 `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(h.Admin("POST", "/nodes", map[string]any{"name": "data-2", "dsn": dsn, "state": "read-write", "weight": 100}, 201), &node))
+	h.Admin("PATCH", "/nodes/1", map[string]any{"weight": 1}, 200)
+	h.CreateTopic(topic, n)
+	qs, _, _ := moveTopic(t, h, topic)
+	for _, q := range qs {
+		on, err := h.Store.QueueNode(t.Context(), q)
+		require.NoError(t, err)
+		require.Equal(t, node.ID, on)
+	}
+	return qs
 }

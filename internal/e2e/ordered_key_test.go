@@ -388,6 +388,13 @@ func TestOrderedByKeyBound(t *testing.T) {
 		return true
 	}, 10*time.Second, 50*time.Millisecond, "a commit did not move past its queue's blocked keys")
 
+	// Every failing key used up its two attempts and waits for the operator (a key
+	// still within its retries would go again on its own once the receiver heals).
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, h.Store.DB().QueryRow("SELECT COUNT(*) FROM ordered_key_blocks WHERE paused = 1").Scan(&n))
+		return n == 300
+	}, 20*time.Second, 50*time.Millisecond, "not every failing key paused")
 	broken.Store(false)
 	for k := range failing {
 		h.Admin("POST", "/groups/g/blocked-keys/resume", map[string]any{"key": k}, 202)

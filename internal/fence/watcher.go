@@ -81,49 +81,25 @@ func (w *Watcher) unsubscribed() {
 	clear(w.read)
 }
 
-// Run keeps the subscription to the fence channel until ctx ends; go-redis
-// resubscribes after a dropped connection (announcements sent meanwhile are lost;
-// Load at the next job start covers them).
+// Run keeps the subscription to the fence channel until ctx ends (delivery.Listen,
+// with SUBSCRIBE: fences are announced to every node). Announcements sent while
+// no subscription stands are lost: each confirmed subscription ends the reuse of
+// reads made before it, and while none stands nothing read is reused (Load at
+// the next job start covers them).
 func (w *Watcher) Run(ctx context.Context) error {
-	sub := w.rdb.Subscribe(ctx, w.keys.FenceChannel())
-	defer sub.Close()
-	for ctx.Err() == nil {
-		if _, err := sub.Receive(ctx); err == nil {
-			break
-		}
-		select { // Redis unreachable: jobs still Load at start
-		case <-time.After(200 * time.Millisecond):
-		case <-ctx.Done():
-		}
-	}
-	defer w.unsubscribed()
-	if ctx.Err() == nil {
-		w.subscribed()
-	}
-	w.once.Do(func() { close(w.ready) })
-	// With subscriptions: go-redis resubscribes after a dropped connection and passes
-	// the confirmation on, which ends the reuse of reads made before the drop.
-	ch := sub.ChannelWithSubscriptions()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case m, ok := <-ch:
-			if !ok {
-				return nil
+	defer w.once.Do(func() { close(w.ready) })
+	delivery.Listen(ctx, w.rdb, w.keys.FenceChannel(), delivery.Listener{Broadcast: true,
+		Subscribed: func() {
+			w.subscribed()
+			w.once.Do(func() { close(w.ready) })
+		},
+		Ended: w.unsubscribed,
+		Message: func(payload string) {
+			if g, vs, status, ok := parse(payload); ok {
+				w.merge(g, vs, status)
 			}
-			switch m := m.(type) {
-			case *redis.Subscription:
-				if m.Kind == "subscribe" {
-					w.subscribed()
-				}
-			case *redis.Message:
-				if g, vs, status, ok := parse(m.Payload); ok {
-					w.merge(g, vs, status)
-				}
-			}
-		}
-	}
+		}})
+	return nil
 }
 
 // Ready is closed once the first subscription is confirmed (or Run's context ended).

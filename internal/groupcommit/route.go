@@ -2,9 +2,7 @@ package groupcommit
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/heraldhq/herald/internal/stagetrace"
@@ -96,8 +94,9 @@ func (w *Writer) keylessNode(req *store.PublishRequest, spreadNodes map[int64]in
 		w.nodeRR[req.TopicID] = n + 1
 		w.spreadMu.Unlock()
 		pick = spreadNodes[req.Spread[n%len(req.Spread)]]
-		// Skip a node whose last flush failed while another node has a queue.
-		for i := 1; i < len(req.Spread) && w.health.down(pick); i++ {
+		// Skip a node marked down (a failed flush, a failed probe) while another node
+		// has a queue; the store's prober marks it up once it answers again.
+		for i := 1; i < len(req.Spread) && w.st.NodeIsDown(pick); i++ {
 			pick = spreadNodes[req.Spread[(n+i)%len(req.Spread)]]
 		}
 		for _, q := range req.Spread {
@@ -122,12 +121,9 @@ func (w *Writer) flushAlone(ctx context.Context, it *item) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.flushTimeout())
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
 	defer cancel()
 	w.flush(fctx, 0, []*item{it}, stagetrace.Now())
-	if w.OnFlush != nil {
-		w.OnFlush(1, it.rows)
-	}
 	return <-it.done
 }
 
@@ -167,42 +163,22 @@ func (w *Writer) recoverXA(ctx context.Context) {
 	}
 }
 
-// NodeDownFor is how long a node whose flush failed is avoided by keyless requests
-// of topics with writable queues on other nodes (keyed messages keep their queue).
-const NodeDownFor = 5 * time.Second
-
-// nodeHealth remembers, per node, until when keyless placement avoids it.
-type nodeHealth struct {
-	mu    sync.Mutex
-	until map[int64]time.Time
-}
-
-// report records a flush's outcome on node (0: several nodes, not recorded): an
-// error that is not the request's own fault (conflict, invalid) nor a move's seal
-// (the node answered; the request goes again on the moved topic) marks it down for
-// NodeDownFor; a success clears the mark.
-func (h *nodeHealth) report(node int64, err error) {
+// reportFlush records a flush's outcome on node (0: several nodes, not recorded)
+// in the store's node health: an error saying the node could not be reached or
+// stopped answering (store.Unreachable) marks it down, so keyless requests avoid
+// it until the store's background probe finds it answering (store.NodeHealthRun);
+// an error the server answered with (the request's own fault, a move's seal, a
+// deadlock) leaves its mark alone; a success marks it up.
+func (w *Writer) reportFlush(node int64, err error) {
 	if node == 0 {
 		return
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	if err == nil {
-		delete(h.until, node)
+		w.st.NodeAnswered(node)
 		return
 	}
-	if errors.Is(err, models.ErrConflict) || errors.Is(err, models.ErrInvalid) || errors.Is(err, models.ErrQueueSealed) {
-		return
+	if !store.Unreachable(err) {
+		return // the server answered: a refusal of the request (conflict, invalid, a move's seal, a deadlock) or a cut
 	}
-	if h.until == nil {
-		h.until = map[int64]time.Time{}
-	}
-	h.until[node] = time.Now().Add(NodeDownFor)
-}
-
-func (h *nodeHealth) down(node int64) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	t, ok := h.until[node]
-	return ok && time.Now().Before(t)
+	w.st.NodeFailed(node, err)
 }

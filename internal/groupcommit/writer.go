@@ -38,7 +38,7 @@ var ErrClosed = errors.New("publish writer stopped")
 var ErrOutcomeUnknown = errors.New("publish outcome unknown")
 
 // DefaultFlushTimeout bounds one flush (statement and commit) when
-// Writer.FlushTimeout is zero.
+// Config.FlushTimeout is zero.
 const DefaultFlushTimeout = 10 * time.Second
 
 // Notifier is told, after each commit, the rows the flush stored in each queue.
@@ -70,29 +70,51 @@ type Writer struct {
 	nodes   map[int64]chan *item
 	runCtx  context.Context
 	lanesWG sync.WaitGroup
-	// health marks nodes whose last flush failed, so keyless requests avoid them.
-	health nodeHealth
 	// nodeRR is the per-topic round-robin counter that picks the node of a request's
 	// keyless messages when the topic's writable queues span nodes.
 	nodeRR map[int64]int
 	// spread is the per-topic round-robin counter of keyless placement (assign).
 	spreadMu sync.Mutex
 	spread   map[int64]int
-	// OnFlush, when set, is called after each flush with its request and row counts.
-	OnFlush func(requests, rows int)
-	// Lanes is how many flushes may run at once, each on its own connection. Default 1.
+	lanes    int           // Config.Lanes, at least 1
+	timeout  time.Duration // Config.FlushTimeout, DefaultFlushTimeout when 0
+}
+
+// Config is what New builds a Writer from. Store, Notifier and Log are required.
+type Config struct {
+	Store    *store.Store
+	Notifier Notifier // told of every commit
+	Log      *slog.Logger
+	// Lanes is how many flushes may run at once per db node, each on its own
+	// connection; 0 means 1.
 	Lanes int
 	// FlushTimeout bounds one flush, statement and commit; a flush that runs out
 	// fails its requests with ErrOutcomeUnknown and frees its lane, so a stalled
-	// database cannot hold publishes forever. Default DefaultFlushTimeout (10 s).
+	// database cannot hold publishes forever. 0 means DefaultFlushTimeout (10 s).
 	FlushTimeout time.Duration
 }
 
-// New returns a Writer over st that notifies n after each commit.
-func New(st *store.Store, n Notifier, log *slog.Logger) *Writer {
-	w := &Writer{st: st, notify: n, stop: make(chan struct{}), log: log, spread: map[int64]int{}, nodeRR: map[int64]int{},
-		nodes: map[int64]chan *item{models.PrimaryNodeID: make(chan *item, 4096)}}
-	return w
+// New returns a Writer over c.Store that notifies c.Notifier after each commit, or
+// an error naming a missing dependency or a negative setting.
+func New(c Config) (*Writer, error) {
+	switch {
+	case c.Store == nil:
+		return nil, errors.New("groupcommit: Store is required")
+	case c.Notifier == nil:
+		return nil, errors.New("groupcommit: Notifier is required")
+	case c.Log == nil:
+		return nil, errors.New("groupcommit: Log is required")
+	case c.Lanes < 0:
+		return nil, fmt.Errorf("groupcommit: Lanes %d: must be ≥ 0", c.Lanes)
+	case c.FlushTimeout < 0:
+		return nil, fmt.Errorf("groupcommit: FlushTimeout %v: must be ≥ 0", c.FlushTimeout)
+	}
+	w := &Writer{st: c.Store, notify: c.Notifier, stop: make(chan struct{}), log: c.Log, spread: map[int64]int{}, nodeRR: map[int64]int{},
+		nodes: map[int64]chan *item{models.PrimaryNodeID: make(chan *item, 4096)}, lanes: max(c.Lanes, 1), timeout: c.FlushTimeout}
+	if w.timeout == 0 {
+		w.timeout = DefaultFlushTimeout
+	}
+	return w, nil
 }
 
 // nodeQueue returns node's request queue, creating it (and, while Run runs,
@@ -113,7 +135,7 @@ func (w *Writer) nodeQueue(node int64) chan *item {
 
 // startLanes starts Lanes lanes (default 1) on node's queue in; nodesMu is held.
 func (w *Writer) startLanes(ctx context.Context, node int64, in chan *item) {
-	for range max(w.Lanes, 1) {
+	for range w.lanes {
 		w.lanesWG.Add(1)
 		go func() { defer w.lanesWG.Done(); w.lane(ctx, node, in) }()
 	}
@@ -123,8 +145,10 @@ func (w *Writer) startLanes(ctx context.Context, node int64, in chan *item) {
 // The request is stored entirely or not at all. It returns ctx's error if ctx ends
 // before the request is queued (nothing stored), an error wrapping ErrOutcomeUnknown
 // and ctx's error if ctx ends later (a flush that already took it may still
-// commit; one that had not is skipped), ErrClosed after Run returned, or the
-// store's error for this request alone.
+// commit; one that had not is skipped), ErrClosed after Run returned, an error
+// wrapping models.ErrQueueUnavailable (nothing stored) when the request's db node
+// other than 1 is marked down (store.NodeIsDown), or the store's error for this
+// request alone.
 func (w *Writer) Submit(ctx context.Context, req *store.PublishRequest) error {
 	it := &item{ctx: ctx, req: req, done: make(chan error, 1), rows: len(req.Messages)}
 	for _, m := range req.Messages {
@@ -133,6 +157,12 @@ func (w *Writer) Submit(ctx context.Context, req *store.PublishRequest) error {
 	node, alone, err := w.route(ctx, req)
 	if err != nil {
 		return err
+	}
+	if !alone && node != models.PrimaryNodeID && w.st.NodeIsDown(node) {
+		// Keyed messages whose queue is on a node marked down: refused before any
+		// flush (nothing stored), so they neither wait out a stalled server nor hold
+		// its lane; the store's probe, not this request, finds the node back.
+		return fmt.Errorf("db node %d is down: %w", node, models.ErrQueueUnavailable)
 	}
 	if alone {
 		return w.flushAlone(ctx, it)
@@ -250,20 +280,14 @@ func (w *Writer) lane(ctx context.Context, node int64, in chan *item) {
 		}
 		carry = g.carry
 		// A flush outlives shutdown (it finishes what it took) but never FlushTimeout.
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.flushTimeout())
+		// On a node other than 1 it also ends when the node is marked down
+		// (store.NodeContext): its requests answer at once, outcome unknown.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
+		fctx, cancelDown := w.st.NodeContext(fctx, node)
 		w.flush(fctx, node, g.items, traceStart)
+		cancelDown()
 		cancel()
-		if w.OnFlush != nil {
-			w.OnFlush(len(g.items), g.rows)
-		}
 	}
-}
-
-func (w *Writer) flushTimeout() time.Duration {
-	if w.FlushTimeout > 0 {
-		return w.FlushTimeout
-	}
-	return DefaultFlushTimeout
 }
 
 // assign puts every keyless message (QueueID 0) of the flush into one queue per
@@ -304,13 +328,19 @@ func (w *Writer) flush(ctx context.Context, node int64, batch []*item, traceStar
 	w.assign(reqs)
 	err := w.st.MessagesInsert(ctx, reqs)
 	traceCommitted := stagetrace.Now()
-	w.health.report(node, err)
+	w.reportFlush(node, err)
 	errs := make([]error, len(batch))
 	if err != nil && ctx.Err() != nil {
 		// The deadline cut the statement or the commit: whether it committed is unknown,
 		// and retrying alone would only wait out the same stall.
 		for i := range errs {
 			errs[i] = fmt.Errorf("%w: flush of %d requests: %w", ErrOutcomeUnknown, len(batch), ctx.Err())
+		}
+	} else if errors.Is(err, models.ErrOutcomeUnknown) {
+		// A cross-node commit went unanswered: recovery may store the whole flush, so
+		// no request is tried again here.
+		for i := range errs {
+			errs[i] = err
 		}
 	} else if err != nil && len(batch) > 1 {
 		// A bad request must fail only itself: retry each alone once.

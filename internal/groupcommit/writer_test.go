@@ -57,7 +57,8 @@ func TestFlushPutsKeylessMessagesInOneQueue(t *testing.T) {
 		spread[i] = q.ID
 	}
 	rec := &flushes{}
-	w := groupcommit.New(st, rec, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w, err := groupcommit.New(groupcommit.Config{Store: st, Notifier: rec, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { _ = w.Run(wctx); close(done) }()

@@ -56,8 +56,9 @@ var (
 	HolesClosed = prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_holes_closed_total", Help: "Holes taken as rolled-back inserts."})
 	// LateRows counts rows found in a hole after it was closed as a rollback; any is an alert.
 	LateRows = prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_late_rows_total", Help: "Rows committed after gap_timeout, delivered through the retry topic. Alert on any."})
-	// CursorsBeyondMax counts cursors found past their queue's max offset; any is an alert.
-	CursorsBeyondMax = prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_cursors_beyond_max_total", Help: "Cursors past their queue's MAX(id) (restore or lagging replica); the queue was made read-only. Alert on any."})
+	// CursorsBeyondMax counts cursors that stayed past their queue's max offset over
+	// two polls 2 s apart (their queue was made read-only); any is an alert.
+	CursorsBeyondMax = prometheus.NewCounter(prometheus.CounterOpts{Name: "herald_cursors_beyond_max_total", Help: "Cursors past their queue's MAX(id) on two polls 2 s apart (restore or lagging replica); the queue was made read-only. Alert on any."})
 )
 
 func init() {

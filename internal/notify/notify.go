@@ -9,7 +9,7 @@
 // Notifications are hints: a lost one costs at most the fallback poll (queues) or
 // the dispatchers' rebalance sweep (groups, membership). In `herald all` a flush's
 // notification also goes to the dispatcher of the same process directly
-// (Notifier.Local), with the bodies.
+// (NewLocal), with the bodies.
 package notify
 
 import (
@@ -89,13 +89,19 @@ type Notifier struct {
 	rdb     redis.UniversalClient
 	channel string
 	sharded bool
-	// Local, when set, receives Published's events first (see LocalSink).
-	Local LocalSink
+	local   LocalSink // receives Published's events first; nil for none
 }
 
 // New returns a Notifier publishing on keys' notify channel.
 func New(rdb redis.UniversalClient, keys delivery.Keys) *Notifier {
-	return &Notifier{rdb: rdb, channel: keys.NotifyChannel(), sharded: delivery.Sharded(rdb)}
+	return NewLocal(rdb, keys, nil)
+}
+
+// NewLocal returns a Notifier publishing on keys' notify channel whose Published
+// hands the events to local first (the dispatcher of this process, in `herald
+// all`; see LocalSink); nil local is New.
+func NewLocal(rdb redis.UniversalClient, keys delivery.Keys, local LocalSink) *Notifier {
+	return &Notifier{rdb: rdb, channel: keys.NotifyChannel(), sharded: delivery.Sharded(rdb), local: local}
 }
 
 // Queues publishes one notification per queue id, pipelined in one round trip.
@@ -119,7 +125,7 @@ func (n *Notifier) Published(ctx context.Context, evs []Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	if n.Local != nil && n.Local(evs) {
+	if n.local != nil && n.local(evs) {
 		return nil
 	}
 	pipe := n.rdb.Pipeline()
@@ -250,39 +256,17 @@ func Parse(payload string) Event {
 	return ev
 }
 
-// Subscribe delivers events to out until ctx ends. Events that find out full are
-// coalesced by the receiver's own state, so out may be small. On a cluster it
-// subscribes with SSUBSCRIBE, and returns nil when the server ends the
-// subscription because the channel's slot moved (delivery.Unsubscribed): the
-// caller subscribes again, at the slot's new owner.
-func Subscribe(ctx context.Context, rdb redis.UniversalClient, keys delivery.Keys, out chan<- Event) error {
-	sub := delivery.Subscribe(ctx, rdb, keys.NotifyChannel())
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil {
-		return err
-	}
-	ch := sub.ChannelWithSubscriptions(redis.WithChannelSize(1024))
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case m, ok := <-ch:
-			if !ok {
-				return nil
-			}
-			if delivery.Unsubscribed(m) {
-				delivery.SlotMoved(rdb)
-				return nil
-			}
-			msg, isMsg := m.(*redis.Message)
-			if !isMsg {
-				continue // a resubscription after a reconnect
-			}
+// Subscribe delivers events to out until ctx ends (delivery.Listen: SSUBSCRIBE on
+// a cluster, subscribed again after a refusal or a slot move). Each event waits
+// for room in out; the receiver coalesces by its own state, so out may be small.
+// refused, if set, is told why a subscription was refused before it is tried
+// again.
+func Subscribe(ctx context.Context, rdb redis.UniversalClient, keys delivery.Keys, out chan<- Event, refused func(error)) {
+	delivery.Listen(ctx, rdb, keys.NotifyChannel(), delivery.Listener{ChannelSize: 1024, Refused: refused,
+		Message: func(payload string) {
 			select {
-			case out <- Parse(msg.Payload):
+			case out <- Parse(payload):
 			case <-ctx.Done():
-				return nil
 			}
-		}
-	}
+		}})
 }

@@ -21,9 +21,9 @@ func TestNotifyCluster(t *testing.T) {
 	rdb := cluster.Client()
 	keys := delivery.Keys{Namespace: heraldtest.RandomName("t"), HashTags: true}
 	ctx, cancel := context.WithCancel(context.Background())
-	events, done := make(chan notify.Event, 16), make(chan error, 1)
-	go func() { done <- notify.Subscribe(ctx, rdb, keys, events) }()
-	defer func() { cancel(); require.NoError(t, <-done) }()
+	events, done := make(chan notify.Event, 16), make(chan struct{})
+	go func() { defer close(done); notify.Subscribe(ctx, rdb, keys, events, nil) }()
+	defer func() { cancel(); <-done }()
 	ch := keys.NotifyChannel()
 	owner := cluster.Master(cluster.Slot(ch)).Client(t)
 	require.Eventually(t, func() bool { return owner.PubSubShardNumSub(ctx, ch).Val()[ch] == 1 }, 5*time.Second, 10*time.Millisecond,

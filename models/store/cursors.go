@@ -36,8 +36,14 @@ func toCursor(r cursorRow) models.Cursor {
 // before: a new owner replays the previous owner's reports of PrevVersion.
 type CursorClaimed struct {
 	models.Cursor
+	// PrevOwner is the dispatcher that held the cursor before: its owner when the
+	// claim took it over (a lapsed lease), or the dispatcher that released it last
+	// (CursorsRelease); "" for a cursor never owned.
 	PrevOwner   string
 	PrevVersion int64
+	// Released reports that PrevOwner released the cursor (a rebalance) rather than
+	// losing it to this claim.
+	Released bool
 	// HoldLeft is how long the cursor stays held by a release made while a POST was
 	// in flight (CursorsReleaseHeld); 0 otherwise.
 	HoldLeft time.Duration
@@ -49,11 +55,15 @@ type CursorClaimed struct {
 // before (so PrevOwner and PrevVersion are exact). It returns the cursor as claimed,
 // or ok=false (leased elsewhere, or changed meanwhile: retry at the next rebalance).
 func (s *Store) CursorClaim(ctx context.Context, id int64, owner string) (c CursorClaimed, ok bool, err error) {
-	var before cursorRow
-	if err := s.db.WithContext(ctx).Select("id", "owner", "version").Where("id = ?", id).Take(&before).Error; err != nil {
+	var before struct {
+		Owner, ReleasedBy string
+		Version           int64
+	}
+	err = s.sql.QueryRowContext(ctx, "SELECT owner, released_by, version FROM cursors WHERE id = ?", id).Scan(&before.Owner, &before.ReleasedBy, &before.Version)
+	if err != nil {
 		return c, false, notFound(err, fmt.Sprintf("cursor %d", id))
 	}
-	res, err := s.sql.ExecContext(ctx, `UPDATE cursors SET owner = ?, version = version + 1, updated_at = NOW(3)
+	res, err := s.sql.ExecContext(ctx, `UPDATE cursors SET owner = ?, released_by = '', version = version + 1, updated_at = NOW(3)
 		WHERE id = ? AND version = ? AND (owner = '' OR owner = ? OR NOT EXISTS (SELECT 1 FROM dispatchers d WHERE d.id = cursors.owner AND d.lease_until > NOW(3)))`,
 		owner, id, before.Version, owner)
 	if err != nil {
@@ -73,7 +83,11 @@ func (s *Store) CursorClaim(ctx context.Context, id int64, owner string) (c Curs
 	if err != nil {
 		return c, false, err
 	}
-	return CursorClaimed{Cursor: toCursor(r), PrevOwner: before.Owner, PrevVersion: before.Version, HoldLeft: hold}, true, nil
+	prev, released := before.Owner, false
+	if prev == "" && before.ReleasedBy != "" {
+		prev, released = before.ReleasedBy, true
+	}
+	return CursorClaimed{Cursor: toCursor(r), PrevOwner: prev, PrevVersion: before.Version, Released: released, HoldLeft: hold}, true, nil
 }
 
 // CursorCommit is one fenced cursor update: Offset and Holes are written only if the
@@ -166,13 +180,15 @@ func nonNilHoles(h []models.Hole) []models.Hole {
 }
 
 // CursorsRelease clears owner from the given cursors it still owns, so the next
-// owner can claim them without waiting for the lease to expire.
+// owner can claim them without waiting for the lease to expire, and records owner
+// as released_by: the next claim names it as PrevOwner, whose report stream holds
+// what owner's POSTs delivered after its last commit.
 func (s *Store) CursorsRelease(ctx context.Context, owner string, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	return s.db.WithContext(ctx).Model(&cursorRow{}).Where("id IN ? AND owner = ?", ids, owner).
-		Updates(map[string]any{"owner": "", "updated_at": time.Now().UTC()}).Error
+		Updates(map[string]any{"owner": "", "released_by": owner, "updated_at": time.Now().UTC()}).Error
 }
 
 // DispatcherHeartbeat is DispatcherRenew without its stepped report.
@@ -279,21 +295,4 @@ func (s *Store) DispatcherLeases(ctx context.Context) ([]DispatcherLease, error)
 func (s *Store) DispatcherDelete(ctx context.Context, id string) error {
 	_, err := s.sql.ExecContext(ctx, "DELETE FROM dispatchers WHERE id = ? OR lease_until < NOW(3) - INTERVAL 1 DAY", id)
 	return err
-}
-
-// GroupLag returns a group's lag: offsets between its cursors and their queues' max
-// offsets, and the age in seconds of the oldest message past a cursor (0 if none).
-func (s *Store) GroupLag(ctx context.Context, groupID int64) (msgs int64, seconds float64, err error) {
-	ps, err := s.GroupPositions(ctx, []int64{groupID}, true)
-	if err != nil {
-		return 0, 0, err
-	}
-	oldest := int64(0)
-	for _, p := range ps {
-		msgs += p.Lag
-		if p.OldestUndoneMS > 0 && (oldest == 0 || p.OldestUndoneMS < oldest) {
-			oldest = p.OldestUndoneMS
-		}
-	}
-	return msgs, LagAge(oldest, time.Now()), nil
 }

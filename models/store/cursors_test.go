@@ -70,3 +70,57 @@ func TestCursorsCommitFenced(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, lost)
 }
+
+// TestCursorClaimNamesWhoReleased: a claim names the cursor's previous holder —
+// its owner when the claim takes it over from a lapsed lease, the dispatcher that
+// released it (Released true) after a release, nobody for a cursor never owned —
+// and clears the release, so the claim after it names the new owner instead.
+func TestCursorClaimNamesWhoReleased(t *testing.T) {
+	t.Parallel()
+	_, st := heraldtest.Database(t)
+	ctx := context.Background()
+	_, err := st.TopicCreate(ctx, "orders", 2)
+	require.NoError(t, err)
+	g := newGroup(t, st, "billing")
+	for _, d := range []string{"d1", "d2"} {
+		require.NoError(t, st.DispatcherHeartbeat(ctx, d, "host", time.Minute))
+	}
+	cursors, err := st.CursorsByGroups(ctx, []int64{g.ID})
+	require.NoError(t, err)
+	require.Len(t, cursors, 2)
+	a, b := cursors[0].ID, cursors[1].ID
+
+	first, ok, err := st.CursorClaim(ctx, a, "d1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Empty(t, first.PrevOwner, "never owned")
+	require.False(t, first.Released)
+
+	require.NoError(t, st.CursorsRelease(ctx, "d1", []int64{a}))
+	second, ok, err := st.CursorClaim(ctx, a, "d2")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "d1", second.PrevOwner)
+	require.True(t, second.Released)
+	require.Equal(t, first.Version, second.PrevVersion, "the releaser's reports carry the version it held")
+
+	// d2's lease lapses: d1 takes the cursor over from d2, not from its own release.
+	require.NoError(t, st.DispatcherHeartbeat(ctx, "d2", "host", -time.Second))
+	third, ok, err := st.CursorClaim(ctx, a, "d1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "d2", third.PrevOwner)
+	require.False(t, third.Released)
+
+	// A release that holds the cursor for an ordered POST names its releaser too.
+	_, ok, err = st.CursorClaim(ctx, b, "d1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, st.CursorsReleaseHeld(ctx, "d1", []int64{b}, time.Minute))
+	held, ok, err := st.CursorClaim(ctx, b, "d1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "d1", held.PrevOwner)
+	require.True(t, held.Released)
+	require.Greater(t, held.HoldLeft, 50*time.Second)
+}

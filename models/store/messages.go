@@ -370,9 +370,10 @@ func idList(ids []int64) string {
 // node it can beat MAX(id) only when retention emptied the table (retention keeps
 // every row above it), so only queues off the control database whose table reads
 // empty cost one more statement on the control database, for all of them. A node
-// other than 1 that does not answer leaves its queues out of the map (never 0, which
-// would read as a table behind its cursors) and its error is returned, joined, with
-// the other nodes' offsets.
+// other than 1 that does not answer, or is marked down (NodeIsDown: not tried),
+// leaves its queues out of the map (never 0, which would read as a table behind its
+// cursors) and its *NodeUnreachableError is returned, joined, with the other nodes'
+// offsets.
 func (s *Store) QueueMaxIDs(ctx context.Context, queueIDs []int64) (map[int64]int64, error) {
 	out := make(map[int64]int64, len(queueIDs))
 	if len(queueIDs) == 0 {
@@ -385,9 +386,19 @@ func (s *Store) QueueMaxIDs(ctx context.Context, queueIDs []int64) (map[int64]in
 	var errs []error
 	answered := map[int64]bool{}
 	for _, n := range nodes {
-		if err := s.queueMaxIDsOn(ctx, n, byNode[n], out); err != nil {
+		if s.skipNode(n) {
+			errs = append(errs, s.unreachable(n, nil)) // probed back up in the background
+			continue
+		}
+		nctx, cancel := s.NodeContext(ctx, n)
+		err := s.queueMaxIDsOn(nctx, n, byNode[n], out)
+		cancel()
+		if err != nil {
 			if n == models.PrimaryNodeID {
 				return nil, err
+			}
+			if s.NodeOutage(n, err) {
+				err = &NodeUnreachableError{Node: n, Err: err}
 			}
 			errs = append(errs, err) // the other nodes' queues still poll
 			continue
@@ -551,7 +562,8 @@ type MessageSummary struct {
 
 // MessagesBrowse returns up to limit messages of topic t matching f, newest first
 // (created_at, then queue and offset descending), reading every queue of a db node
-// in one UNION statement and merging the nodes' pages. Key and tag filters are not indexed: on very large queues give a time
+// in one UNION statement and merging the nodes' pages. A db node other than 1 that
+// does not answer, or is marked down, is left out (NodeOutage marks it). Key and tag filters are not indexed: on very large queues give a time
 // range, which uses the created_at index. Only numbers reach the SQL text.
 func (s *Store) MessagesBrowse(ctx context.Context, t *models.Topic, f MessageFilter, limit int) ([]MessageSummary, error) {
 	if len(t.Queues) == 0 {
@@ -606,13 +618,20 @@ func (s *Store) MessagesBrowse(ctx context.Context, t *models.Topic, f MessageFi
 	}
 	var out []MessageSummary
 	for _, n := range nodes {
-		c, err := s.nodeConn(ctx, n)
-		if err != nil {
-			return nil, fmt.Errorf("browse messages of %s: %w", t.Name, err)
+		if s.skipNode(n) {
+			continue // a down node's messages are left out; the caller shows NodesDown
 		}
-		query := strings.Join(parts[n], " UNION ALL ") + fmt.Sprintf(" ORDER BY created_at DESC, q DESC, id DESC LIMIT %d", limit)
-		page, err := browsePage(ctx, c, query, args[n])
-		if err != nil {
+		nctx, cancel := s.NodeContext(ctx, n)
+		c, err := s.nodeConn(nctx, n)
+		var page []MessageSummary
+		if err == nil {
+			query := strings.Join(parts[n], " UNION ALL ") + fmt.Sprintf(" ORDER BY created_at DESC, q DESC, id DESC LIMIT %d", limit)
+			page, err = browsePage(nctx, c, query, args[n])
+		}
+		cancel()
+		if s.NodeOutage(n, err) {
+			continue
+		} else if err != nil {
 			return nil, fmt.Errorf("browse messages of %s on node %d: %w", t.Name, n, err)
 		}
 		out = append(out, page...)

@@ -194,8 +194,10 @@ func (s *Store) placeQueuesOn(ctx context.Context, node int64) error {
 // into it again (its flush fails with models.ErrQueueSealed and it retries on the
 // new slot table). CREATE TRIGGER takes the table's metadata lock exclusively, so it
 // waits until every transaction that inserted into the queue ended (at most
-// lockWait); after it, MAX(id) is final: that is the watermark, stored with the
-// queue's state `sealed`. Sealing an already sealed queue only reads the watermark
+// lockWait); a prepared XA branch whose session is gone holds no metadata lock
+// (MariaDB), only its row locks, so the seal then waits until no prepared branch
+// holds a row of the queue (awaitPrepared). After that,
+// MAX(id) is final: that is the watermark, stored with the queue's state `sealed`. Sealing an already sealed queue only reads the watermark
 // again, so an interrupted move is finished by calling it again.
 func (s *Store) QueueSeal(ctx context.Context, m models.QueueMove, nodeID int64) (int64, error) {
 	c, err := s.nodeConn(ctx, nodeID)
@@ -212,6 +214,9 @@ func (s *Store) QueueSeal(ctx context.Context, m models.QueueMove, nodeID int64)
 		}
 		defer ex.ExecContext(context.WithoutCancel(ctx), "SET SESSION lock_wait_timeout = DEFAULT") //nolint:errcheck // the pool's next user gets the default either way
 		if _, err := ex.ExecContext(ctx, ddl); err != nil && !triggerExists(err) {
+			return fmt.Errorf("seal queue %d: %w", m.From, err)
+		}
+		if err := awaitPrepared(ctx, ex, table); err != nil {
 			return fmt.Errorf("seal queue %d: %w", m.From, err)
 		}
 		return ex.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM "+table).Scan(&w)
@@ -238,6 +243,24 @@ func (s *Store) QueueSeal(ctx context.Context, m models.QueueMove, nodeID int64)
 		return tx.db.Exec("UPDATE queues SET state = ? WHERE id = ?", string(models.QueueSealed), m.From).Error
 	})
 	return w, err
+}
+
+// awaitPrepared waits, when Herald has prepared XA branches on ex's server, until
+// none of them holds a row of table: a locking read of every row waits for the
+// row locks a prepared branch keeps (at most the session's
+// innodb_lock_wait_timeout; the seal then fails and is tried again). Recovery
+// commits a decided branch within seconds. With no prepared branch it reads
+// nothing.
+func awaitPrepared(ctx context.Context, ex conn, table string) error {
+	xids, err := xaPrepared(ctx, ex)
+	if err != nil || len(xids) == 0 {
+		return err
+	}
+	var n int64
+	if err := ex.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table+" FOR UPDATE").Scan(&n); err != nil {
+		return fmt.Errorf("wait for prepared XA branches %v: %w", xids, err)
+	}
+	return nil
 }
 
 // lockWait bounds how long sealing waits for the queue's open inserts (their

@@ -23,6 +23,8 @@ type nodePool struct {
 
 	qmu       sync.RWMutex
 	queueNode map[int64]int64
+
+	health healthBook
 }
 
 // nodeDB is an opened db node: its pool and its server flavour (RETURNING on
@@ -268,6 +270,13 @@ func (s *Store) NodesPing(ctx context.Context) (map[int64]error, error) {
 		h, err := s.node(ctx, id)
 		if err == nil {
 			err = h.db.PingContext(ctx)
+		}
+		if ctx.Err() == nil {
+			if err != nil {
+				s.NodeFailed(id, err)
+			} else {
+				s.NodeAnswered(id)
+			}
 		}
 		out[id] = err
 	}

@@ -33,6 +33,9 @@ type CursorPosition struct {
 	// Undone are the ids at or below Offset the commit lists as not done (holes, and
 	// messages pending or in flight), as ranges.
 	Undone []models.Hole
+	// Unreachable: the queue's db node did not answer the read (or is marked down),
+	// so MaxOffset is the committed offset and Lag counts the listed holes only.
+	Unreachable bool
 	// firstUndone is the lowest id the commit lists as not done (hole, or a message
 	// pending or in flight), or Offset+1.
 	firstUndone int64
@@ -81,7 +84,9 @@ func (s *Store) CursorsReset(ctx context.Context, groupID int64, to string, queu
 }
 
 // GroupPositions returns every cursor of the listed groups with its queue's max
-// offset and lag in messages, ordered by group and queue. withAge also reads the
+// offset and lag in messages, ordered by group and queue. A cursor whose queue's db
+// node does not answer (or is marked down) is listed Unreachable, with MaxOffset at
+// its committed offset (lag: its listed holes only). withAge also reads the
 // creation time of each lagging cursor's next message (one UNION statement), for
 // lag in seconds; leave it off for long lists.
 func (s *Store) GroupPositions(ctx context.Context, groupIDs []int64, withAge bool) ([]CursorPosition, error) {
@@ -112,14 +117,19 @@ func (s *Store) GroupPositions(ctx context.Context, groupIDs []int64, withAge bo
 		}
 	}
 	maxes, err := s.QueueMaxIDs(ctx, qids)
-	if err != nil {
+	if err != nil && !OnlyUnreachable(err) {
 		return nil, err
 	}
 	out := make([]CursorPosition, len(rows))
 	for i, r := range rows {
 		cur := toCursor(cursorRow{Holes: r.Holes})
+		maxOffset, read := maxes[r.QueueID]
+		if !read {
+			maxOffset = r.CommittedOffset // its node did not answer: lag past the commit unknown
+		}
 		out[i] = CursorPosition{CursorID: r.ID, GroupID: r.GroupID, QueueID: r.QueueID, TopicID: r.TopicID, Topic: r.Name,
-			Offset: r.CommittedOffset, MaxOffset: maxes[r.QueueID], Version: r.Version, Owner: r.Owner, Holes: len(cur.Holes), Undone: cur.Holes}
+			Offset: r.CommittedOffset, MaxOffset: maxOffset, Version: r.Version, Owner: r.Owner, Holes: len(cur.Holes), Undone: cur.Holes,
+			Unreachable: !read}
 		// Lag counts the ids the commit lists as not done too: the dispatcher commits past
 		// messages still pending or in flight, listing them with the holes.
 		out[i].Lag = max(out[i].MaxOffset-out[i].Offset, 0)
@@ -169,7 +179,13 @@ func (s *Store) fillOldest(ctx context.Context, ps []CursorPosition) error {
 		args[n] = append(args[n], p.firstUndone)
 	}
 	for _, n := range order {
-		if err := s.fillOldestOn(ctx, n, parts[n], args[n], ps); err != nil {
+		if s.skipNode(n) {
+			continue // its lag age stays unknown (0)
+		}
+		nctx, cancel := s.NodeContext(ctx, n)
+		err := s.fillOldestOn(nctx, n, parts[n], args[n], ps)
+		cancel()
+		if err != nil && !s.NodeOutage(n, err) {
 			return err
 		}
 	}
@@ -225,12 +241,14 @@ func (s *Store) GroupLags(ctx context.Context) (map[int64]int64, error) {
 		}
 	}
 	maxes, err := s.QueueMaxIDs(ctx, qids)
-	if err != nil {
+	if err != nil && !OnlyUnreachable(err) {
 		return nil, err
 	}
 	out := map[int64]int64{}
 	for _, r := range rows {
-		out[r.GroupID] += max(maxes[r.QueueID]-r.CommittedOffset, 0)
+		if m, ok := maxes[r.QueueID]; ok { // a queue on a down node counts its listed holes only
+			out[r.GroupID] += max(m-r.CommittedOffset, 0)
+		}
 		for _, h := range toCursor(cursorRow{Holes: r.Holes}).Holes {
 			out[r.GroupID] += h.To - h.From + 1
 		}

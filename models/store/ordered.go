@@ -119,8 +119,8 @@ func (s *Store) CursorsReleaseHeld(ctx context.Context, owner string, ids []int6
 	if len(ids) == 0 {
 		return nil
 	}
-	q := "UPDATE cursors SET owner = '', hold_until = NOW(3) + INTERVAL ? MICROSECOND, updated_at = NOW(3) WHERE owner = ? AND id IN (?" + strings.Repeat(",?", len(ids)-1) + ")"
-	args := []any{hold.Microseconds(), owner}
+	q := "UPDATE cursors SET owner = '', released_by = ?, hold_until = NOW(3) + INTERVAL ? MICROSECOND, updated_at = NOW(3) WHERE owner = ? AND id IN (?" + strings.Repeat(",?", len(ids)-1) + ")"
+	args := []any{owner, hold.Microseconds(), owner}
 	for _, id := range ids {
 		args = append(args, id)
 	}

@@ -105,6 +105,17 @@ func (s *Store) groupFloors(ctx context.Context, queueID int64) (map[int64]int64
 const notReferenced = `NOT EXISTS (SELECT 1 FROM retry_messages r WHERE r.queue_id = ? AND r.msg_offset = m.id)
   AND NOT EXISTS (SELECT 1 FROM dead_letters d WHERE d.queue_id = ? AND d.msg_offset = m.id)`
 
+// QueuePrunedThrough returns the highest offset retention may have deleted from
+// queue's table (queues.pruned_through; 0 when nothing was pruned): a message
+// missing at or below it was pruned, one missing above it is not visible yet.
+func (s *Store) QueuePrunedThrough(ctx context.Context, queueID int64) (int64, error) {
+	var through int64
+	if err := s.sql.QueryRowContext(ctx, "SELECT pruned_through FROM queues WHERE id = ?", queueID).Scan(&through); err != nil {
+		return 0, fmt.Errorf("read pruned offset of queue %d: %w", queueID, notFound(err, "queue"))
+	}
+	return through, nil
+}
+
 // QueuePrune deletes messages of queue with offsets ≤ through that no retry row or
 // dead letter references, in chunks of chunk rows (DELETE … ORDER BY id LIMIT), at
 // most maxChunks chunks (0: until done), and returns how many it deleted and whether

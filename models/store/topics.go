@@ -261,7 +261,9 @@ type QueueOffsets struct {
 }
 
 // QueueOffsetRanges returns MIN(id) and MAX(id) of each listed queue in one
-// statement per 200 queues (primary-key reads, cheap at any size).
+// statement per 200 queues (primary-key reads, cheap at any size). The queues of a
+// db node other than 1 that does not answer, or is marked down, are left out of
+// the map (NodeOutage marks it).
 func (s *Store) QueueOffsetRanges(ctx context.Context, queueIDs []int64) (map[int64]QueueOffsets, error) {
 	out := make(map[int64]QueueOffsets, len(queueIDs))
 	nodes, byNode, err := s.byNode(ctx, queueIDs)
@@ -269,7 +271,15 @@ func (s *Store) QueueOffsetRanges(ctx context.Context, queueIDs []int64) (map[in
 		return nil, fmt.Errorf("read queue offsets: %w", err)
 	}
 	for _, n := range nodes {
-		err := s.queueOffsetRangesOn(ctx, n, byNode[n], out)
+		if s.skipNode(n) {
+			continue // a down node's queues are left out; the caller shows NodesDown
+		}
+		nctx, cancel := s.NodeContext(ctx, n)
+		err := s.queueOffsetRangesOn(nctx, n, byNode[n], out)
+		cancel()
+		if s.NodeOutage(n, err) {
+			continue
+		}
 		if isNoTable(err) {
 			// A move's old queue retired (its table dropped) after the caller read
 			// the topic: it reads as empty, the others again.

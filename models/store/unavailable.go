@@ -7,6 +7,8 @@ import (
 	"net"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/heraldhq/herald/models"
 )
 
 // Unavailable reports whether err means the database did not answer rather than
@@ -33,4 +35,25 @@ func Unavailable(err error) bool {
 		}
 	}
 	return false
+}
+
+// Unreachable reports whether err means the server could not be reached or stopped
+// answering, as opposed to answering with an error: a deadline, a refused, reset or
+// broken connection, a server gone (2006, 2013), or models.ErrQueueUnavailable
+// from opening a node. A server that answers "too many connections", a lock wait
+// timeout or a deadlock is reachable. Node health (NodeFailed) is fed with these.
+func Unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, models.ErrQueueUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 2006 || me.Number == 2013)
 }

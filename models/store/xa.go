@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/heraldhq/herald/models"
 )
@@ -39,9 +42,15 @@ type xaBranch struct {
 // with one XA branch per node: XA START, the INSERTs, XA END, XA PREPARE on every
 // branch; then the decision row in xa_decisions on the control database
 // (autocommit); then XA COMMIT on every branch and the decision row deleted. A
-// failure before the decision rolls every branch back (nothing stored); after it,
-// a branch that did not commit stays prepared and XARecover commits it. Measured
-// here: docs/decisions.md.
+// failure before the decision rolls every branch back (nothing stored). A decision
+// write the server refused is such a failure; one whose answer never came
+// (connection lost, deadline) may have committed, so every branch is left prepared
+// for XARecover, which commits or rolls back all of them by the decision row, and
+// the error wraps models.ErrOutcomeUnknown. After the decision, a branch whose XA
+// COMMIT failed is committed again from a new connection until ctx ends; one
+// still unconfirmed then is XARecover's to commit, and the error wraps
+// models.ErrOutcomeUnknown too, so nothing is answered stored (or notified) while
+// a branch's rows are not visible. Measured here: docs/decisions.md.
 func (s *Store) messagesInsertXA(ctx context.Context, reqs []*PublishRequest, ins *insertPlan) (err error) {
 	if s.tx != nil {
 		return fmt.Errorf("publish across db nodes inside a transaction: %w", models.ErrInvalid)
@@ -52,8 +61,17 @@ func (s *Store) messagesInsertXA(ctx context.Context, reqs []*PublishRequest, in
 		nodes = append(nodes, models.PrimaryNodeID)
 	}
 	branches := make([]*xaBranch, 0, len(nodes))
+	// recovery is set once the decision was asked for: from then on no branch is
+	// rolled back here, whatever the outcome; XARecover settles what is left.
+	recovery := false
 	defer func() {
 		if err == nil {
+			return
+		}
+		if recovery {
+			for _, b := range branches {
+				discard(b.c) // a prepared branch outlives its connection
+			}
 			return
 		}
 		// Nothing decided: roll every branch back (a branch whose connection broke is
@@ -63,7 +81,10 @@ func (s *Store) messagesInsertXA(ctx context.Context, reqs []*PublishRequest, in
 			if !b.ended {
 				_, _ = b.c.ExecContext(rctx, "XA END '"+xid+"'")
 			}
-			_, _ = b.c.ExecContext(rctx, "XA ROLLBACK '"+xid+"'")
+			if _, err := b.c.ExecContext(rctx, "XA ROLLBACK '"+xid+"'"); err != nil {
+				discard(b.c) // its server rolls back, or XARecover once prepared
+				continue
+			}
 			_ = b.c.Close()
 		}
 	}()
@@ -104,22 +125,76 @@ func (s *Store) messagesInsertXA(ctx context.Context, reqs []*PublishRequest, in
 		b.prepared = true
 	}
 	if _, err := s.pool.ExecContext(ctx, "INSERT INTO xa_decisions (xid) VALUES (?)", xid); err != nil {
-		return fmt.Errorf("record commit decision: %w", err)
+		var refused *mysql.MySQLError
+		if errors.As(err, &refused) {
+			return fmt.Errorf("record commit decision: %w", err) // not written: roll back
+		}
+		recovery = true
+		slog.Warn("xa decision unanswered; recovery settles every branch by it", "xid", xid, "err", err)
+		return fmt.Errorf("record commit decision of %s: %w: %w", xid, models.ErrOutcomeUnknown, err)
 	}
 	// Decided: from here the request is stored, whatever a branch's commit says.
-	cctx := context.WithoutCancel(ctx)
-	all := true
+	recovery = true
+	var unconfirmed []int64
 	for _, b := range branches {
-		if _, err := b.c.ExecContext(cctx, "XA COMMIT '"+xid+"'"); err != nil {
-			all = false
-			slog.Warn("xa commit failed; recovery commits the prepared branch", "node", b.node, "xid", xid, "err", err)
+		if _, cerr := b.c.ExecContext(ctx, "XA COMMIT '"+xid+"'"); cerr != nil {
+			discard(b.c) // detaches the branch, so another session may commit it
+			if !s.xaCommitAgain(ctx, b.node, xid, cerr) {
+				unconfirmed = append(unconfirmed, b.node)
+			}
+			continue
 		}
 		_ = b.c.Close()
 	}
-	if all {
-		_, _ = s.pool.ExecContext(cctx, "DELETE FROM xa_decisions WHERE xid = ?", xid)
+	if len(unconfirmed) > 0 {
+		return fmt.Errorf("xa commit of %s unconfirmed on nodes %v (recovery commits it): %w", xid, unconfirmed, models.ErrOutcomeUnknown)
 	}
+	_, _ = s.pool.ExecContext(context.WithoutCancel(ctx), "DELETE FROM xa_decisions WHERE xid = ?", xid)
 	return nil
+}
+
+// discard closes c's connection instead of returning it to its pool: a session
+// holding a prepared branch can run nothing else, and its server detaches the
+// branch (kept for XA COMMIT or ROLLBACK from any session) once it disconnects.
+func discard(c *sql.Conn) {
+	_ = c.Raw(func(any) error { return driver.ErrBadConn })
+	_ = c.Close()
+}
+
+// xaCommitRetry is the pause between two XA COMMITs of a decided branch whose
+// commit failed.
+const xaCommitRetry = 100 * time.Millisecond
+
+// errXANotA is the server's XAER_NOTA: no prepared branch has the xid.
+const errXANotA = 1397
+
+// xaCommitAgain commits the decided branch xid of node from new connections, after
+// its first XA COMMIT failed with first, until one succeeds or ctx ends, and
+// reports whether the branch is known committed. XAER_NOTA counts as committed: a
+// decided branch is never rolled back, so the first COMMIT took effect and only
+// its answer was lost (or XARecover committed it meanwhile).
+func (s *Store) xaCommitAgain(ctx context.Context, node int64, xid string, first error) bool {
+	err := first
+	for {
+		var mysqlErr *mysql.MySQLError
+		if errors.As(err, &mysqlErr) && mysqlErr.Number == errXANotA {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			slog.Warn("xa commit unconfirmed; recovery commits the prepared branch", "node", node, "xid", xid, "err", err)
+			return false
+		case <-time.After(xaCommitRetry):
+		}
+		h, herr := s.node(ctx, node)
+		if herr != nil {
+			err = herr
+			continue
+		}
+		if _, err = h.db.ExecContext(ctx, "XA COMMIT '"+xid+"'"); err == nil {
+			return true
+		}
+	}
 }
 
 func containsID(ids []int64, id int64) bool {
@@ -187,6 +262,33 @@ func (s *Store) XARecover(ctx context.Context) (int, error) {
 	return resolved, errors.Join(errs...)
 }
 
+// xaPrepared lists the xids of Herald's prepared XA branches on the server of q
+// (XA RECOVER; other applications' branches left out).
+func xaPrepared(ctx context.Context, q conn) ([]string, error) {
+	rows, err := q.QueryContext(ctx, "XA RECOVER")
+	if err != nil {
+		return nil, fmt.Errorf("xa recover: %w", err)
+	}
+	defer rows.Close()
+	var xids []string
+	for rows.Next() {
+		var format, glen, blen int64
+		var data []byte
+		if err := rows.Scan(&format, &glen, &blen, &data); err != nil {
+			return nil, err
+		}
+		if int64(len(data)) < glen {
+			continue
+		}
+		if xid := string(data[:glen]); strings.HasPrefix(xid, xaPrefix) {
+			if _, ok := xidTime(xid); ok {
+				xids = append(xids, xid)
+			}
+		}
+	}
+	return xids, rows.Err()
+}
+
 // xaRecoverNode resolves the old prepared Herald branches of one node; left
 // reports whether younger ones remain (their decision rows are kept).
 func (s *Store) xaRecoverNode(ctx context.Context, nodeID int64) (resolved int, left bool, err error) {
@@ -194,28 +296,12 @@ func (s *Store) xaRecoverNode(ctx context.Context, nodeID int64) (resolved int, 
 	if err != nil {
 		return 0, false, err
 	}
-	rows, err := h.db.QueryContext(ctx, "XA RECOVER")
+	xids, err := xaPrepared(ctx, h.db)
 	if err != nil {
-		return 0, false, fmt.Errorf("xa recover: %w", err)
+		return 0, false, err
 	}
-	var xids []string
-	for rows.Next() {
-		var format, glen, blen int64
-		var data []byte
-		if err := rows.Scan(&format, &glen, &blen, &data); err != nil {
-			rows.Close()
-			return 0, false, err
-		}
-		if int64(len(data)) >= glen {
-			xids = append(xids, string(data[:glen]))
-		}
-	}
-	rows.Close()
 	for _, xid := range xids {
-		t, ok := xidTime(xid)
-		if !ok {
-			continue
-		}
+		t, _ := xidTime(xid)
 		var one int
 		derr := s.pool.QueryRowContext(ctx, "SELECT 1 FROM xa_decisions WHERE xid = ?", xid).Scan(&one)
 		var stmt string

@@ -13,6 +13,19 @@ document.addEventListener("change", function (ev) {
     if (ts) ts.hidden = ev.target.value !== "timestamp";
   }
 });
+// The ordering control rewords the exhaustion setting beside it for the mode chosen
+// (the words ride on each option's data-* attributes; the server renders the saved
+// mode's words).
+document.addEventListener("change", function (ev) {
+  if (ev.target.name !== "ordering" || !ev.target.form) return;
+  var opt = ev.target.options[ev.target.selectedIndex];
+  var sel = ev.target.form.querySelector('select[name="ordered_on_exhausted"]');
+  if (!opt || !sel) return;
+  var label = ev.target.form.querySelector('label[for="' + sel.id + '"]');
+  if (label) label.textContent = opt.getAttribute("data-exhausted");
+  sel.querySelector('option[value="dead_letter"]').textContent = opt.getAttribute("data-dead-letter");
+  sel.querySelector('option[value="pause"]').textContent = opt.getAttribute("data-pause");
+});
 // Live state: an element with data-live="<ms>" (overview, group, topic) is fetched
 // again from the server every <ms> as a server-rendered fragment (the request says
 // X-Herald-Live: 1) and swapped in place, without reloading the page. It waits while

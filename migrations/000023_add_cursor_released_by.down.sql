@@ -1,0 +1,1 @@
+ALTER TABLE cursors DROP COLUMN released_by;
