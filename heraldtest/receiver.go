@@ -156,3 +156,27 @@ func (r *Receiver) WaitCount(n int, within time.Duration) {
 	require.Eventually(r.t, func() bool { return r.Count() >= n }, within, 5*time.Millisecond,
 		"receiver got %d of %d messages", r.Count(), n)
 }
+
+// WaitIDs waits until every webhook-id in ids was accepted at least once; on
+// timeout it fails the test naming up to ten ids still missing.
+func (r *Receiver) WaitIDs(ids []string, within time.Duration) {
+	r.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var missing []string
+		r.mu.Lock()
+		for _, id := range ids {
+			if _, ok := r.byID[id]; !ok {
+				missing = append(missing, id)
+			}
+		}
+		r.mu.Unlock()
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%d of %d webhook-ids never accepted within %s, among them %v", len(missing), len(ids), within, missing[:min(len(missing), 10)])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -234,6 +234,7 @@ func nodeOutageUnderTraffic(t *testing.T, mode string) {
 	} else {
 		srv.restart(t)
 	}
+	returned := time.Now()
 	require.Eventually(t, func() bool {
 		var n struct{ Health string }
 		require.NoError(t, json.Unmarshal(h.Admin("GET", "/nodes/"+nodeID, nil, 200), &n))
@@ -250,12 +251,10 @@ func nodeOutageUnderTraffic(t *testing.T, mode string) {
 		}
 		return false
 	}, 15*time.Second, 100*time.Millisecond, "keyless messages reach the returned node")
-	rSpread.WaitCount(len(accepted)+1, 60*time.Second) // and the keyed message on node 1
-	got := rSpread.All()
-	for _, id := range accepted {
-		_, delivered := got[id]
-		require.True(t, delivered, "message %s answered 201 but never delivered", id)
-	}
+	// Every message answered 201 is delivered; one answered 503 may be too (its
+	// outcome was unknown), so a count of deliveries proves nothing.
+	rSpread.WaitIDs(accepted, 60*time.Second)
+	t.Logf("all %d messages answered 201 delivered %s after the node returned", len(accepted), time.Since(returned).Round(time.Millisecond))
 	rCalm.WaitCount(1, 10*time.Second)
 
 	// One node.down and one node.up, from one process.
