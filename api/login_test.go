@@ -86,7 +86,7 @@ func TestLoginPaddingSharesThrottle(t *testing.T) {
 	}
 	hash, err := auth.HashPassword("long-enough-pw", 4)
 	require.NoError(t, err)
-	err = h.Store.UserCreate(context.Background(), &models.User{Username: "carol ", PasswordHash: hash, Role: models.RoleViewer})
+	err = h.Store.Accounts().UserCreate(context.Background(), &models.User{Username: "carol ", PasswordHash: hash, Role: models.RoleViewer})
 	require.ErrorIs(t, err, models.ErrInvalid, "the store refuses padded names from every path")
 	h.Admin("POST", "/users", map[string]string{"username": "bob", "password": "long-enough-pw"}, 201)
 	var n int

@@ -157,12 +157,12 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 	}
 	if roles.Worker {
 		cfg.Worker.Issuer = cfg.PublicURL
-		if a.Worker, err = worker.New(worker.Deps{Config: cfg.Worker, Keys: keys, Store: st, Redis: rdb, Source: source, Guard: guard, Log: log}); err != nil {
+		if a.Worker, err = worker.New(worker.Deps{Config: cfg.Worker, Keys: keys, Store: st.Sides(), Redis: rdb, Source: source, Guard: guard, Log: log}); err != nil {
 			return fail(err)
 		}
 	}
 	if roles.Maintenance {
-		a.Maintenance = maintenance.New(cfg.Maintenance, keys, st, rdb, log)
+		a.Maintenance = maintenance.New(cfg.Maintenance, keys, st.Sides(), rdb, log)
 	}
 	return a, nil
 }
@@ -239,7 +239,7 @@ func (a *App) Run(ctx context.Context, apiLn net.Listener) error {
 	}
 	// Every role reads node health (keyless placement, views, node events): one
 	// prober per process marks db nodes down and up again.
-	eg.Go(func() error { return a.Store.NodeHealthRun(ctx) })
+	eg.Go(func() error { return a.Store.Nodes().NodeHealthRun(ctx) })
 	return eg.Wait()
 }
 

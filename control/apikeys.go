@@ -43,7 +43,7 @@ func (c *Control) CreateAPIKey(ctx context.Context, a Actor, spec APIKeySpec) (s
 	}
 	key, prefix, hash := auth.NewAPIKey()
 	k := &models.APIKey{Name: spec.Name, Prefix: prefix, Hash: hash, Topics: spec.Topics}
-	if err := c.st.APIKeyCreate(ctx, k); err != nil {
+	if err := c.st.Accounts().APIKeyCreate(ctx, k); err != nil {
 		return "", nil, err
 	}
 	c.Record(ctx, a, "apikey.create", prefix, nil, map[string]any{"name": k.Name, "topics": k.Topics})
@@ -54,7 +54,7 @@ func (c *Control) CreateAPIKey(ctx context.Context, a Actor, spec APIKeySpec) (s
 // within the 5 s key cache on every other api instance. Audited as
 // apikey.revoke. Revoking twice keeps the first time. Errors: models.ErrNotFound.
 func (c *Control) RevokeAPIKey(ctx context.Context, a Actor, id int64) (*models.APIKey, error) {
-	k, err := c.st.APIKeyRevoke(ctx, id)
+	k, err := c.st.Accounts().APIKeyRevoke(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (c *Control) RevokeAPIKey(ctx context.Context, a Actor, id int64) (*models.
 
 // ListAPIKeys returns one page of API keys in id order, revoked ones included.
 func (c *Control) ListAPIKeys(ctx context.Context, p PageRequest) (Page[*models.APIKey], error) {
-	ks, err := c.st.APIKeyList(ctx, p.After, p.Limit)
+	ks, err := c.st.Accounts().APIKeyList(ctx, p.After, p.Limit)
 	if err != nil {
 		return Page[*models.APIKey]{}, err
 	}

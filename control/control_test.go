@@ -105,7 +105,7 @@ func TestCreateAPIKey(t *testing.T) {
 			key, k, err := b.ctl.CreateAPIKey(b.ctx, b.actor, tc.spec)
 			if tc.fields != nil {
 				requireFields(t, err, tc.fields...)
-				ks, err := b.st.APIKeyList(b.ctx, 0, 10)
+				ks, err := b.st.Accounts().APIKeyList(b.ctx, 0, 10)
 				require.NoError(t, err)
 				require.Empty(t, ks, "nothing is stored")
 				require.Empty(t, b.audited(t), "nothing is audited")
@@ -113,7 +113,7 @@ func TestCreateAPIKey(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.True(t, strings.HasPrefix(key, "hk_"+k.Prefix+"_"), key)
-			stored, err := b.st.APIKeyGetByPrefix(b.ctx, k.Prefix)
+			stored, err := b.st.Accounts().APIKeyGetByPrefix(b.ctx, k.Prefix)
 			require.NoError(t, err)
 			require.Equal(t, tc.spec.Topics, stored.Topics)
 			require.Equal(t, []string{"apikey.create"}, b.audited(t))

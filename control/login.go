@@ -48,7 +48,7 @@ func (c *Control) Login(ctx context.Context, name, password, clientIP string) (*
 	var u *models.User
 	hash := c.dummyHash()
 	if models.ValidUsername(name) {
-		got, err := c.st.UserGetByUsername(ctx, name)
+		got, err := c.st.Accounts().UserGetByUsername(ctx, name)
 		switch {
 		case err == nil:
 			u, hash = got, got.PasswordHash

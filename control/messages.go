@@ -97,7 +97,7 @@ func (c *Control) BrowseMessages(ctx context.Context, name string, q MessageQuer
 	if err != nil {
 		return out, err
 	}
-	ms, err := c.st.MessagesBrowse(ctx, t, q.Filter, q.Limit)
+	ms, err := c.st.Queues().MessagesBrowse(ctx, t, q.Filter, q.Limit)
 	if err != nil {
 		return out, err
 	}
@@ -120,7 +120,7 @@ type Message struct {
 // GetMessage loads a message by its public id (models.MessageID). Errors:
 // models.ErrNotFound.
 func (c *Control) GetMessage(ctx context.Context, id string) (*Message, error) {
-	m, topic, err := c.st.MessageGetByID(ctx, id)
+	m, topic, err := c.st.Queues().MessageGetByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func (c *Control) MoveTopic(ctx context.Context, a Actor, name string, toNode in
 	if models.ReservedName(t.Name) || t.Name == models.EventsTopic {
 		return nil, fmt.Errorf("moving Herald's own topics (dead-letter and event topics) is %w", ErrNotBuilt)
 	}
-	n, err := c.st.NodeGet(ctx, toNode)
+	n, err := c.st.Nodes().NodeGet(ctx, toNode)
 	if errors.Is(err, models.ErrNotFound) {
 		return nil, fmt.Errorf("node %d: %w", toNode, ErrUnknownNode)
 	} else if err != nil {
@@ -72,7 +72,7 @@ func (c *Control) MoveTopic(ctx context.Context, a Actor, name string, toNode in
 		return nil, fmt.Errorf("topic %s has no live queue: %w", name, ErrNothingToMove)
 	}
 	before := recordOfTopic(t)
-	moves, err := c.st.TopicMoveBegin(ctx, t, toNode)
+	moves, err := c.st.Nodes().TopicMoveBegin(ctx, t, toNode)
 	switch {
 	case errors.Is(err, models.ErrNoWritableNode):
 		// The node changed state (a drain) since it was read above.
@@ -100,14 +100,14 @@ func (c *Control) MoveTopic(ctx context.Context, a Actor, name string, toNode in
 	for _, m := range moves {
 		// The store chose the old queues under the topic's lock: their nodes come
 		// from the registry, not from t as read before it.
-		node, err := c.st.QueueNode(ctx, m.From)
+		node, err := c.st.Nodes().QueueNode(ctx, m.From)
 		switch {
 		case err != nil:
 		case failed[node]:
 			continue
 		default:
 			sctx, scancel := context.WithTimeout(ctx, moveSealTimeout)
-			_, err = c.st.QueueSeal(sctx, m, node)
+			_, err = c.st.Nodes().QueueSeal(sctx, m, node)
 			scancel()
 			failed[node] = err != nil
 		}
@@ -162,13 +162,13 @@ func hasLive(t *models.Topic) bool {
 // TopicMoveProgress returns, per queue an unretired move of topic t sealed, what
 // each group still owes it.
 func (c *Control) TopicMoveProgress(ctx context.Context, t *models.Topic) ([]MoveProgress, error) {
-	moves, err := c.st.TopicMoves(ctx, t.ID)
+	moves, err := c.st.Nodes().TopicMoves(ctx, t.ID)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]MoveProgress, 0, len(moves))
 	for _, m := range moves {
-		owed, err := c.st.QueueMoveOwed(ctx, m)
+		owed, err := c.st.Nodes().QueueMoveOwed(ctx, m)
 		if err != nil {
 			return nil, err
 		}
@@ -210,10 +210,10 @@ func (c *Control) DrainNode(ctx context.Context, a Actor, id int64) (DrainResult
 		v.Add("/node", "node 1 is the control database and cannot drain: Herald's own dead-letter and event topics live there; move other topics off it with herald topic move")
 		return DrainResult{}, &v
 	}
-	if _, err := c.st.NodeGet(ctx, id); err != nil {
+	if _, err := c.st.Nodes().NodeGet(ctx, id); err != nil {
 		return DrainResult{}, err
 	}
-	topics, err := c.st.TopicsOnNode(ctx, id)
+	topics, err := c.st.Nodes().TopicsOnNode(ctx, id)
 	if err != nil {
 		return DrainResult{}, err
 	}
@@ -223,7 +223,7 @@ func (c *Control) DrainNode(ctx context.Context, a Actor, id int64) (DrainResult
 		}
 	}
 	var before map[string]any
-	n, err := c.st.NodeUpdate(ctx, id, func(n *models.Node) error {
+	n, err := c.st.Nodes().NodeUpdate(ctx, id, func(n *models.Node) error {
 		if n.State == models.NodeRetired {
 			return fmt.Errorf("node %d is retired and cannot change: %w", id, models.ErrConflict)
 		}
@@ -237,13 +237,13 @@ func (c *Control) DrainNode(ctx context.Context, a Actor, id int64) (DrainResult
 	// Read again now the node is draining: a move onto it that committed before
 	// the state changed shows here; none can commit after (placement share-locks
 	// the node's row and refuses a draining node).
-	if topics, err = c.st.TopicsOnNode(ctx, id); err != nil {
+	if topics, err = c.st.Nodes().TopicsOnNode(ctx, id); err != nil {
 		return DrainResult{}, err
 	}
 	res := DrainResult{Node: n, Moved: []string{}}
 	var moving []string
 	for _, name := range topics {
-		target, err := c.st.PlaceTopicTarget(ctx)
+		target, err := c.st.Nodes().PlaceTopicTarget(ctx)
 		if err != nil {
 			return res, fmt.Errorf("move topic %s off node %d: %w", name, id, err)
 		}
@@ -269,7 +269,7 @@ func (c *Control) DrainNode(ctx context.Context, a Actor, id int64) (DrainResult
 // an error wrapping ErrNodeNotWritable.
 func (c *Control) otherWritableNode(ctx context.Context, id int64) error {
 	for after := int64(0); ; {
-		ns, err := c.st.NodeList(ctx, after, 100)
+		ns, err := c.st.Nodes().NodeList(ctx, after, 100)
 		if err != nil {
 			return err
 		}

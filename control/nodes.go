@@ -114,7 +114,7 @@ func (c *Control) CreateNode(ctx context.Context, a Actor, spec NodeSpec) (*mode
 		return nil, err
 	}
 	n := &models.Node{Name: spec.Name, DSN: spec.DSN, Weight: spec.Weight, State: spec.State}
-	if err := c.st.NodeCreate(ctx, n); err != nil {
+	if err := c.st.Nodes().NodeCreate(ctx, n); err != nil {
 		return nil, err
 	}
 	c.Record(ctx, a, "node.create", n.Name, nil, recordOfNode(n))
@@ -156,7 +156,7 @@ func (c *Control) PatchNode(ctx context.Context, a Actor, id int64, p NodePatch)
 		}
 	}
 	var before map[string]any
-	n, err := c.st.NodeUpdate(ctx, id, func(n *models.Node) error {
+	n, err := c.st.Nodes().NodeUpdate(ctx, id, func(n *models.Node) error {
 		if n.State == models.NodeRetired {
 			return fmt.Errorf("node %d is retired and cannot change: %w", id, models.ErrConflict)
 		}
@@ -187,7 +187,7 @@ func (c *Control) PatchNode(ctx context.Context, a Actor, id int64, p NodePatch)
 
 // GetNode returns node id with its masked DSN and queue count, or models.ErrNotFound.
 func (c *Control) GetNode(ctx context.Context, id int64) (*models.Node, error) {
-	n, err := c.st.NodeGet(ctx, id)
+	n, err := c.st.Nodes().NodeGet(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (c *Control) GetNode(ctx context.Context, id int64) (*models.Node, error) {
 // ListNodes returns one page of db nodes in id order, retired ones included, each
 // with its Health as this process sees it.
 func (c *Control) ListNodes(ctx context.Context, p PageRequest) (Page[*models.Node], error) {
-	ns, err := c.st.NodeList(ctx, p.After, p.Limit)
+	ns, err := c.st.Nodes().NodeList(ctx, p.After, p.Limit)
 	if err != nil {
 		return Page[*models.Node]{}, err
 	}
@@ -209,13 +209,13 @@ func (c *Control) ListNodes(ctx context.Context, p PageRequest) (Page[*models.No
 // withHealth fills each node's Health from the store's probes: a retired node, or
 // one not probed yet, reads models.NodeUnknown.
 func (c *Control) withHealth(ns []*models.Node) {
-	hs := c.st.NodesHealth()
+	hs := c.st.Nodes().NodesHealth()
 	for _, n := range ns {
 		h, ok := hs[n.ID]
 		if !ok || n.State == models.NodeRetired {
 			h = models.NodeHealth{Node: n.ID, State: models.NodeUnknown}
 		}
-		if h.State == models.NodeDown && !c.st.NodeIsDown(n.ID) {
+		if h.State == models.NodeDown && !c.st.Nodes().NodeIsDown(n.ID) {
 			h = models.NodeHealth{Node: n.ID, State: models.NodeUnknown} // a stale mark in a process without probes
 		}
 		n.Health = h
@@ -224,7 +224,7 @@ func (c *Control) withHealth(ns []*models.Node) {
 
 // NodesDown lists the db nodes this process sees down, in id order, with since
 // when and their last error: what every view spanning nodes could not read.
-func (c *Control) NodesDown() []models.NodeHealth { return c.st.NodesDown() }
+func (c *Control) NodesDown() []models.NodeHealth { return c.st.Nodes().NodesDown() }
 
 // recordOfNode is a node as the audit log shows it: never the DSN's password.
 func recordOfNode(n *models.Node) map[string]any {

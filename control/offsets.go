@@ -47,11 +47,11 @@ func (c *Control) ResetOffsets(ctx context.Context, a Actor, name string, r Offs
 	if err != nil {
 		return nil, err
 	}
-	before, err := c.st.GroupPositions(ctx, []int64{g.ID}, false)
+	before, err := c.st.Cursors().GroupPositions(ctx, []int64{g.ID}, false)
 	if err != nil {
 		return nil, err
 	}
-	reset, err := c.st.CursorsReset(ctx, g.ID, to, r.Queues)
+	reset, err := c.st.Cursors().CursorsReset(ctx, g.ID, to, r.Queues)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func (c *Control) ResetOffsets(ctx context.Context, a Actor, name string, r Offs
 	}
 	ferr := fence.Raise(ctx, c.rdb, c.keys, g.ID, versions)
 	c.notifyGroup(ctx, g.ID) // the owner applies the reset to its cursors at once
-	after, err := c.st.GroupPositions(ctx, []int64{g.ID}, true)
+	after, err := c.st.Cursors().GroupPositions(ctx, []int64{g.ID}, true)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ func (c *Control) BlockedQueues(ctx context.Context, name string) ([]models.Orde
 	if err != nil {
 		return nil, err
 	}
-	return c.st.OrderedBlocksByGroups(ctx, []int64{g.ID}, false)
+	return c.st.Cursors().OrderedBlocksByGroups(ctx, []int64{g.ID}, false)
 }
 
 // SkipBlockedQueue asks the owner of queue queueID of ordered group name to make the
@@ -38,7 +38,7 @@ func (c *Control) blockAction(ctx context.Context, a Actor, name string, queueID
 	if err != nil {
 		return models.OrderedBlock{}, err
 	}
-	b, err := c.st.OrderedBlockAction(ctx, g.ID, queueID, action)
+	b, err := c.st.Cursors().OrderedBlockAction(ctx, g.ID, queueID, action)
 	if err != nil {
 		return b, err
 	}
@@ -75,7 +75,7 @@ func (c *Control) keyAction(ctx context.Context, a Actor, name string, queueID i
 	queues := []int64{queueID}
 	if queueID == 0 {
 		queues = nil
-		bs, err := c.st.OrderedKeyBlocksByGroups(ctx, []int64{g.ID}, false, 0)
+		bs, err := c.st.Cursors().OrderedKeyBlocksByGroups(ctx, []int64{g.ID}, false, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -90,7 +90,7 @@ func (c *Control) keyAction(ctx context.Context, a Actor, name string, queueID i
 	}
 	var out []models.OrderedKeyBlock
 	for _, q := range queues {
-		b, err := c.st.OrderedKeyBlockAction(ctx, g.ID, q, key, action)
+		b, err := c.st.Cursors().OrderedKeyBlockAction(ctx, g.ID, q, key, action)
 		if err != nil {
 			return out, err
 		}

@@ -13,10 +13,10 @@ import (
 // valid. It creates the first key when there is none, so the document never starts
 // empty.
 func (c *Control) PushKeysJWKS(ctx context.Context) (pushauth.JWKS, error) {
-	if _, err := c.st.PushKeyEnsure(ctx, pushauth.NewKey()); err != nil {
+	if _, err := c.st.Accounts().PushKeyEnsure(ctx, pushauth.NewKey()); err != nil {
 		return pushauth.JWKS{}, err
 	}
-	keys, err := c.st.PushKeyPublished(ctx)
+	keys, err := c.st.Accounts().PushKeyPublished(ctx)
 	if err != nil {
 		return pushauth.JWKS{}, err
 	}
@@ -36,10 +36,10 @@ type PushKeyRotation struct {
 // Audited as push_key.rotate (key ids only).
 func (c *Control) RotatePushKey(ctx context.Context, a Actor) (PushKeyRotation, error) {
 	k := pushauth.NewKey()
-	if err := c.st.PushKeyRotate(ctx, k); err != nil {
+	if err := c.st.Accounts().PushKeyRotate(ctx, k); err != nil {
 		return PushKeyRotation{}, err
 	}
-	keys, err := c.st.PushKeyPublished(ctx)
+	keys, err := c.st.Accounts().PushKeyPublished(ctx)
 	if err != nil {
 		return PushKeyRotation{}, err
 	}
@@ -53,7 +53,7 @@ func (c *Control) RotatePushKey(ctx context.Context, a Actor) (PushKeyRotation, 
 
 // pushToken signs a push token for a test send to g, with the current push key.
 func (c *Control) pushToken(ctx context.Context, g *models.Group, id string, now time.Time) (string, error) {
-	k, err := c.st.PushKeyEnsure(ctx, pushauth.NewKey())
+	k, err := c.st.Accounts().PushKeyEnsure(ctx, pushauth.NewKey())
 	if err != nil {
 		return "", err
 	}

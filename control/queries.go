@@ -46,7 +46,9 @@ func (c *Control) Ping(ctx context.Context) error { return c.st.Ping(ctx) }
 
 // NodesPing pings every db node that is not retired and returns each node's error
 // (nil when it answered), for the readiness probe and herald_db_node_up.
-func (c *Control) NodesPing(ctx context.Context) (map[int64]error, error) { return c.st.NodesPing(ctx) }
+func (c *Control) NodesPing(ctx context.Context) (map[int64]error, error) {
+	return c.st.Nodes().NodesPing(ctx)
+}
 
 // GetGroup returns group name, secret included: transports blank it for viewers.
 // Errors: models.ErrNotFound.
@@ -62,11 +64,13 @@ func (c *Control) GetTopic(ctx context.Context, name string) (*models.Topic, err
 // APIKeyByPrefix returns the API key with that prefix (revoked ones included: the
 // caller checks). Errors: models.ErrNotFound.
 func (c *Control) APIKeyByPrefix(ctx context.Context, prefix string) (*models.APIKey, error) {
-	return c.st.APIKeyGetByPrefix(ctx, prefix)
+	return c.st.Accounts().APIKeyGetByPrefix(ctx, prefix)
 }
 
 // TouchAPIKey records that key id was just used (its last_used_at).
-func (c *Control) TouchAPIKey(ctx context.Context, id int64) error { return c.st.APIKeyTouch(ctx, id) }
+func (c *Control) TouchAPIKey(ctx context.Context, id int64) error {
+	return c.st.Accounts().APIKeyTouch(ctx, id)
+}
 
 // AddPublished adds n published messages of topicID to the rollup minute holding minute.
 func (c *Control) AddPublished(ctx context.Context, minute time.Time, topicID, n int64) error {
@@ -108,7 +112,7 @@ func (c *Control) GroupStats(ctx context.Context, name string) (GroupStats, erro
 	if out.DeadLetters, err = c.st.DeadLetterCount(ctx, g.ID); err != nil {
 		return out, err
 	}
-	ps, err := c.st.GroupPositions(ctx, []int64{g.ID}, true)
+	ps, err := c.st.Cursors().GroupPositions(ctx, []int64{g.ID}, true)
 	if err != nil {
 		return out, err
 	}
@@ -121,7 +125,7 @@ func (c *Control) GroupStats(ctx context.Context, name string) (GroupStats, erro
 	}
 	out.LagSeconds = store.LagAge(oldest, time.Now())
 	out.Unreachable = c.unreachableOf(ctx, ps)
-	if out.Blocked, err = c.st.OrderedBlocksByGroups(ctx, []int64{g.ID}, false); err != nil {
+	if out.Blocked, err = c.st.Cursors().OrderedBlocksByGroups(ctx, []int64{g.ID}, false); err != nil {
 		return out, err
 	}
 	return out, c.blockedKeys(ctx, g, &out.BlockedKeys, &out.BlockedKeyCount)
@@ -131,7 +135,7 @@ func (c *Control) GroupStats(ctx context.Context, name string) (GroupStats, erro
 // count, when g has or had ordering by key.
 func (c *Control) blockedKeys(ctx context.Context, g *models.Group, list *[]models.OrderedKeyBlock, n *int) error {
 	var err error
-	if *list, err = c.st.OrderedKeyBlocksByGroups(ctx, []int64{g.ID}, false, MaxListedBlockedKeys); err != nil {
+	if *list, err = c.st.Cursors().OrderedKeyBlocksByGroups(ctx, []int64{g.ID}, false, MaxListedBlockedKeys); err != nil {
 		return err
 	}
 	if len(*list) < MaxListedBlockedKeys {
@@ -140,7 +144,7 @@ func (c *Control) blockedKeys(ctx context.Context, g *models.Group, list *[]mode
 	}
 	// Keys unblocked between the two reads leave the count below the list it
 	// follows; the page never shows fewer keys counted than listed.
-	*n, err = c.st.OrderedKeyBlocksCount(ctx, g.ID)
+	*n, err = c.st.Cursors().OrderedKeyBlocksCount(ctx, g.ID)
 	*n = max(*n, len(*list))
 	return err
 }
@@ -152,7 +156,7 @@ func (c *Control) GroupCursors(ctx context.Context, name string) (*models.Group,
 	if err != nil {
 		return nil, nil, err
 	}
-	ps, err := c.st.GroupPositions(ctx, []int64{g.ID}, true)
+	ps, err := c.st.Cursors().GroupPositions(ctx, []int64{g.ID}, true)
 	return g, ps, err
 }
 
@@ -243,7 +247,7 @@ func (c *Control) GroupDetail(ctx context.Context, name string, attempts, recent
 		}
 	}
 	if g.Ordered {
-		if out.Blocked, err = c.st.OrderedBlocksByGroups(ctx, []int64{g.ID}, false); err != nil {
+		if out.Blocked, err = c.st.Cursors().OrderedBlocksByGroups(ctx, []int64{g.ID}, false); err != nil {
 			return out, err
 		}
 		if err = c.blockedKeys(ctx, g, &out.BlockedKeys, &out.BlockedKeyCount); err != nil {
@@ -271,7 +275,7 @@ func (c *Control) recentMessages(ctx context.Context, g *models.Group, ps []Curs
 		if err != nil {
 			return nil, err
 		}
-		ms, err := c.st.MessagesBrowse(ctx, t, store.MessageFilter{}, n)
+		ms, err := c.st.Queues().MessagesBrowse(ctx, t, store.MessageFilter{}, n)
 		if err != nil {
 			return nil, err
 		}
@@ -301,7 +305,7 @@ type Overview struct {
 
 // Overview reads the front page.
 func (c *Control) Overview(ctx context.Context) (out Overview, err error) {
-	defer func() { out.NodesDown = c.st.NodesDown() }() // after the reads, which mark a node they could not reach
+	defer func() { out.NodesDown = c.st.Nodes().NodesDown() }() // after the reads, which mark a node they could not reach
 	now := time.Now()
 	if out.Series, err = c.st.StatsSeries(ctx, store.StatsScope{}, now.Add(-StatsHours*time.Hour), now.Add(time.Minute)); err != nil {
 		return out, err
@@ -319,7 +323,7 @@ func (c *Control) Overview(ctx context.Context) (out Overview, err error) {
 // GroupLags returns every group's lag (messages, by group id) and the last hour's
 // rollup totals.
 func (c *Control) GroupLags(ctx context.Context) (map[int64]int64, StatsTotals, error) {
-	lags, err := c.st.GroupLags(ctx)
+	lags, err := c.st.Cursors().GroupLags(ctx)
 	if err != nil {
 		return nil, StatsTotals{}, err
 	}
@@ -348,7 +352,7 @@ func (c *Control) TopicDetail(ctx context.Context, name string) (out TopicDetail
 		return TopicDetail{}, err
 	}
 	out = TopicDetail{Topic: t}
-	defer func() { out.Unreachable = NodesDownOf(c.st.NodesDown(), t) }() // after the reads
+	defer func() { out.Unreachable = NodesDownOf(c.st.Nodes().NodesDown(), t) }() // after the reads
 	if out.Stats, err = c.TopicStats(ctx, []*models.Topic{t}); err != nil {
 		return out, err
 	}
@@ -406,11 +410,13 @@ func (c *Control) BatchAttempts(ctx context.Context, webhookID string) (string, 
 
 // UserCount returns how many users exist (0: the admin of HERALD_ADMIN_USER may be
 // created).
-func (c *Control) UserCount(ctx context.Context) (int64, error) { return c.st.UserCount(ctx) }
+func (c *Control) UserCount(ctx context.Context) (int64, error) {
+	return c.st.Accounts().UserCount(ctx)
+}
 
 // unreachableOf lists the down db nodes of the cursors ps marks Unreachable.
 func (c *Control) unreachableOf(ctx context.Context, ps []CursorPosition) []models.NodeHealth {
-	down := c.st.NodesDown()
+	down := c.st.Nodes().NodesDown()
 	if len(down) == 0 {
 		return nil
 	}
@@ -423,7 +429,7 @@ func (c *Control) unreachableOf(ctx context.Context, ps []CursorPosition) []mode
 	if len(queues) == 0 {
 		return nil
 	}
-	nodes, err := c.st.QueueNodes(ctx, queues) // cached: queues never move
+	nodes, err := c.st.Nodes().QueueNodes(ctx, queues) // cached: queues never move
 	if err != nil {
 		return down
 	}

@@ -147,7 +147,7 @@ func (c *Control) ResendMessages(ctx context.Context, a Actor, name string, r Re
 // resendScope returns g's subscription covering queue q and g's committed offset in
 // it, or ErrNotFound when g does not subscribe to q's topic.
 func (c *Control) resendScope(ctx context.Context, g *models.Group, q int64) (models.Subscription, int64, error) {
-	ps, err := c.st.GroupPositions(ctx, []int64{g.ID}, false)
+	ps, err := c.st.Cursors().GroupPositions(ctx, []int64{g.ID}, false)
 	if err != nil {
 		return models.Subscription{}, 0, err
 	}

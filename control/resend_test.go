@@ -40,7 +40,7 @@ func TestResendMessagesFiltersLongRanges(t *testing.T) {
 		msgs = append(msgs, m)
 	}
 	for start := 0; start < len(msgs); start += 1000 {
-		require.NoError(t, b.st.MessagesInsert(b.ctx, []*store.PublishRequest{{Messages: msgs[start:min(start+1000, len(msgs))]}}))
+		require.NoError(t, b.st.Queues().MessagesInsert(b.ctx, []*store.PublishRequest{{Messages: msgs[start:min(start+1000, len(msgs))]}}))
 	}
 	g, err := b.ctl.CreateGroup(b.ctx, b.actor, control.GroupSpec{Name: "eu-billing", EndpointURL: "http://8.8.8.8/hook",
 		Subscriptions: []models.Subscription{{Topic: "orders", Tags: []string{"created"}, Filter: `attributes.x-region = "eu"`}}})

@@ -31,13 +31,13 @@ func (c *Control) TopicRetention(ctx context.Context, t *models.Topic) (TopicRet
 	now := time.Now()
 	for _, q := range t.Queues {
 		qids = append(qids, q.ID)
-		if c.st.NodeIsDown(q.NodeID) && q.NodeID != models.PrimaryNodeID {
+		if c.st.Nodes().NodeIsDown(q.NodeID) && q.NodeID != models.PrimaryNodeID {
 			continue // its held-back count is unknown until the node answers (NodesDown says so)
 		}
-		nctx, cancel := c.st.NodeContext(ctx, q.NodeID)
+		nctx, cancel := c.st.Nodes().NodeContext(ctx, q.NodeID)
 		r, err := c.st.QueueRetentionGet(nctx, q.ID, now)
 		cancel()
-		if c.st.NodeOutage(q.NodeID, err) {
+		if c.st.Nodes().NodeOutage(q.NodeID, err) {
 			continue
 		} else if err != nil {
 			return out, err

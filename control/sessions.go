@@ -32,7 +32,7 @@ func (c *Control) Authenticate(ctx context.Context, raw string) (*models.User, e
 	if err != nil {
 		return nil, err
 	}
-	u, err := c.st.UserGetByID(ctx, tok.UserID)
+	u, err := c.st.Accounts().UserGetByID(ctx, tok.UserID)
 	if err != nil || u.TokenVersion != tok.TokenVersion {
 		return nil, fmt.Errorf("%w: token revoked", models.ErrUnauthorized)
 	}

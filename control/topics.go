@@ -250,7 +250,7 @@ func (c *Control) TopicStats(ctx context.Context, topics []*models.Topic) (Topic
 		return out, err
 	}
 	out.Offsets = ranges
-	for _, h := range c.st.NodesDown() { // after the read, which marks a node it could not reach
+	for _, h := range c.st.Nodes().NodesDown() { // after the read, which marks a node it could not reach
 		out.NodesDown[h.Node] = h
 	}
 	for _, t := range topics {

@@ -60,7 +60,7 @@ func (c *Control) CreateUser(ctx context.Context, a Actor, spec UserSpec) (*mode
 		return nil, err
 	}
 	u := &models.User{Username: spec.Username, PasswordHash: hash, Role: spec.Role}
-	if err := c.st.UserCreate(ctx, u); err != nil {
+	if err := c.st.Accounts().UserCreate(ctx, u); err != nil {
 		return nil, err
 	}
 	c.Record(ctx, a, "user.create", u.Username, nil, recordOfUser(u))
@@ -72,7 +72,7 @@ func (c *Control) CreateUser(ctx context.Context, a Actor, spec UserSpec) (*mode
 // Errors: a *models.ValidationError on /role or /password, models.ErrNotFound,
 // models.ErrLastAdmin.
 func (c *Control) PatchUser(ctx context.Context, a Actor, id int64, p UserPatch) (*models.User, error) {
-	before, err := c.st.UserGetByID(ctx, id)
+	before, err := c.st.Accounts().UserGetByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -91,10 +91,10 @@ func (c *Control) PatchUser(ctx context.Context, a Actor, id int64, p UserPatch)
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	if err := c.st.UserUpdate(ctx, id, p.Role, hash); err != nil {
+	if err := c.st.Accounts().UserUpdate(ctx, id, p.Role, hash); err != nil {
 		return nil, err
 	}
-	u, err := c.st.UserGetByID(ctx, id)
+	u, err := c.st.Accounts().UserGetByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -105,11 +105,11 @@ func (c *Control) PatchUser(ctx context.Context, a Actor, id int64, p UserPatch)
 // DeleteUser removes user id, refusing the last admin. Audited as user.delete.
 // Errors: models.ErrNotFound, models.ErrLastAdmin.
 func (c *Control) DeleteUser(ctx context.Context, a Actor, id int64) error {
-	u, err := c.st.UserGetByID(ctx, id)
+	u, err := c.st.Accounts().UserGetByID(ctx, id)
 	if err != nil {
 		return err
 	}
-	if err := c.st.UserDelete(ctx, id); err != nil {
+	if err := c.st.Accounts().UserDelete(ctx, id); err != nil {
 		return err
 	}
 	c.Record(ctx, a, "user.delete", u.Username, recordOfUser(u), nil)
@@ -119,11 +119,11 @@ func (c *Control) DeleteUser(ctx context.Context, a Actor, id int64) error {
 // RevokeTokens bumps user id's token version, ending every session and JWT they
 // hold. Audited as user.tokens.revoke. Errors: models.ErrNotFound.
 func (c *Control) RevokeTokens(ctx context.Context, a Actor, id int64) error {
-	u, err := c.st.UserGetByID(ctx, id)
+	u, err := c.st.Accounts().UserGetByID(ctx, id)
 	if err != nil {
 		return err
 	}
-	if err := c.st.UserRevokeTokens(ctx, id); err != nil {
+	if err := c.st.Accounts().UserRevokeTokens(ctx, id); err != nil {
 		return err
 	}
 	c.Record(ctx, a, "user.tokens.revoke", u.Username, nil, nil)
@@ -132,7 +132,7 @@ func (c *Control) RevokeTokens(ctx context.Context, a Actor, id int64) error {
 
 // ListUsers returns one page of users in id order.
 func (c *Control) ListUsers(ctx context.Context, p PageRequest) (Page[*models.User], error) {
-	us, err := c.st.UserList(ctx, p.After, p.Limit)
+	us, err := c.st.Accounts().UserList(ctx, p.After, p.Limit)
 	if err != nil {
 		return Page[*models.User]{}, err
 	}

@@ -147,22 +147,23 @@ func New(p Deps) (*Dispatcher, error) {
 	_, _ = rand.Read(b[:])
 	id := fmt.Sprintf("%s-%s", host, hex.EncodeToString(b[:]))
 	notifier := notify.New(rdb, keys)
+	sd := st.Sides()
 	d := &Dispatcher{
 		cfg: cfg, keys: keys, id: id,
 		members: &members{id: id, st: st, notifier: notifier, cfg: cfg, log: log, lapsed: make(chan struct{}, 1)},
 		events:  opEvents{st: st, notifier: notifier, log: log, now: now},
-		st:      st, sched: st, rdb: rdb, notifier: notifier, bus: jobs, streams: bus.NewReportStreams(rdb, log), log: log, now: now,
+		st:      st, sched: sd, rdb: rdb, notifier: notifier, bus: jobs, streams: bus.NewReportStreams(rdb, log), log: log, now: now,
 		groups: map[int64]*groupState{}, cursors: map[int64]*cursorState{},
 		byGQ: map[[2]int64]*cursorState{}, jobs: map[string]*jobState{},
 		metrics: ownerMetrics{st: st, log: log, now: now}, reload: map[int64]bool{},
 		claimSeq:    now().UnixNano() / int64(time.Millisecond),
 		localEvents: make(chan notify.Event, localEventsBuffer),
 	}
-	d.orders = newOrders(orderBase{host: d, owner: id, cfg: cfg, st: st, log: log, now: now}, st, &d.events)
+	d.orders = newOrders(orderBase{host: d, owner: id, cfg: cfg, st: sd, log: log, now: now}, sd, &d.events)
 	d.metrics.blockedKeys = d.orders.key.blockedKeys
-	d.reader = newQueueReader(st, cfg, log, now, d.wakeBy)
+	d.reader = newQueueReader(sd, cfg, log, now, d.wakeBy)
 	d.takeovers = &takeovers{held: map[*cursorState]struct{}{}, streams: d.streams, keys: keys, orders: d.orders, reader: d.reader, log: log, now: now, wakeBy: d.wakeBy}
-	d.health = &healthKeeper{st: st, rdb: rdb, keys: keys, events: &d.events, log: log, now: now, actor: "dispatcher:" + id, disableAfter: cfg.DisableAfter, wakeBy: d.wakeBy}
+	d.health = &healthKeeper{st: sd, rdb: rdb, keys: keys, events: &d.events, log: log, now: now, actor: "dispatcher:" + id, disableAfter: cfg.DisableAfter, wakeBy: d.wakeBy}
 	return d, nil
 }
 
@@ -355,7 +356,7 @@ func (d *Dispatcher) shutdown(reports <-chan delivery.Report, entries <-chan bus
 	d.metrics.deleteAll()
 	ids, held := releasable(all)
 	d.members.release(ctx, ids, held)
-	if err := d.st.DispatcherDelete(ctx, d.id); err != nil {
+	if err := d.st.Cursors().DispatcherDelete(ctx, d.id); err != nil {
 		d.log.Warn("delete dispatcher row", "err", err)
 	}
 	d.members.announce(ctx) // the others claim the released cursors at once

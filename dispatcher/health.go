@@ -61,7 +61,7 @@ type healthKeeper struct {
 	wakeBy func(t time.Time)
 }
 
-// healthStore is the part of the store a healthKeeper writes. *store.Store is the
+// healthStore is the part of the store a healthKeeper writes. store.Sides is the
 // production implementation.
 type healthStore interface {
 	GroupHealthSave(ctx context.Context, rows ...store.GroupHealth) error
@@ -70,7 +70,7 @@ type healthStore interface {
 	AuditRecord(ctx context.Context, actor, action, target, ip string, before, after any) error
 }
 
-var _ healthStore = (*store.Store)(nil)
+var _ healthStore = store.Sides{}
 
 // observe feeds one report into the group's counters, throttle and breaker, and
 // carries out what the breaker's transition asks (log, audit, slow start).

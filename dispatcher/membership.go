@@ -51,7 +51,7 @@ type members struct {
 // the next read for when the first peer lease ends; it reports whether the set
 // changed, and ok=false on a database error (the set is kept).
 func (m *members) read(ctx context.Context) (changed, ok bool) {
-	leases, err := m.st.DispatcherLeases(ctx)
+	leases, err := m.st.Cursors().DispatcherLeases(ctx)
 	if err != nil {
 		m.log.Warn("list live dispatchers", "err", err)
 		return false, false
@@ -93,7 +93,7 @@ func (m *members) announce(ctx context.Context) {
 // due times (lapsed), which are then nearer than it last heard.
 func (m *members) renew(ctx context.Context) error {
 	host, _ := os.Hostname()
-	stepped, err := m.st.DispatcherRenew(ctx, m.id, host, m.cfg.LeaseDuration)
+	stepped, err := m.st.Cursors().DispatcherRenew(ctx, m.id, host, m.cfg.LeaseDuration)
 	if stepped {
 		m.log.Warn("database clock stepped back; leases and retry due times re-based")
 		select {

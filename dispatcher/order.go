@@ -64,8 +64,8 @@ type orderHost interface {
 }
 
 // blockStore is the part of the store orderers read and write: ordered blocks,
-// blocked keys and the dead-letter writes of an operator's skip. *store.Store is
-// the production implementation.
+// blocked keys and the dead-letter writes of an operator's skip. store.Sides is the
+// production implementation.
 type blockStore interface {
 	OrderedBlocksSave(ctx context.Context, set []models.OrderedBlock, cleared [][2]int64) error
 	OrderedBlocksByGroups(ctx context.Context, groupIDs []int64, onlyActions bool) ([]models.OrderedBlock, error)
@@ -77,7 +77,7 @@ type blockStore interface {
 	RetryRecord(ctx context.Context, groupID int64, maxAttempts int, schedule []int, fails []store.Failure) (store.FailureOutcome, error)
 }
 
-var _ blockStore = (*store.Store)(nil)
+var _ blockStore = store.Sides{}
 
 // orderBase is what every orderer shares: its host, the owner id jobs carry, the
 // dispatcher's settings, the store and the log.

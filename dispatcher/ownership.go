@@ -202,7 +202,7 @@ func (d *Dispatcher) adopt(ctx context.Context, groups []*models.Group, all bool
 	if len(want) == 0 {
 		return
 	}
-	cursors, err := d.st.CursorsByGroups(ctx, want)
+	cursors, err := d.st.Cursors().CursorsByGroups(ctx, want)
 	if err != nil {
 		d.log.Warn("read cursors", "err", err)
 		d.retryLater(false, want...)
@@ -210,7 +210,7 @@ func (d *Dispatcher) adopt(ctx context.Context, groups []*models.Group, all bool
 	}
 	// Moves commit with the new queues' cursors, so reading them after the cursors
 	// never serves a new queue's cursor without its moves.
-	moves, err := d.st.QueueMovesActive(ctx)
+	moves, err := d.st.Nodes().QueueMovesActive(ctx)
 	if err != nil {
 		d.log.Warn("read queue moves", "err", err)
 		d.retryLater(false, want...)
@@ -264,7 +264,7 @@ func (d *Dispatcher) claim(ctx context.Context, cursors []models.Cursor) (fences
 			d.log.Info("cursor changed elsewhere; reloading", "cursor", c.ID, "version", c.Version)
 			d.dropCursor(cs)
 		}
-		claimed, ok, err := d.st.CursorClaim(ctx, c.ID, d.id)
+		claimed, ok, err := d.st.Cursors().CursorClaim(ctx, c.ID, d.id)
 		if err != nil {
 			d.log.Warn("claim cursor", "cursor", c.ID, "err", err)
 			d.retryLater(false, c.GroupID)

@@ -176,12 +176,12 @@ func TestGroupNotificationApplied(t *testing.T) {
 	took = b.waitOwned(t, d.ID(), 10, 5*time.Second)
 	require.Less(t, took, time.Second, "new subscription's cursors claimed after %s", took)
 
-	reset, err := b.st.CursorsReset(ctx, id, models.ConsumeEarliest, nil)
+	reset, err := b.st.Cursors().CursorsReset(ctx, id, models.ConsumeEarliest, nil)
 	require.NoError(t, err)
 	require.NoError(t, b.notify.Group(ctx, id))
 	start := time.Now()
 	require.Eventually(t, func() bool {
-		cs, err := b.st.CursorsByGroups(ctx, []int64{id})
+		cs, err := b.st.Cursors().CursorsByGroups(ctx, []int64{id})
 		require.NoError(t, err)
 		for _, c := range cs {
 			for _, r := range reset {
@@ -250,7 +250,7 @@ func TestExpiredPeerTakenOver(t *testing.T) {
 	}
 	const peer = "peer-that-dies"
 	beat := func() {
-		require.NoError(t, b.st.DispatcherHeartbeat(ctx, peer, "test", b.cfg.LeaseDuration))
+		require.NoError(t, b.st.Cursors().DispatcherHeartbeat(ctx, peer, "test", b.cfg.LeaseDuration))
 	}
 	beat()
 	beating, stopBeating := context.WithCancel(ctx)

@@ -44,7 +44,7 @@ type queueReader struct {
 	reached map[int64]int64
 }
 
-// readStore is the part of the store a queueReader uses. *store.Store is the
+// readStore is the part of the store a queueReader uses. store.Sides is the
 // production implementation.
 type readStore interface {
 	QueueScan(ctx context.Context, queueID, after int64, limit int) ([]store.RowMeta, error)
@@ -57,7 +57,7 @@ type readStore interface {
 	RetryAddLate(ctx context.Context, groupID, queueID int64, offsets []int64) error
 }
 
-var _ readStore = (*store.Store)(nil)
+var _ readStore = store.Sides{}
 
 func newQueueReader(st readStore, cfg config.Dispatcher, log *slog.Logger, now Clock, wakeBy func(time.Time)) *queueReader {
 	return &queueReader{st: st, cfg: cfg, log: log, now: now, wakeBy: wakeBy, byQueue: map[int64][]*cursorState{}, dirty: map[int64]bool{}, reached: map[int64]int64{}}

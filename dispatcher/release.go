@@ -35,11 +35,11 @@ func releasable(css []*cursorState) (free []int64, held map[time.Duration][]int6
 // release gives up this dispatcher's cursors (see releasable); their next owner
 // replays this dispatcher's report stream (store.CursorsRelease).
 func (m *members) release(ctx context.Context, free []int64, held map[time.Duration][]int64) {
-	if err := m.st.CursorsRelease(ctx, m.id, free); err != nil {
+	if err := m.st.Cursors().CursorsRelease(ctx, m.id, free); err != nil {
 		m.log.Warn("release cursors", "err", err)
 	}
 	for hold, ids := range held {
-		if err := m.st.CursorsReleaseHeld(ctx, m.id, ids, hold); err != nil {
+		if err := m.st.Cursors().CursorsReleaseHeld(ctx, m.id, ids, hold); err != nil {
 			m.log.Warn("release held cursors", "err", err)
 		}
 	}

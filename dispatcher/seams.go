@@ -9,8 +9,8 @@ import (
 )
 
 // scheduleStore is the part of the store the cut, retry claims and commits use, so
-// scheduling can be unit-tested without MySQL. *store.Store is the only production
-// implementation; see its methods for the contracts.
+// scheduling can be unit-tested without MySQL. store.Sides is the only
+// production implementation; see its methods for the contracts.
 type scheduleStore interface {
 	RetryClaim(ctx context.Context, groupID int64, token string, lease time.Duration, limit int) ([]models.RetryMessage, error)
 	RetryNextDue(ctx context.Context, groupID int64) (time.Time, error)
@@ -19,4 +19,4 @@ type scheduleStore interface {
 	CursorsCommit(ctx context.Context, owner string, commits []store.CursorCommit) (lost []int64, err error)
 }
 
-var _ scheduleStore = (*store.Store)(nil)
+var _ scheduleStore = store.Sides{}

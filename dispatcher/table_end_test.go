@@ -33,7 +33,7 @@ func TestCursorBeyondHealsAndOnlyLastingMakesReadOnly(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	cfg := config.Dispatcher{GapTimeout: 30 * time.Second, MaxSpan: 1000}
-	rd := newQueueReader(st, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), clock, func(time.Time) {})
+	rd := newQueueReader(st.Sides(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), clock, func(time.Time) {})
 	gs := &groupState{g: &models.Group{ID: 1, Status: models.GroupRunning}}
 	cs := newCursorState(models.Cursor{ID: 1, GroupID: 1, QueueID: q, Offset: 5, Version: 1}, gs)
 	cs.readPos = 5
@@ -68,7 +68,7 @@ func TestCursorBeyondHealsAndOnlyLastingMakesReadOnly(t *testing.T) {
 // awayStore is the real store with its queue reads failing while away is set, as
 // when the queue's db node does not answer.
 type awayStore struct {
-	*store.Store
+	store.Sides
 	away bool
 }
 
@@ -76,14 +76,14 @@ func (a *awayStore) QueueMaxIDs(ctx context.Context, qs []int64) (map[int64]int6
 	if a.away {
 		return nil, errors.New("db node away")
 	}
-	return a.Store.QueueMaxIDs(ctx, qs)
+	return a.Queues.QueueMaxIDs(ctx, qs)
 }
 
 func (a *awayStore) QueueRowsByIDs(ctx context.Context, q int64, ids []int64) ([]store.RowMeta, error) {
 	if a.away {
 		return nil, errors.New("db node away")
 	}
-	return a.Store.QueueRowsByIDs(ctx, q, ids)
+	return a.Queues.QueueRowsByIDs(ctx, q, ids)
 }
 
 // TestHoleTimerRunsOnlyWhileTheNodeAnswers opens a hole on a real queue table and
@@ -101,7 +101,7 @@ func TestHoleTimerRunsOnlyWhileTheNodeAnswers(t *testing.T) {
 	publish() // offset 1
 	publish() // offset 2
 
-	st := &awayStore{Store: real}
+	st := &awayStore{Sides: real.Sides()}
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	cfg := config.Dispatcher{GapTimeout: 30 * time.Second, MaxSpan: 1000}
 	rd := newQueueReader(st, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), func() time.Time { return now }, func(time.Time) {})

@@ -90,7 +90,7 @@ func StartHeraldRoles(t testing.TB, roles app.Roles, mutate func(*config.Config)
 	h.Start(roles)
 	hash, err := auth.HashPassword(AdminPassword, cfg.BcryptCost)
 	require.NoError(t, err)
-	require.NoError(t, st.UserCreate(context.Background(), &models.User{Username: AdminUser, PasswordHash: hash, Role: models.RoleAdmin}))
+	require.NoError(t, st.Accounts().UserCreate(context.Background(), &models.User{Username: AdminUser, PasswordHash: hash, Role: models.RoleAdmin}))
 	return h
 }
 

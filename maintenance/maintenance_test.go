@@ -50,7 +50,7 @@ func setup(t *testing.T) bundle {
 // start runs a Maintainer until the returned stop is called (or the test ends).
 func (b bundle) start(t *testing.T) (*maintenance.Maintainer, func()) {
 	t.Helper()
-	m := maintenance.New(b.cfg, b.keys, b.st, b.rdb, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	m := maintenance.New(b.cfg, b.keys, b.st.Sides(), b.rdb, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	m.TestSignals.Init()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -155,7 +155,7 @@ func TestOutboxOnWake(t *testing.T) {
 
 	q := topic.Queues[0].ID
 	req := &store.PublishRequest{Messages: []models.Message{{QueueID: q, Body: []byte(`{"n":1}`), ContentType: "application/json", CreatedAt: time.Now().UnixMilli()}}}
-	require.NoError(t, b.st.MessagesInsert(ctx, []*store.PublishRequest{req}))
+	require.NoError(t, b.st.Queues().MessagesInsert(ctx, []*store.PublishRequest{req}))
 	out, err := b.st.RetryRecord(ctx, g.ID, 1, nil, []store.Failure{{QueueID: q, Offset: req.Messages[0].Offset, Attempt: 1, LastStatus: 500, LastError: "boom"}})
 	require.NoError(t, err)
 	require.Len(t, out.DeadLettered, 1)

@@ -40,18 +40,18 @@ func TestRetentionEmptiedQueueKeepsItsOffset(t *testing.T) {
 			m, _ := r.start(t)
 			require.Eventually(t, m.Leader, 5*time.Second, 10*time.Millisecond)
 			require.Eventually(t, func() bool { return len(r.offsets(t)) == 0 }, 10*time.Second, 20*time.Millisecond, "every row is past retention and consumed")
-			maxes, err := r.st.QueueMaxIDs(ctx, []int64{r.queue})
+			maxes, err := r.st.Queues().QueueMaxIDs(ctx, []int64{r.queue})
 			require.NoError(t, err)
 			require.EqualValues(t, 110, maxes[r.queue], "the emptied queue keeps its max offset")
 			late := &models.Group{Name: heraldtest.RandomName("late"), EndpointURL: "http://127.0.0.1:9/hook", SigningSecret: signing.NewSecret(),
 				Subscriptions: []models.Subscription{{Topic: "orders"}}, ConsumeFrom: models.ConsumeLatest}
 			late.ApplyDefaults()
 			require.NoError(t, r.st.GroupCreate(ctx, late))
-			cs, err := r.st.CursorsByGroups(ctx, []int64{late.ID})
+			cs, err := r.st.Cursors().CursorsByGroups(ctx, []int64{late.ID})
 			require.NoError(t, err)
 			require.EqualValues(t, 110, cs[0].Offset, "latest is the remembered offset")
 			req := &store.PublishRequest{Messages: []models.Message{{QueueID: r.queue, Body: []byte(`{}`), ContentType: "application/json", CreatedAt: time.Now().UnixMilli()}}}
-			require.NoError(t, r.st.MessagesInsert(ctx, []*store.PublishRequest{req}))
+			require.NoError(t, r.st.Queues().MessagesInsert(ctx, []*store.PublishRequest{req}))
 			require.EqualValues(t, 111, req.Messages[0].Offset, "new offsets stay above the consumed ones")
 		})
 	}

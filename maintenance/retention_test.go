@@ -49,7 +49,7 @@ func setupRetention(t *testing.T) retentionSetup {
 			at = time.Now().UnixMilli()
 		}
 		req := &store.PublishRequest{Messages: []models.Message{{QueueID: q, Body: []byte(`{}`), ContentType: "application/json", CreatedAt: at}}}
-		require.NoError(t, st.MessagesInsert(ctx, []*store.PublishRequest{req}))
+		require.NoError(t, st.Queues().MessagesInsert(ctx, []*store.PublishRequest{req}))
 	}
 	var groups []*models.Group
 	// Unique names: the expiry counter is process-wide and tests run in parallel.
@@ -157,7 +157,7 @@ func TestRetentionStrictCountsWhatItDropped(t *testing.T) {
 	counted, err := r.st.RetentionExpiredByGroup(ctx, []int64{r.queue})
 	require.NoError(t, err)
 	require.Equal(t, map[int64]int64{r.slow.ID: 60}, counted, "fast lost nothing")
-	cs, err := r.st.CursorsByGroups(ctx, []int64{r.slow.ID})
+	cs, err := r.st.Cursors().CursorsByGroups(ctx, []int64{r.slow.ID})
 	require.NoError(t, err)
 	require.EqualValues(t, 100, cs[0].Offset, "slow's cursor moved past the dropped ids")
 	require.EqualValues(t, 2, cs[0].Version, "as a reset: a new version fences the old jobs")

@@ -20,7 +20,7 @@ import (
 func TestSessionRefreshedPastHalfLife(t *testing.T) {
 	t.Parallel()
 	h := heraldtest.StartHerald(t, nil)
-	u, err := h.Store.UserGetByUsername(context.Background(), heraldtest.AdminUser)
+	u, err := h.Store.Accounts().UserGetByUsername(context.Background(), heraldtest.AdminUser)
 	require.NoError(t, err)
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	session := func(issued time.Time) *http.Cookie {
@@ -79,7 +79,7 @@ func TestSessionRefreshKeepsSecure(t *testing.T) {
 	require.NotNil(t, login)
 	require.True(t, login.Secure, "the login's cookie")
 
-	u, err := h.Store.UserGetByUsername(context.Background(), heraldtest.AdminUser)
+	u, err := h.Store.Accounts().UserGetByUsername(context.Background(), heraldtest.AdminUser)
 	require.NoError(t, err)
 	old, _, err := auth.IssueToken([]byte(h.Cfg.JWTSecret), u, time.Now().Add(-40*time.Minute))
 	require.NoError(t, err)

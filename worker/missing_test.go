@@ -24,14 +24,14 @@ func TestMissingRowsCountAsDoneOnlyWhenPruned(t *testing.T) {
 	require.NoError(t, err)
 	q := topic.Queues[0].ID
 	testdb.Publish(t, st, topic.ID, q, 4)
-	_, done, err := st.QueuePrune(ctx, q, 2, 100, 0)
+	_, done, err := st.Queues().QueuePrune(ctx, q, 2, 100, 0)
 	require.NoError(t, err)
 	require.True(t, done)
 
-	w := &Worker{st: st, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	w := &Worker{st: st.Sides(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	job := delivery.Job{Group: 1, Queue: q, Version: 1, Owner: "elsewhere", Offsets: delivery.Ranges([]int64{1, 2, 3, 7})}
 	rep := newReporter(w, job)
-	msgs, err := st.MessagesGet(ctx, q, []int64{1, 2, 3, 7})
+	msgs, err := st.Queues().MessagesGet(ctx, q, []int64{1, 2, 3, 7})
 	require.NoError(t, err)
 	require.Len(t, msgs, 1, "offsets 1 and 2 pruned, 7 never written")
 	w.settleMissing(ctx, q, []int64{1, 2, 7}, rep)

@@ -201,7 +201,7 @@ func TestRedisKeysAfterDispatcherDies(t *testing.T) {
 	ctx := context.Background()
 	keys := delivery.Keys{Namespace: h.Cfg.Namespace}
 	require.Eventually(t, func() bool {
-		live, err := h.Store.DispatchersLive(ctx)
+		live, err := h.Store.Cursors().DispatchersLive(ctx)
 		return err == nil && len(live) == 0
 	}, 15*time.Second, 50*time.Millisecond, "the dead dispatcher's lease expires")
 

@@ -195,7 +195,7 @@ func requireNoStrayTables(t *testing.T, h *heraldtest.Herald, topic string, n2 i
 		var id int64
 		var state string
 		require.NoError(t, rows.Scan(&id, &state))
-		node, err := h.Store.QueueNode(t.Context(), id)
+		node, err := h.Store.Nodes().QueueNode(t.Context(), id)
 		require.NoError(t, err)
 		on1, on2 := 0, 0
 		if state != string(models.QueueRetired) {
@@ -310,7 +310,7 @@ func TestMoveRacesDrain(t *testing.T) {
 		qs, states, _ := moveTopic(t, h, "dr")
 		require.Len(t, qs, 2, "round %d", round)
 		for i, q := range qs {
-			n, err := h.Store.QueueNode(t.Context(), q)
+			n, err := h.Store.Nodes().QueueNode(t.Context(), q)
 			require.NoError(t, err)
 			require.Equal(t, int64(models.PrimaryNodeID), n, "round %d: queue %d (%s) is on the draining node", round, q, states[i])
 		}

@@ -89,7 +89,7 @@ func TestCrossNodeRequestsAtomicUnderKill(t *testing.T) {
 	h.Store.UseKeyring(kr)
 	var lastErr error
 	require.Eventually(t, func() bool {
-		n, err := h.Store.XARecover(t.Context())
+		n, err := h.Store.Queues().XARecover(t.Context())
 		if err != nil && (lastErr == nil || err.Error() != lastErr.Error()) {
 			t.Logf("XA recovery: %v", err)
 		}

@@ -155,7 +155,7 @@ func requireRetired(t *testing.T, h *heraldtest.Herald, topic string, old []int6
 	for i, q := range now {
 		require.NotContains(t, old, q)
 		require.Equal(t, string(models.QueueReadWrite), states[i])
-		n, err := h.Store.QueueNode(t.Context(), q)
+		n, err := h.Store.Nodes().QueueNode(t.Context(), q)
 		require.NoError(t, err)
 		require.Equal(t, toNode, n, "queue %d", q)
 		require.Equal(t, 1, tableCount(t, newDB, q), "queue %d's table is not on node %d", q, toNode)
@@ -377,7 +377,7 @@ func topicOnNode2(t *testing.T, h *heraldtest.Herald, dsn, topic string, n int) 
 	h.CreateTopic(topic, n)
 	qs, _, _ := moveTopic(t, h, topic)
 	for _, q := range qs {
-		on, err := h.Store.QueueNode(t.Context(), q)
+		on, err := h.Store.Nodes().QueueNode(t.Context(), q)
 		require.NoError(t, err)
 		require.Equal(t, node.ID, on)
 	}

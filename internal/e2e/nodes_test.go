@@ -57,7 +57,7 @@ func TestTwoNodesPublishAndDeliver(t *testing.T) {
 	require.NoError(t, json.Unmarshal(h.Admin("POST", "/topics", map[string]any{"name": "orders", "queues": 4}, 201), &topic))
 	onNode := map[int64]int64{}
 	for _, q := range topic.Queues {
-		n, err := h.Store.QueueNode(t.Context(), q.ID)
+		n, err := h.Store.Nodes().QueueNode(t.Context(), q.ID)
 		require.NoError(t, err)
 		onNode[q.ID] = n
 	}

@@ -70,7 +70,7 @@ func TestResendHonoursAttributeFilter(t *testing.T) {
 
 	// First delivery: the cursor passes every message, delivering only the matching ones.
 	require.Eventually(t, func() bool {
-		ps, err := h.Store.GroupPositions(t.Context(), []int64{g.ID}, false)
+		ps, err := h.Store.Cursors().GroupPositions(t.Context(), []int64{g.ID}, false)
 		return err == nil && len(ps) == 1 && ps[0].Offset == last.Offset
 	}, 15*time.Second, 20*time.Millisecond)
 	settled(1)

@@ -115,7 +115,7 @@ func TestDeadLetterAndRedrive(t *testing.T) {
 	// The dead-letter topic holds a copy another group can consume.
 	var topic struct{ Queues []struct{ ID int64 } }
 	require.NoError(t, json.Unmarshal(h.Admin("GET", "/topics/billing.dlq", nil, 200), &topic))
-	copies, err := h.Store.MessagesGet(t.Context(), topic.Queues[0].ID, []int64{1})
+	copies, err := h.Store.Queues().MessagesGet(t.Context(), topic.Queues[0].ID, []int64{1})
 	require.NoError(t, err)
 	require.Len(t, copies, 1)
 	require.JSONEq(t, `{"order":"42"}`, string(copies[0].Body))

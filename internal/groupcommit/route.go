@@ -31,7 +31,7 @@ func (w *Writer) route(ctx context.Context, req *store.PublishRequest) (node int
 	}
 	nodes := map[int64]bool{}
 	if len(keyed) > 0 {
-		kn, err := w.st.QueueNodes(ctx, keyed)
+		kn, err := w.st.Nodes().QueueNodes(ctx, keyed)
 		if err != nil {
 			return 0, false, fmt.Errorf("publish: %w", err)
 		}
@@ -40,7 +40,7 @@ func (w *Writer) route(ctx context.Context, req *store.PublishRequest) (node int
 		}
 	}
 	if keyless && len(req.Spread) > 0 {
-		sn, err := w.st.QueueNodes(ctx, req.Spread)
+		sn, err := w.st.Nodes().QueueNodes(ctx, req.Spread)
 		if err != nil {
 			return 0, false, fmt.Errorf("publish: %w", err)
 		}
@@ -96,7 +96,7 @@ func (w *Writer) keylessNode(req *store.PublishRequest, spreadNodes map[int64]in
 		pick = spreadNodes[req.Spread[n%len(req.Spread)]]
 		// Skip a node marked down (a failed flush, a failed probe) while another node
 		// has a queue; the store's prober marks it up once it answers again.
-		for i := 1; i < len(req.Spread) && w.st.NodeIsDown(pick); i++ {
+		for i := 1; i < len(req.Spread) && w.st.Nodes().NodeIsDown(pick); i++ {
 			pick = spreadNodes[req.Spread[(n+i)%len(req.Spread)]]
 		}
 		for _, q := range req.Spread {
@@ -142,7 +142,7 @@ func (w *Writer) recoverXA(ctx context.Context) {
 	for first := true; ; first = false {
 		// After the first pass (a crash's leftovers), only a process that reached
 		// another node can have prepared branches: one node costs no statement.
-		if !first && !w.st.NodesOpened() {
+		if !first && !w.st.Nodes().NodesOpened() {
 			select {
 			case <-ctx.Done():
 				return
@@ -150,7 +150,7 @@ func (w *Writer) recoverXA(ctx context.Context) {
 			}
 			continue
 		}
-		if n, err := w.st.XARecover(ctx); err != nil && ctx.Err() == nil {
+		if n, err := w.st.Queues().XARecover(ctx); err != nil && ctx.Err() == nil {
 			w.log.Warn("resolve prepared xa branches", "err", err, "resolved", n)
 		} else if n > 0 {
 			w.log.Info("resolved prepared xa branches", "resolved", n)
@@ -174,11 +174,11 @@ func (w *Writer) reportFlush(node int64, err error) {
 		return
 	}
 	if err == nil {
-		w.st.NodeAnswered(node)
+		w.st.Nodes().NodeAnswered(node)
 		return
 	}
 	if !store.Unreachable(err) {
 		return // the server answered: a refusal of the request (conflict, invalid, a move's seal, a deadlock) or a cut
 	}
-	w.st.NodeFailed(node, err)
+	w.st.Nodes().NodeFailed(node, err)
 }

@@ -158,7 +158,7 @@ func (w *Writer) Submit(ctx context.Context, req *store.PublishRequest) error {
 	if err != nil {
 		return err
 	}
-	if !alone && node != models.PrimaryNodeID && w.st.NodeIsDown(node) {
+	if !alone && node != models.PrimaryNodeID && w.st.Nodes().NodeIsDown(node) {
 		// Keyed messages whose queue is on a node marked down: refused before any
 		// flush (nothing stored), so they neither wait out a stalled server nor hold
 		// its lane; the store's probe, not this request, finds the node back.
@@ -283,7 +283,7 @@ func (w *Writer) lane(ctx context.Context, node int64, in chan *item) {
 		// On a node other than 1 it also ends when the node is marked down
 		// (store.NodeContext): its requests answer at once, outcome unknown.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.timeout)
-		fctx, cancelDown := w.st.NodeContext(fctx, node)
+		fctx, cancelDown := w.st.Nodes().NodeContext(fctx, node)
 		w.flush(fctx, node, g.items, traceStart)
 		cancelDown()
 		cancel()
@@ -326,7 +326,7 @@ func (w *Writer) flush(ctx context.Context, node int64, batch []*item, traceStar
 		reqs[i] = it.req
 	}
 	w.assign(reqs)
-	err := w.st.MessagesInsert(ctx, reqs)
+	err := w.st.Queues().MessagesInsert(ctx, reqs)
 	traceCommitted := stagetrace.Now()
 	w.reportFlush(node, err)
 	errs := make([]error, len(batch))
@@ -346,7 +346,7 @@ func (w *Writer) flush(ctx context.Context, node int64, batch []*item, traceStar
 		// A bad request must fail only itself: retry each alone once.
 		w.log.Warn("group commit failed; retrying requests alone", "requests", len(batch), "err", err)
 		for i, r := range reqs {
-			errs[i] = w.st.MessagesInsert(ctx, []*store.PublishRequest{r})
+			errs[i] = w.st.Queues().MessagesInsert(ctx, []*store.PublishRequest{r})
 		}
 	} else {
 		errs[0] = err

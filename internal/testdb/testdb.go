@@ -85,5 +85,5 @@ func Publish(t testing.TB, st *store.Store, topic, queue int64, n int) {
 	for range n {
 		r.Messages = append(r.Messages, models.Message{QueueID: queue, Body: []byte("m"), ContentType: "text/plain", CreatedAt: 1})
 	}
-	require.NoError(t, st.MessagesInsert(context.Background(), []*store.PublishRequest{r}))
+	require.NoError(t, st.Queues().MessagesInsert(context.Background(), []*store.PublishRequest{r}))
 }

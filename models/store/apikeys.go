@@ -24,7 +24,7 @@ type apiKeyRow struct {
 func (apiKeyRow) TableName() string { return "api_keys" }
 
 // APIKeyCreate stores k (Hash is SHA-256 of the whole key) and fills its ID.
-func (s *Store) APIKeyCreate(ctx context.Context, k *models.APIKey) error {
+func (s *Accounts) APIKeyCreate(ctx context.Context, k *models.APIKey) error {
 	topics, _ := json.Marshal(k.Topics)
 	r := apiKeyRow{Name: k.Name, Prefix: k.Prefix, KeyHash: k.Hash, Topics: topics, CreatedAt: time.Now().UTC()}
 	if err := s.db.WithContext(ctx).Create(&r).Error; err != nil {
@@ -39,7 +39,7 @@ func (s *Store) APIKeyCreate(ctx context.Context, k *models.APIKey) error {
 
 // APIKeyGetByPrefix returns the key with prefix (revoked ones included), or ErrNotFound.
 // A prefix that models.ValidKeyPrefix refuses is not found without a query.
-func (s *Store) APIKeyGetByPrefix(ctx context.Context, prefix string) (*models.APIKey, error) {
+func (s *Accounts) APIKeyGetByPrefix(ctx context.Context, prefix string) (*models.APIKey, error) {
 	if !models.ValidKeyPrefix(prefix) {
 		return nil, fmt.Errorf("api key: %w", models.ErrNotFound)
 	}
@@ -53,14 +53,14 @@ func (s *Store) APIKeyGetByPrefix(ctx context.Context, prefix string) (*models.A
 }
 
 // APIKeyTouch records that key id was used now (called at most once per cache period).
-func (s *Store) APIKeyTouch(ctx context.Context, id int64) error {
+func (s *Accounts) APIKeyTouch(ctx context.Context, id int64) error {
 	_, err := s.sql.ExecContext(ctx, "UPDATE api_keys SET last_used_at = NOW(3) WHERE id = ?", id)
 	return err
 }
 
 // APIKeyList returns up to limit API keys with id > after, ordered by id, revoked
 // ones included (RevokedAt set).
-func (s *Store) APIKeyList(ctx context.Context, after int64, limit int) ([]*models.APIKey, error) {
+func (s *Accounts) APIKeyList(ctx context.Context, after int64, limit int) ([]*models.APIKey, error) {
 	var rows []apiKeyRow
 	if err := s.db.WithContext(ctx).Where("id > ?", after).Order("id").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
@@ -77,7 +77,7 @@ func (s *Store) APIKeyList(ctx context.Context, after int64, limit int) ([]*mode
 // APIKeyRevoke marks key id revoked now and returns it. Revoking twice keeps the first
 // time. Every api instance refuses the key once its ≤5 s cache expires.
 // ErrNotFound for an unknown id.
-func (s *Store) APIKeyRevoke(ctx context.Context, id int64) (*models.APIKey, error) {
+func (s *Accounts) APIKeyRevoke(ctx context.Context, id int64) (*models.APIKey, error) {
 	if _, err := s.sql.ExecContext(ctx, "UPDATE api_keys SET revoked_at = NOW(3) WHERE id = ? AND revoked_at IS NULL", id); err != nil {
 		return nil, fmt.Errorf("revoke api key %d: %w", id, err)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 // CursorsByGroups returns every cursor of the given groups.
-func (s *Store) CursorsByGroups(ctx context.Context, groupIDs []int64) ([]models.Cursor, error) {
+func (s *Cursors) CursorsByGroups(ctx context.Context, groupIDs []int64) ([]models.Cursor, error) {
 	if len(groupIDs) == 0 {
 		return nil, nil
 	}
@@ -54,7 +54,7 @@ type CursorClaimed struct {
 // has expired (database time), and only if the row still has the version read just
 // before (so PrevOwner and PrevVersion are exact). It returns the cursor as claimed,
 // or ok=false (leased elsewhere, or changed meanwhile: retry at the next rebalance).
-func (s *Store) CursorClaim(ctx context.Context, id int64, owner string) (c CursorClaimed, ok bool, err error) {
+func (s *Cursors) CursorClaim(ctx context.Context, id int64, owner string) (c CursorClaimed, ok bool, err error) {
 	var before struct {
 		Owner, ReleasedBy string
 		Version           int64
@@ -109,7 +109,7 @@ const cursorCommitChunk = 500
 // chunk that matched fewer rows than it named reads the fences back to tell which
 // were lost. Every row written is also written whole: a failed chunk changes none
 // of its cursors.
-func (s *Store) CursorsCommit(ctx context.Context, owner string, commits []CursorCommit) (lost []int64, err error) {
+func (s *Cursors) CursorsCommit(ctx context.Context, owner string, commits []CursorCommit) (lost []int64, err error) {
 	for start := 0; start < len(commits); start += cursorCommitChunk {
 		chunk := commits[start:min(start+cursorCommitChunk, len(commits))]
 		l, err := s.cursorsCommitChunk(ctx, owner, chunk)
@@ -121,7 +121,7 @@ func (s *Store) CursorsCommit(ctx context.Context, owner string, commits []Curso
 	return lost, nil
 }
 
-func (s *Store) cursorsCommitChunk(ctx context.Context, owner string, commits []CursorCommit) (lost []int64, err error) {
+func (s *Cursors) cursorsCommitChunk(ctx context.Context, owner string, commits []CursorCommit) (lost []int64, err error) {
 	var sb strings.Builder
 	sb.WriteString("UPDATE cursors c JOIN (")
 	args := make([]any, 0, 4*len(commits)+1)
@@ -160,7 +160,7 @@ func (s *Store) cursorsCommitChunk(ctx context.Context, owner string, commits []
 }
 
 // cursorFences returns the version and owner of the given cursors (absent: deleted).
-func (s *Store) cursorFences(ctx context.Context, ids []int64) (map[int64]cursorRow, error) {
+func (s *Cursors) cursorFences(ctx context.Context, ids []int64) (map[int64]cursorRow, error) {
 	var rows []cursorRow
 	if err := s.db.WithContext(ctx).Select("id", "version", "owner").Where("id IN ?", ids).Find(&rows).Error; err != nil {
 		return nil, err
@@ -183,7 +183,7 @@ func nonNilHoles(h []models.Hole) []models.Hole {
 // owner can claim them without waiting for the lease to expire, and records owner
 // as released_by: the next claim names it as PrevOwner, whose report stream holds
 // what owner's POSTs delivered after its last commit.
-func (s *Store) CursorsRelease(ctx context.Context, owner string, ids []int64) error {
+func (s *Cursors) CursorsRelease(ctx context.Context, owner string, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -192,7 +192,7 @@ func (s *Store) CursorsRelease(ctx context.Context, owner string, ids []int64) e
 }
 
 // DispatcherHeartbeat is DispatcherRenew without its stepped report.
-func (s *Store) DispatcherHeartbeat(ctx context.Context, id, hostname string, lease time.Duration) error {
+func (s *Cursors) DispatcherHeartbeat(ctx context.Context, id, hostname string, lease time.Duration) error {
 	_, err := s.DispatcherRenew(ctx, id, hostname, lease)
 	return err
 }
@@ -204,7 +204,7 @@ func (s *Store) DispatcherHeartbeat(ctx context.Context, id, hostname string, le
 // (ClockRebase) and then upserts the row; stepped reports that something was
 // re-based. A step shorter than the heartbeat interval goes unseen, and costs at
 // most that much delay.
-func (s *Store) DispatcherRenew(ctx context.Context, id, hostname string, lease time.Duration) (stepped bool, err error) {
+func (s *Cursors) DispatcherRenew(ctx context.Context, id, hostname string, lease time.Duration) (stepped bool, err error) {
 	res, err := s.sql.ExecContext(ctx, "UPDATE dispatchers SET lease_until = NOW(3) + INTERVAL ? MICROSECOND, renewed_at = NOW(3) WHERE id = ? AND renewed_at <= NOW(3)",
 		lease.Microseconds(), id)
 	if err != nil {
@@ -235,7 +235,7 @@ func (s *Store) DispatcherRenew(ctx context.Context, id, hostname string, lease 
 // delay (or claim lease) from the step, instead of the step's length. Rows of a
 // well-behaved clock are never touched; both statements are an empty index or tiny
 // table range then. It returns how many rows it moved.
-func (s *Store) ClockRebase(ctx context.Context) (int64, error) {
+func (s *Cursors) ClockRebase(ctx context.Context) (int64, error) {
 	var total int64
 	for _, q := range []string{
 		"UPDATE dispatchers SET lease_until = NOW(3) + INTERVAL GREATEST(0, TIMESTAMPDIFF(MICROSECOND, renewed_at, lease_until)) MICROSECOND, renewed_at = NOW(3) WHERE renewed_at > NOW(3)",
@@ -252,7 +252,7 @@ func (s *Store) ClockRebase(ctx context.Context) (int64, error) {
 }
 
 // DispatchersLive lists dispatchers whose lease has not expired, in database time.
-func (s *Store) DispatchersLive(ctx context.Context) ([]string, error) {
+func (s *Cursors) DispatchersLive(ctx context.Context) ([]string, error) {
 	var ids []string
 	err := s.db.WithContext(ctx).Raw("SELECT id FROM dispatchers WHERE lease_until > NOW(3) ORDER BY id").Scan(&ids).Error
 	return ids, err
@@ -269,7 +269,7 @@ type DispatcherLease struct {
 // each with the time its lease has left (database time, so the caller can wait
 // that long on its own clock and find the lease over if it was not renewed). One
 // statement.
-func (s *Store) DispatcherLeases(ctx context.Context) ([]DispatcherLease, error) {
+func (s *Cursors) DispatcherLeases(ctx context.Context) ([]DispatcherLease, error) {
 	rows, err := s.sql.QueryContext(ctx, "SELECT id, TIMESTAMPDIFF(MICROSECOND, NOW(3), lease_until) FROM dispatchers WHERE lease_until > NOW(3) ORDER BY id")
 	if err != nil {
 		return nil, fmt.Errorf("read dispatcher leases: %w", err)
@@ -292,7 +292,7 @@ func (s *Store) DispatcherLeases(ctx context.Context) ([]DispatcherLease, error)
 }
 
 // DispatcherDelete removes dispatcher id (on clean shutdown) and old expired rows.
-func (s *Store) DispatcherDelete(ctx context.Context, id string) error {
+func (s *Cursors) DispatcherDelete(ctx context.Context, id string) error {
 	_, err := s.sql.ExecContext(ctx, "DELETE FROM dispatchers WHERE id = ? OR lease_until < NOW(3) - INTERVAL 1 DAY", id)
 	return err
 }

@@ -22,15 +22,15 @@ func TestCursorsCommitFenced(t *testing.T) {
 	_, err := st.TopicCreate(ctx, "orders", 4)
 	require.NoError(t, err)
 	g := newGroup(t, st, "billing")
-	require.NoError(t, st.DispatcherHeartbeat(ctx, "d1", "host", time.Minute))
-	require.NoError(t, st.DispatcherHeartbeat(ctx, "d2", "host", time.Minute))
-	cursors, err := st.CursorsByGroups(ctx, []int64{g.ID})
+	require.NoError(t, st.Cursors().DispatcherHeartbeat(ctx, "d1", "host", time.Minute))
+	require.NoError(t, st.Cursors().DispatcherHeartbeat(ctx, "d2", "host", time.Minute))
+	cursors, err := st.Cursors().CursorsByGroups(ctx, []int64{g.ID})
 	require.NoError(t, err)
 	require.Len(t, cursors, 4)
 	claimed := make([]store.CursorClaimed, len(cursors))
 	for i, c := range cursors {
 		var ok bool
-		claimed[i], ok, err = st.CursorClaim(ctx, c.ID, "d1")
+		claimed[i], ok, err = st.Cursors().CursorClaim(ctx, c.ID, "d1")
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -45,11 +45,11 @@ func TestCursorsCommitFenced(t *testing.T) {
 		commits = append(commits, store.CursorCommit{ID: c.ID, Version: c.Version, Offset: int64(100 + i),
 			Holes: []models.Hole{{From: int64(90 + i), To: int64(91 + i), FirstSeenMS: 5}}})
 	}
-	lost, err := st.CursorsCommit(ctx, "d1", commits)
+	lost, err := st.Cursors().CursorsCommit(ctx, "d1", commits)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []int64{claimed[2].ID, claimed[3].ID}, lost)
 
-	after, err := st.CursorsByGroups(ctx, []int64{g.ID})
+	after, err := st.Cursors().CursorsByGroups(ctx, []int64{g.ID})
 	require.NoError(t, err)
 	byID := map[int64]models.Cursor{}
 	for _, c := range after {
@@ -66,7 +66,7 @@ func TestCursorsCommitFenced(t *testing.T) {
 	}
 
 	// The same commit again (nothing changes for the two still owned) loses nothing.
-	lost, err = st.CursorsCommit(ctx, "d1", commits[:2])
+	lost, err = st.Cursors().CursorsCommit(ctx, "d1", commits[:2])
 	require.NoError(t, err)
 	require.Empty(t, lost)
 }
@@ -83,21 +83,21 @@ func TestCursorClaimNamesWhoReleased(t *testing.T) {
 	require.NoError(t, err)
 	g := newGroup(t, st, "billing")
 	for _, d := range []string{"d1", "d2"} {
-		require.NoError(t, st.DispatcherHeartbeat(ctx, d, "host", time.Minute))
+		require.NoError(t, st.Cursors().DispatcherHeartbeat(ctx, d, "host", time.Minute))
 	}
-	cursors, err := st.CursorsByGroups(ctx, []int64{g.ID})
+	cursors, err := st.Cursors().CursorsByGroups(ctx, []int64{g.ID})
 	require.NoError(t, err)
 	require.Len(t, cursors, 2)
 	a, b := cursors[0].ID, cursors[1].ID
 
-	first, ok, err := st.CursorClaim(ctx, a, "d1")
+	first, ok, err := st.Cursors().CursorClaim(ctx, a, "d1")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Empty(t, first.PrevOwner, "never owned")
 	require.False(t, first.Released)
 
-	require.NoError(t, st.CursorsRelease(ctx, "d1", []int64{a}))
-	second, ok, err := st.CursorClaim(ctx, a, "d2")
+	require.NoError(t, st.Cursors().CursorsRelease(ctx, "d1", []int64{a}))
+	second, ok, err := st.Cursors().CursorClaim(ctx, a, "d2")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "d1", second.PrevOwner)
@@ -105,19 +105,19 @@ func TestCursorClaimNamesWhoReleased(t *testing.T) {
 	require.Equal(t, first.Version, second.PrevVersion, "the releaser's reports carry the version it held")
 
 	// d2's lease lapses: d1 takes the cursor over from d2, not from its own release.
-	require.NoError(t, st.DispatcherHeartbeat(ctx, "d2", "host", -time.Second))
-	third, ok, err := st.CursorClaim(ctx, a, "d1")
+	require.NoError(t, st.Cursors().DispatcherHeartbeat(ctx, "d2", "host", -time.Second))
+	third, ok, err := st.Cursors().CursorClaim(ctx, a, "d1")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "d2", third.PrevOwner)
 	require.False(t, third.Released)
 
 	// A release that holds the cursor for an ordered POST names its releaser too.
-	_, ok, err = st.CursorClaim(ctx, b, "d1")
+	_, ok, err = st.Cursors().CursorClaim(ctx, b, "d1")
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.NoError(t, st.CursorsReleaseHeld(ctx, "d1", []int64{b}, time.Minute))
-	held, ok, err := st.CursorClaim(ctx, b, "d1")
+	require.NoError(t, st.Cursors().CursorsReleaseHeld(ctx, "d1", []int64{b}, time.Minute))
+	held, ok, err := st.Cursors().CursorClaim(ctx, b, "d1")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "d1", held.PrevOwner)

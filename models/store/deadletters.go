@@ -220,7 +220,7 @@ func (d deadLetterOrigin) headers(published []byte) (string, error) {
 // appendDeadLetter copies d's message to dlqQueue with the origin headers and marks
 // d appended, in one transaction.
 func (s *Store) appendDeadLetter(ctx context.Context, d deadLetterOrigin, dlqQueue int64) error {
-	nodes, err := s.queueNodes(ctx, []int64{d.queue, dlqQueue})
+	nodes, err := s.Nodes().queueNodes(ctx, []int64{d.queue, dlqQueue})
 	if err != nil && !errors.Is(err, models.ErrNotFound) {
 		return err
 	}
@@ -293,7 +293,7 @@ func (s *Store) appendDeadLetterAcross(ctx context.Context, d deadLetterOrigin, 
 	var srcErr error
 	if srcNode == 0 {
 		srcErr = sql.ErrNoRows // the origin queue is gone
-	} else if src, err := s.nodeConn(ctx, srcNode); err != nil {
+	} else if src, err := s.Nodes().nodeConn(ctx, srcNode); err != nil {
 		return err
 	} else {
 		srcErr = src.QueryRowContext(ctx, "SELECT tag, msg_key, headers, body, content_type, trace_id, producer_ip FROM "+models.QueueTableName(d.queue)+" WHERE id = ?", d.offset).
@@ -309,7 +309,7 @@ func (s *Store) appendDeadLetterAcross(ctx context.Context, d deadLetterOrigin, 
 		if err != nil {
 			return fmt.Errorf("append dead letter %d: %w", d.id, err)
 		}
-		dst, err := s.nodeConn(ctx, dstNode)
+		dst, err := s.Nodes().nodeConn(ctx, dstNode)
 		if err != nil {
 			return err
 		}

@@ -49,7 +49,7 @@ func (s *Store) EventAppend(ctx context.Context, ev models.Event) (int64, error)
 		return 0, fmt.Errorf("encode event: %w", err)
 	}
 	q := t.Queues[0].ID
-	c, err := s.nodeConn(ctx, t.Queues[0].NodeID)
+	c, err := s.Nodes().nodeConn(ctx, t.Queues[0].NodeID)
 	if err != nil {
 		return 0, fmt.Errorf("append %s event: %w", ev.Type, err)
 	}

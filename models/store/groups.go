@@ -171,7 +171,7 @@ func nonNil(s []string) []string {
 // or after it, or the max offset when none is.
 func (s *Store) startOffset(ctx context.Context, queueID int64, from string) (int64, error) {
 	table := models.QueueTableName(queueID)
-	node, err := s.QueueNode(ctx, queueID)
+	node, err := s.Nodes().QueueNode(ctx, queueID)
 	if err != nil {
 		return 0, err
 	}
@@ -206,7 +206,7 @@ func (s *Store) startOffsetOn(ctx context.Context, node, queueID int64, from str
 		if err != nil {
 			return 0, fmt.Errorf("consume_from: %w", models.ErrInvalid)
 		}
-		c, err := s.nodeConn(ctx, node)
+		c, err := s.Nodes().nodeConn(ctx, node)
 		if err != nil {
 			return 0, err
 		}
@@ -218,7 +218,7 @@ func (s *Store) startOffsetOn(ctx context.Context, node, queueID int64, from str
 			return off.Int64, nil
 		}
 	}
-	maxes, err := s.QueueMaxIDs(ctx, []int64{queueID})
+	maxes, err := s.Queues().QueueMaxIDs(ctx, []int64{queueID})
 	if err != nil {
 		return 0, err
 	}

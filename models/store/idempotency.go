@@ -29,3 +29,16 @@ func (s *Store) IdempotencyPrune(ctx context.Context, chunk, maxChunks int) (del
 	}
 	return deleted, false, nil
 }
+
+// IdempotencyGet returns the stored outcome for (apiKeyID, topicID, key) if it is
+// younger than IdempotencyTTL, or ErrNotFound (also for an expired row not yet
+// pruned).
+func (s *Store) IdempotencyGet(ctx context.Context, apiKeyID, topicID int64, key string) (*IdempotencyRecord, error) {
+	rec := &IdempotencyRecord{APIKeyID: apiKeyID, TopicID: topicID, Key: key}
+	err := s.sql.QueryRowContext(ctx, "SELECT request_hash, status_code, response FROM idempotency_keys WHERE api_key_id = ? AND topic_id = ? AND idem_key = ? AND NOT ("+idempotencyExpired+")",
+		apiKeyID, topicID, []byte(key)).Scan(&rec.RequestHash, &rec.Status, &rec.Response)
+	if err != nil {
+		return nil, notFound(err, "idempotency key")
+	}
+	return rec, nil
+}

@@ -51,7 +51,7 @@ const insertColumns = "(tag, msg_key, headers, body, content_type, trace_id, cre
 // contiguous ids). All requests are stored or none; an idempotency key whose row is
 // younger than IdempotencyTTL fails the whole flush with models.ErrConflict so the
 // caller can retry each alone (an expired row is replaced).
-func (s *Store) MessagesInsert(ctx context.Context, reqs []*PublishRequest) error {
+func (s *Queues) MessagesInsert(ctx context.Context, reqs []*PublishRequest) error {
 	ins, err := s.planInsert(ctx, reqs)
 	if err != nil {
 		return err
@@ -65,12 +65,12 @@ func (s *Store) MessagesInsert(ctx context.Context, reqs []*PublishRequest) erro
 	return err
 }
 
-func (s *Store) messagesInsert(ctx context.Context, reqs []*PublishRequest, ins *insertPlan) error {
+func (s *Queues) messagesInsert(ctx context.Context, reqs []*PublishRequest, ins *insertPlan) error {
 	var err error
 	if len(ins.nodes) > 1 || (ins.nodes[0] != models.PrimaryNodeID && hasIdempotency(reqs)) {
 		return s.messagesInsertXA(ctx, reqs, ins)
 	}
-	h, err := s.node(ctx, ins.nodes[0])
+	h, err := s.store().Nodes().node(ctx, ins.nodes[0])
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (s *Store) messagesInsert(ctx context.Context, reqs []*PublishRequest, ins 
 	if len(ins.order) > 1 || hasIdempotency(reqs) {
 		var t txConn
 		if h.id == models.PrimaryNodeID {
-			t, err = s.begin(ctx)
+			t, err = s.store().begin(ctx)
 		} else {
 			t, err = h.db.BeginTx(ctx, nil)
 		}
@@ -119,7 +119,7 @@ type insertPlan struct {
 	byNode  map[int64][]int64
 }
 
-func (s *Store) planInsert(ctx context.Context, reqs []*PublishRequest) (*insertPlan, error) {
+func (s *Queues) planInsert(ctx context.Context, reqs []*PublishRequest) (*insertPlan, error) {
 	p := &insertPlan{byQueue: map[int64][]msgRef{}}
 	for ri, r := range reqs {
 		for mi := range r.Messages {
@@ -137,7 +137,7 @@ func (s *Store) planInsert(ctx context.Context, reqs []*PublishRequest) (*insert
 		return nil, fmt.Errorf("publish: no messages: %w", models.ErrInvalid)
 	}
 	var err error
-	p.nodes, p.byNode, err = s.byNode(ctx, p.order)
+	p.nodes, p.byNode, err = s.store().Nodes().byNode(ctx, p.order)
 	if err != nil {
 		return nil, fmt.Errorf("publish: %w", err)
 	}
@@ -283,19 +283,6 @@ const idempotencyInsert = `INSERT INTO idempotency_keys (api_key_id, topic_id, i
     response = IF(` + idempotencyExpired + `, VALUES(response), response),
     created_at = IF(` + idempotencyExpired + `, VALUES(created_at), created_at)`
 
-// IdempotencyGet returns the stored outcome for (apiKeyID, topicID, key) if it is
-// younger than IdempotencyTTL, or ErrNotFound (also for an expired row not yet
-// pruned).
-func (s *Store) IdempotencyGet(ctx context.Context, apiKeyID, topicID int64, key string) (*IdempotencyRecord, error) {
-	rec := &IdempotencyRecord{APIKeyID: apiKeyID, TopicID: topicID, Key: key}
-	err := s.sql.QueryRowContext(ctx, "SELECT request_hash, status_code, response FROM idempotency_keys WHERE api_key_id = ? AND topic_id = ? AND idem_key = ? AND NOT ("+idempotencyExpired+")",
-		apiKeyID, topicID, []byte(key)).Scan(&rec.RequestHash, &rec.Status, &rec.Response)
-	if err != nil {
-		return nil, notFound(err, "idempotency key")
-	}
-	return rec, nil
-}
-
 // RowMeta is what a dispatcher reads of a queue row: never the body.
 type RowMeta struct {
 	ID        int64
@@ -307,8 +294,8 @@ type RowMeta struct {
 
 // QueueScan reads up to limit rows with id > after in id order (never an id range:
 // ranges stall on gaps).
-func (s *Store) QueueScan(ctx context.Context, queueID, after int64, limit int) ([]RowMeta, error) {
-	c, err := s.queueConn(ctx, queueID)
+func (s *Queues) QueueScan(ctx context.Context, queueID, after int64, limit int) ([]RowMeta, error) {
+	c, err := s.store().Nodes().queueConn(ctx, queueID)
 	if err != nil {
 		return nil, fmt.Errorf("scan queue %d: %w", queueID, err)
 	}
@@ -320,11 +307,11 @@ func (s *Store) QueueScan(ctx context.Context, queueID, after int64, limit int) 
 }
 
 // QueueRowsByIDs re-reads the listed ids (open holes) of a queue.
-func (s *Store) QueueRowsByIDs(ctx context.Context, queueID int64, ids []int64) ([]RowMeta, error) {
+func (s *Queues) QueueRowsByIDs(ctx context.Context, queueID int64, ids []int64) ([]RowMeta, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	c, err := s.queueConn(ctx, queueID)
+	c, err := s.store().Nodes().queueConn(ctx, queueID)
 	if err != nil {
 		return nil, fmt.Errorf("re-read holes of queue %d: %w", queueID, err)
 	}
@@ -374,30 +361,30 @@ func idList(ids []int64) string {
 // leaves its queues out of the map (never 0, which would read as a table behind its
 // cursors) and its *NodeUnreachableError is returned, joined, with the other nodes'
 // offsets.
-func (s *Store) QueueMaxIDs(ctx context.Context, queueIDs []int64) (map[int64]int64, error) {
+func (s *Queues) QueueMaxIDs(ctx context.Context, queueIDs []int64) (map[int64]int64, error) {
 	out := make(map[int64]int64, len(queueIDs))
 	if len(queueIDs) == 0 {
 		return out, nil
 	}
-	nodes, byNode, err := s.byNode(ctx, queueIDs)
+	nodes, byNode, err := s.store().Nodes().byNode(ctx, queueIDs)
 	if err != nil {
 		return nil, fmt.Errorf("read queue max offsets: %w", err)
 	}
 	var errs []error
 	answered := map[int64]bool{}
 	for _, n := range nodes {
-		if s.skipNode(n) {
-			errs = append(errs, s.unreachable(n, nil)) // probed back up in the background
+		if s.store().Nodes().skipNode(n) {
+			errs = append(errs, s.store().Nodes().unreachable(n, nil)) // probed back up in the background
 			continue
 		}
-		nctx, cancel := s.NodeContext(ctx, n)
+		nctx, cancel := s.store().Nodes().NodeContext(ctx, n)
 		err := s.queueMaxIDsOn(nctx, n, byNode[n], out)
 		cancel()
 		if err != nil {
 			if n == models.PrimaryNodeID {
 				return nil, err
 			}
-			if s.NodeOutage(n, err) {
+			if s.store().Nodes().NodeOutage(n, err) {
 				err = &NodeUnreachableError{Node: n, Err: err}
 			}
 			errs = append(errs, err) // the other nodes' queues still poll
@@ -430,8 +417,8 @@ func (s *Store) QueueMaxIDs(ctx context.Context, queueIDs []int64) (map[int64]in
 
 // queueMaxIDsOn reads MAX(id) of node's listed queues into out, one statement per
 // 200 queues (on the control database with pruned_through, maxOffsetExpr).
-func (s *Store) queueMaxIDsOn(ctx context.Context, n int64, qs []int64, out map[int64]int64) error {
-	c, err := s.nodeConn(ctx, n)
+func (s *Queues) queueMaxIDsOn(ctx context.Context, n int64, qs []int64, out map[int64]int64) error {
+	c, err := s.store().Nodes().nodeConn(ctx, n)
 	if err != nil {
 		return fmt.Errorf("read queue max offsets on node %d: %w", n, err)
 	}
@@ -501,11 +488,11 @@ func maxOffsetExpr(q int64) string {
 
 // MessagesGet loads the listed offsets of one queue with bodies, in offset order.
 // Missing offsets are simply absent from the result.
-func (s *Store) MessagesGet(ctx context.Context, queueID int64, offsets []int64) ([]models.Message, error) {
+func (s *Queues) MessagesGet(ctx context.Context, queueID int64, offsets []int64) ([]models.Message, error) {
 	if len(offsets) == 0 {
 		return nil, nil
 	}
-	c, err := s.queueConn(ctx, queueID)
+	c, err := s.store().Nodes().queueConn(ctx, queueID)
 	if err != nil {
 		return nil, fmt.Errorf("load messages of queue %d: %w", queueID, err)
 	}
@@ -565,7 +552,7 @@ type MessageSummary struct {
 // in one UNION statement and merging the nodes' pages. A db node other than 1 that
 // does not answer, or is marked down, is left out (NodeOutage marks it). Key and tag filters are not indexed: on very large queues give a time
 // range, which uses the created_at index. Only numbers reach the SQL text.
-func (s *Store) MessagesBrowse(ctx context.Context, t *models.Topic, f MessageFilter, limit int) ([]MessageSummary, error) {
+func (s *Queues) MessagesBrowse(ctx context.Context, t *models.Topic, f MessageFilter, limit int) ([]MessageSummary, error) {
 	if len(t.Queues) == 0 {
 		return nil, nil
 	}
@@ -618,18 +605,18 @@ func (s *Store) MessagesBrowse(ctx context.Context, t *models.Topic, f MessageFi
 	}
 	var out []MessageSummary
 	for _, n := range nodes {
-		if s.skipNode(n) {
+		if s.store().Nodes().skipNode(n) {
 			continue // a down node's messages are left out; the caller shows NodesDown
 		}
-		nctx, cancel := s.NodeContext(ctx, n)
-		c, err := s.nodeConn(nctx, n)
+		nctx, cancel := s.store().Nodes().NodeContext(ctx, n)
+		c, err := s.store().Nodes().nodeConn(nctx, n)
 		var page []MessageSummary
 		if err == nil {
 			query := strings.Join(parts[n], " UNION ALL ") + fmt.Sprintf(" ORDER BY created_at DESC, q DESC, id DESC LIMIT %d", limit)
 			page, err = browsePage(nctx, c, query, args[n])
 		}
 		cancel()
-		if s.NodeOutage(n, err) {
+		if s.store().Nodes().NodeOutage(n, err) {
 			continue
 		} else if err != nil {
 			return nil, fmt.Errorf("browse messages of %s on node %d: %w", t.Name, n, err)
@@ -673,7 +660,7 @@ func browsePage(ctx context.Context, c conn, query string, args []any) ([]Messag
 // MessageGetByID returns the message `msg_<queue>_<offset>` with its body and the
 // name of its topic. Errors wrap ErrInvalid for a malformed id and ErrNotFound for
 // an unknown queue or offset.
-func (s *Store) MessageGetByID(ctx context.Context, id string) (*models.Message, string, error) {
+func (s *Queues) MessageGetByID(ctx context.Context, id string) (*models.Message, string, error) {
 	q, off, err := models.ParseMessageID(id)
 	if err != nil {
 		return nil, "", err

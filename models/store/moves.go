@@ -50,7 +50,7 @@ func scanMoves(rows *sql.Rows) ([]models.QueueMove, error) {
 
 // QueueMovesActive returns every move whose old queue is not retired yet (sealing or
 // draining), in id order: what dispatchers hold ordered groups on.
-func (s *Store) QueueMovesActive(ctx context.Context) ([]models.QueueMove, error) {
+func (s *Nodes) QueueMovesActive(ctx context.Context) ([]models.QueueMove, error) {
 	rows, err := s.sql.QueryContext(ctx, "SELECT "+moveColumns+" FROM queue_moves m WHERE m.retired_at IS NULL ORDER BY m.id")
 	if err != nil {
 		return nil, fmt.Errorf("read queue moves: %w", err)
@@ -59,7 +59,7 @@ func (s *Store) QueueMovesActive(ctx context.Context) ([]models.QueueMove, error
 }
 
 // TopicMoves returns topic id's moves not retired yet, in id order.
-func (s *Store) TopicMoves(ctx context.Context, topicID int64) ([]models.QueueMove, error) {
+func (s *Nodes) TopicMoves(ctx context.Context, topicID int64) ([]models.QueueMove, error) {
 	rows, err := s.sql.QueryContext(ctx, "SELECT "+moveColumns+" FROM queue_moves m WHERE m.topic_id = ? AND m.retired_at IS NULL ORDER BY m.id", topicID)
 	if err != nil {
 		return nil, fmt.Errorf("read moves of topic %d: %w", topicID, err)
@@ -85,10 +85,10 @@ func (s *Store) TopicMoves(ctx context.Context, topicID int64) ([]models.QueueMo
 // Errors: ErrTopicMoving while an earlier move is not retired, models.ErrNotFound
 // when the topic was deleted, models.ErrInvalid when it has no live queue,
 // ErrNoWritableNode when toNode takes no queues.
-func (s *Store) TopicMoveBegin(ctx context.Context, t *models.Topic, toNode int64) ([]models.QueueMove, error) {
+func (s *Nodes) TopicMoveBegin(ctx context.Context, t *models.Topic, toNode int64) ([]models.QueueMove, error) {
 	var out []models.QueueMove
 	var made []int64 // queue tables created on toNode, dropped again if the move fails
-	err := s.WithTx(ctx, func(tx *Store) error {
+	err := s.store().WithTx(ctx, func(tx *Store) error {
 		cur, next, err := tx.lockTopicForChange(ctx, t, "")
 		if err != nil {
 			return err
@@ -105,7 +105,7 @@ func (s *Store) TopicMoveBegin(ctx context.Context, t *models.Topic, toNode int6
 		if len(cur.Slots) != models.KeySlots {
 			cur.Slots = models.InitialSlots(from)
 		}
-		if err := tx.placeQueuesOn(ctx, toNode); err != nil {
+		if err := tx.Nodes().placeQueuesOn(ctx, toNode); err != nil {
 			return err
 		}
 		now := time.Now().UTC()
@@ -158,7 +158,7 @@ func (s *Store) TopicMoveBegin(ctx context.Context, t *models.Topic, toNode int6
 	if err != nil {
 		for _, q := range made {
 			// Their rows were rolled back; a table left behind holds nothing.
-			if derr := s.queueTableDrop(context.WithoutCancel(ctx), q, toNode); derr != nil {
+			if derr := s.store().queueTableDrop(context.WithoutCancel(ctx), q, toNode); derr != nil {
 				err = fmt.Errorf("%w (and drop queue table %d: %v)", err, q, derr)
 			}
 		}
@@ -177,7 +177,7 @@ func nonNilInts(v []int) []int {
 // placeQueuesOn checks, in the caller's transaction, that node takes new queues
 // (read-write), locking its registry row in share mode so a concurrent state change
 // waits for the queues.
-func (s *Store) placeQueuesOn(ctx context.Context, node int64) error {
+func (s *Nodes) placeQueuesOn(ctx context.Context, node int64) error {
 	var state string
 	err := s.sql.QueryRowContext(ctx, "SELECT state FROM db_nodes WHERE id = ? LOCK IN SHARE MODE", node).Scan(&state)
 	if err != nil {
@@ -199,7 +199,7 @@ func (s *Store) placeQueuesOn(ctx context.Context, node int64) error {
 // holds a row of the queue (awaitPrepared). After that,
 // MAX(id) is final: that is the watermark, stored with the queue's state `sealed`. Sealing an already sealed queue only reads the watermark
 // again, so an interrupted move is finished by calling it again.
-func (s *Store) QueueSeal(ctx context.Context, m models.QueueMove, nodeID int64) (int64, error) {
+func (s *Nodes) QueueSeal(ctx context.Context, m models.QueueMove, nodeID int64) (int64, error) {
 	c, err := s.nodeConn(ctx, nodeID)
 	if err != nil {
 		return 0, err
@@ -236,7 +236,7 @@ func (s *Store) QueueSeal(ctx context.Context, m models.QueueMove, nodeID int64)
 	} else if err := run(c); err != nil {
 		return 0, err
 	}
-	err = s.WithTx(ctx, func(tx *Store) error {
+	err = s.store().WithTx(ctx, func(tx *Store) error {
 		if err := tx.db.Exec("UPDATE queue_moves SET watermark = ?, sealed_at = COALESCE(sealed_at, NOW(3)) WHERE id = ?", w, m.ID).Error; err != nil {
 			return fmt.Errorf("store watermark of queue %d: %w", m.From, err)
 		}
@@ -289,7 +289,7 @@ type MoveOwed struct {
 
 // QueueMoveOwed returns, for move m, what every group with a cursor on its old queue
 // still owes it, by group name (empty when no group holds a cursor there).
-func (s *Store) QueueMoveOwed(ctx context.Context, m models.QueueMove) ([]MoveOwed, error) {
+func (s *Nodes) QueueMoveOwed(ctx context.Context, m models.QueueMove) ([]MoveOwed, error) {
 	rows, err := s.sql.QueryContext(ctx, `SELECT c.group_id, g.name, c.committed_offset, c.holes,
 		(SELECT COUNT(*) FROM retry_messages r WHERE r.group_id = c.group_id AND r.queue_id = c.queue_id)
 		FROM cursors c JOIN consumer_groups g ON g.id = c.group_id WHERE c.queue_id = ? ORDER BY g.name`, m.From)
@@ -324,11 +324,11 @@ func (s *Store) QueueMoveOwed(ctx context.Context, m models.QueueMove) ([]MoveOw
 // from it. Then, in one transaction, its cursors are deleted, the queue is
 // `retired` and the move marked retired; then its table is dropped on nodeID. It
 // returns the groups whose cursors were deleted and whether it retired the queue.
-func (s *Store) QueueRetire(ctx context.Context, m models.QueueMove, nodeID int64) (groups []int64, retired bool, err error) {
+func (s *Nodes) QueueRetire(ctx context.Context, m models.QueueMove, nodeID int64) (groups []int64, retired bool, err error) {
 	if !m.Sealed() {
 		return nil, false, nil
 	}
-	err = s.WithTx(ctx, func(tx *Store) error {
+	err = s.store().WithTx(ctx, func(tx *Store) error {
 		var owed int64
 		err := tx.sql.QueryRowContext(ctx, `SELECT
 			(SELECT COUNT(*) FROM cursors WHERE queue_id = ? AND (committed_offset < ? OR holes <> '[]'))
@@ -373,7 +373,7 @@ func (s *Store) QueueRetire(ctx context.Context, m models.QueueMove, nodeID int6
 
 // TopicsOnNode returns the names of the topics with a live queue (not sealed or
 // retired) on db node id, by name.
-func (s *Store) TopicsOnNode(ctx context.Context, id int64) ([]string, error) {
+func (s *Nodes) TopicsOnNode(ctx context.Context, id int64) ([]string, error) {
 	var names []string
 	err := s.db.WithContext(ctx).Raw(`SELECT DISTINCT t.name FROM queues q JOIN topics t ON t.id = q.topic_id
 		WHERE q.node_id = ? AND q.state IN ('read_write', 'read_only') ORDER BY t.name`, id).Scan(&names).Error
@@ -386,10 +386,10 @@ func (s *Store) TopicsOnNode(ctx context.Context, id int64) ([]string, error) {
 // PlaceTopicTarget returns the read-write node a moved topic goes to: the one
 // models.PlaceQueues picks for one queue (all of a topic's queues live on one
 // node). ErrNoWritableNode when none is read-write.
-func (s *Store) PlaceTopicTarget(ctx context.Context) (int64, error) {
+func (s *Nodes) PlaceTopicTarget(ctx context.Context) (int64, error) {
 	var out int64
-	err := s.WithTx(ctx, func(tx *Store) error {
-		placed, err := tx.placeQueues(ctx, 1)
+	err := s.store().WithTx(ctx, func(tx *Store) error {
+		placed, err := tx.Nodes().placeQueues(ctx, 1)
 		if err != nil {
 			return err
 		}

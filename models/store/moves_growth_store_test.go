@@ -42,7 +42,7 @@ func TestTopicGrowAndMoveConcurrent(t *testing.T) {
 	require.NoError(t, err)
 	cfg.DBName = db
 	second := &models.Node{Name: "grow-2", DSN: cfg.FormatDSN(), Weight: 1, State: models.NodeReadWrite}
-	require.NoError(t, st.NodeCreate(ctx, second))
+	require.NoError(t, st.Nodes().NodeCreate(ctx, second))
 	db2, err := sql.Open("mysql", cfg.FormatDSN())
 	require.NoError(t, err)
 	defer db2.Close()
@@ -75,7 +75,7 @@ func TestTopicGrowAndMoveConcurrent(t *testing.T) {
 					return
 				}
 				if i < moves {
-					ms, err := st.TopicMoveBegin(ctx, tp, second.ID)
+					ms, err := st.Nodes().TopicMoveBegin(ctx, tp, second.ID)
 					results <- result{move: true, err: err, moves: ms}
 					return
 				}

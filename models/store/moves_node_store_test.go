@@ -26,7 +26,7 @@ func TestQueueSealOnSecondNode(t *testing.T) {
 	_, st := heraldtest.Database(t)
 	dsn2 := heraldtest.StartMariaDB(t, "herald_seal")
 	second := &models.Node{Name: "data-2", DSN: dsn2, Weight: 100, State: models.NodeReadWrite}
-	require.NoError(t, st.NodeCreate(ctx, second))
+	require.NoError(t, st.Nodes().NodeCreate(ctx, second))
 	topic, err := st.TopicCreate(ctx, "seal2", 2)
 	require.NoError(t, err)
 	q1, q2 := topic.Queues[0], topic.Queues[1]
@@ -45,7 +45,7 @@ func TestQueueSealOnSecondNode(t *testing.T) {
 		}
 		return []*store.PublishRequest{r}
 	}
-	require.NoError(t, st.MessagesInsert(ctx, one(q2.ID)))
+	require.NoError(t, st.Queues().MessagesInsert(ctx, one(q2.ID)))
 
 	// A stale writer's transaction on node 2 inserted into q2 and has not committed.
 	tx, err := db2.BeginTx(ctx, nil)
@@ -55,19 +55,19 @@ func TestQueueSealOnSecondNode(t *testing.T) {
 	staleID, err := res.LastInsertId()
 	require.NoError(t, err)
 
-	moves, err := st.TopicMoveBegin(ctx, topic, models.PrimaryNodeID)
+	moves, err := st.Nodes().TopicMoveBegin(ctx, topic, models.PrimaryNodeID)
 	require.NoError(t, err)
 	require.Len(t, moves, 2)
 	var m1, m2 models.QueueMove
 	for _, m := range moves {
-		n, err := st.QueueNode(ctx, m.To)
+		n, err := st.Nodes().QueueNode(ctx, m.To)
 		require.NoError(t, err)
 		require.Equal(t, models.PrimaryNodeID, n)
 		if m.From == q2.ID {
 			m2 = m
 		} else {
 			m1 = m
-			m1.Watermark, err = st.QueueSeal(ctx, m, models.PrimaryNodeID)
+			m1.Watermark, err = st.Nodes().QueueSeal(ctx, m, models.PrimaryNodeID)
 			require.NoError(t, err)
 		}
 	}
@@ -77,7 +77,7 @@ func TestQueueSealOnSecondNode(t *testing.T) {
 	}
 	done := make(chan sealed, 1)
 	go func() {
-		w, err := st.QueueSeal(ctx, m2, second.ID)
+		w, err := st.Nodes().QueueSeal(ctx, m2, second.ID)
 		done <- sealed{w, err}
 	}()
 	require.Eventually(t, func() bool {
@@ -95,13 +95,13 @@ func TestQueueSealOnSecondNode(t *testing.T) {
 		require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM "+models.QueueTableName(q)).Scan(&n))
 		return n
 	}
-	require.ErrorIs(t, st.MessagesInsert(ctx, one(q2.ID)), models.ErrQueueSealed)
-	require.ErrorIs(t, st.MessagesInsert(ctx, one(q1.ID, q2.ID)), models.ErrQueueSealed)
+	require.ErrorIs(t, st.Queues().MessagesInsert(ctx, one(q2.ID)), models.ErrQueueSealed)
+	require.ErrorIs(t, st.Queues().MessagesInsert(ctx, one(q1.ID, q2.ID)), models.ErrQueueSealed)
 	require.Equal(t, 2, count(db2, q2.ID))
 	require.Zero(t, count(st.DB(), q1.ID))
 
 	m2.Watermark = s.w
-	_, retired, err := st.QueueRetire(ctx, m2, second.ID)
+	_, retired, err := st.Nodes().QueueRetire(ctx, m2, second.ID)
 	require.NoError(t, err)
 	require.True(t, retired)
 	var tables int
@@ -110,11 +110,11 @@ func TestQueueSealOnSecondNode(t *testing.T) {
 
 	// A poller that still lists the dropped queue reads the others and leaves it
 	// out, on node 2 and on node 1 alike.
-	_, retired, err = st.QueueRetire(ctx, m1, models.PrimaryNodeID)
+	_, retired, err = st.Nodes().QueueRetire(ctx, m1, models.PrimaryNodeID)
 	require.NoError(t, err)
 	require.True(t, retired)
-	require.NoError(t, st.MessagesInsert(ctx, one(m2.To)))
-	maxIDs, err := st.QueueMaxIDs(ctx, []int64{q1.ID, q2.ID, m1.To, m2.To})
+	require.NoError(t, st.Queues().MessagesInsert(ctx, one(m2.To)))
+	maxIDs, err := st.Queues().QueueMaxIDs(ctx, []int64{q1.ID, q2.ID, m1.To, m2.To})
 	require.NoError(t, err)
 	require.Equal(t, map[int64]int64{m1.To: 0, m2.To: 1}, maxIDs)
 }

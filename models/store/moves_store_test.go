@@ -31,7 +31,7 @@ func TestQueueSealStaleWriter(t *testing.T) {
 	one := func(q int64, key string) []*store.PublishRequest {
 		return []*store.PublishRequest{{Messages: []models.Message{{QueueID: q, Key: key, Body: []byte(`{}`), ContentType: "application/json", CreatedAt: time.Now().UnixMilli()}}}}
 	}
-	require.NoError(t, st.MessagesInsert(ctx, one(old.ID, "a")))
+	require.NoError(t, st.Queues().MessagesInsert(ctx, one(old.ID, "a")))
 
 	// A stale writer's transaction inserted into the old queue and has not committed.
 	tx, err := st.DB().BeginTx(ctx, nil)
@@ -41,12 +41,12 @@ func TestQueueSealStaleWriter(t *testing.T) {
 	staleID, err := res.LastInsertId()
 	require.NoError(t, err)
 
-	moves, err := st.TopicMoveBegin(ctx, topic, models.PrimaryNodeID)
+	moves, err := st.Nodes().TopicMoveBegin(ctx, topic, models.PrimaryNodeID)
 	require.NoError(t, err)
 	require.Len(t, moves, 1)
 	require.Equal(t, old.ID, moves[0].From)
 	require.Len(t, moves[0].Slots, models.KeySlots)
-	_, err = st.TopicMoveBegin(ctx, topic, models.PrimaryNodeID)
+	_, err = st.Nodes().TopicMoveBegin(ctx, topic, models.PrimaryNodeID)
 	require.ErrorIs(t, err, store.ErrTopicMoving)
 
 	type sealed struct {
@@ -55,7 +55,7 @@ func TestQueueSealStaleWriter(t *testing.T) {
 	}
 	done := make(chan sealed, 1)
 	go func() {
-		w, err := st.QueueSeal(ctx, moves[0], models.PrimaryNodeID)
+		w, err := st.Nodes().QueueSeal(ctx, moves[0], models.PrimaryNodeID)
 		done <- sealed{w, err}
 	}()
 	// The seal waits on the open transaction's metadata lock.
@@ -78,7 +78,7 @@ func TestQueueSealStaleWriter(t *testing.T) {
 	q, ok := stale.QueueForKey("b")
 	require.True(t, ok)
 	require.Equal(t, old.ID, q.ID)
-	err = st.MessagesInsert(ctx, one(q.ID, "b"))
+	err = st.Queues().MessagesInsert(ctx, one(q.ID, "b"))
 	require.ErrorIs(t, err, models.ErrQueueSealed)
 	require.False(t, errors.Is(err, models.ErrQueueUnavailable))
 	var maxID int64
@@ -92,20 +92,20 @@ func TestQueueSealStaleWriter(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, moves[0].To, nq.ID)
 	require.Equal(t, models.QueueReadWrite, nq.State)
-	require.NoError(t, st.MessagesInsert(ctx, one(nq.ID, "b")))
+	require.NoError(t, st.Queues().MessagesInsert(ctx, one(nq.ID, "b")))
 	for _, q := range fresh.Queues {
 		if q.ID == old.ID {
 			require.Equal(t, models.QueueSealed, q.State)
 		}
 	}
 	// Sealing again (an interrupted move finished by maintenance) keeps the watermark.
-	w, err := st.QueueSeal(ctx, moves[0], models.PrimaryNodeID)
+	w, err := st.Nodes().QueueSeal(ctx, moves[0], models.PrimaryNodeID)
 	require.NoError(t, err)
 	require.Equal(t, staleID, w)
 
 	// Nothing is owed without cursors: the old queue retires and its table goes.
 	moves[0].Watermark = w
-	_, retired, err := st.QueueRetire(ctx, moves[0], models.PrimaryNodeID)
+	_, retired, err := st.Nodes().QueueRetire(ctx, moves[0], models.PrimaryNodeID)
 	require.NoError(t, err)
 	require.True(t, retired)
 	var tables int

@@ -103,7 +103,7 @@ func (b *healthBook) set(node int64, err error, now time.Time) {
 // a timeout, a server gone: the caller decides it was an outage, see NodeOutage):
 // the node reads down from now (or since its first failure in a row) until a probe
 // or a statement finds it answering. Safe for concurrent use.
-func (s *Store) NodeFailed(node int64, err error) {
+func (s *Nodes) NodeFailed(node int64, err error) {
 	if s.npool == nil || err == nil {
 		return
 	}
@@ -111,7 +111,7 @@ func (s *Store) NodeFailed(node int64, err error) {
 }
 
 // NodeAnswered records that db node answered a statement or a probe: it reads up.
-func (s *Store) NodeAnswered(node int64) {
+func (s *Nodes) NodeAnswered(node int64) {
 	if s.npool == nil {
 		return
 	}
@@ -120,7 +120,7 @@ func (s *Store) NodeAnswered(node int64) {
 
 // NodeIsDown reports whether db node is marked down in this process. Where no
 // NodeHealthRun runs, a mark lasts unprobedDownFor (5 s) after the last failure.
-func (s *Store) NodeIsDown(node int64) bool {
+func (s *Nodes) NodeIsDown(node int64) bool {
 	if s.npool == nil {
 		return false
 	}
@@ -136,7 +136,7 @@ func (s *Store) NodeIsDown(node int64) bool {
 
 // NodesHealth returns this process's view of every db node it has probed or used,
 // by node id (a copy). A node missing from it reads as models.NodeUnknown.
-func (s *Store) NodesHealth() map[int64]models.NodeHealth {
+func (s *Nodes) NodesHealth() map[int64]models.NodeHealth {
 	out := map[int64]models.NodeHealth{}
 	if s.npool == nil {
 		return out
@@ -151,7 +151,7 @@ func (s *Store) NodesHealth() map[int64]models.NodeHealth {
 }
 
 // NodesDown lists the db nodes this process sees down (NodeIsDown), in id order.
-func (s *Store) NodesDown() []models.NodeHealth {
+func (s *Nodes) NodesDown() []models.NodeHealth {
 	var out []models.NodeHealth
 	hs := s.NodesHealth()
 	for _, id := range slices.Sorted(maps.Keys(hs)) {
@@ -168,7 +168,7 @@ func (s *Store) NodesDown() []models.NodeHealth {
 // answering without refusing connections (a stalled or dropped server) then ends
 // within a probe (about NodeProbeInterval + NodeProbeTimeout) instead of at its
 // deadline. Node 1 gets ctx as it is.
-func (s *Store) NodeContext(ctx context.Context, node int64) (context.Context, context.CancelFunc) {
+func (s *Nodes) NodeContext(ctx context.Context, node int64) (context.Context, context.CancelFunc) {
 	node = nodeOrPrimary(node)
 	if s.npool == nil || node == models.PrimaryNodeID {
 		return context.WithCancel(ctx)
@@ -187,7 +187,7 @@ func (s *Store) NodeContext(ctx context.Context, node int64) (context.Context, c
 // the statement; on such an error it marks the node down
 // (NodeFailed). Node 1 is the control database: its outage is never skipped, so
 // NodeOutage reports false for it.
-func (s *Store) NodeOutage(node int64, err error) bool {
+func (s *Nodes) NodeOutage(node int64, err error) bool {
 	node = nodeOrPrimary(node)
 	if err == nil || node == models.PrimaryNodeID {
 		return false
@@ -204,7 +204,7 @@ func (s *Store) NodeOutage(node int64, err error) bool {
 
 // skipNode reports whether a read spanning nodes should leave db node out without
 // trying it: it is not node 1 and is marked down.
-func (s *Store) skipNode(node int64) bool {
+func (s *Nodes) skipNode(node int64) bool {
 	node = nodeOrPrimary(node)
 	return node != models.PrimaryNodeID && s.NodeIsDown(node)
 }
@@ -216,7 +216,7 @@ func (s *Store) skipNode(node int64) bool {
 // a down node is found answering again by this loop, never by a user's request.
 // Retired nodes are forgotten. It returns nil when ctx ends. One per process is
 // enough; a second only probes twice as often.
-func (s *Store) NodeHealthRun(ctx context.Context) error {
+func (s *Nodes) NodeHealthRun(ctx context.Context) error {
 	if s.npool == nil {
 		return nil
 	}
@@ -244,7 +244,7 @@ func (s *Store) NodeHealthRun(ctx context.Context) error {
 }
 
 // probeNode pings node once and records the outcome.
-func (s *Store) probeNode(ctx context.Context, id int64) {
+func (s *Nodes) probeNode(ctx context.Context, id int64) {
 	pctx, cancel := context.WithTimeout(ctx, NodeProbeTimeout)
 	defer cancel()
 	h, err := s.node(pctx, id)
@@ -262,7 +262,7 @@ func (s *Store) probeNode(ctx context.Context, id int64) {
 }
 
 // nodeIDsByLife lists the ids of the nodes that are not retired and of those that are.
-func (s *Store) nodeIDsByLife(ctx context.Context) (live, retired []int64, err error) {
+func (s *Nodes) nodeIDsByLife(ctx context.Context) (live, retired []int64, err error) {
 	var rows []struct {
 		ID    int64
 		State string
@@ -339,7 +339,7 @@ func OnlyUnreachable(err error) bool {
 
 // unreachable builds the NodeUnreachableError of node for a read that skipped it
 // (err nil: it was marked down) or failed on it with err (marked down here).
-func (s *Store) unreachable(node int64, err error) error {
+func (s *Nodes) unreachable(node int64, err error) error {
 	if err == nil {
 		h := s.NodesHealth()[node]
 		err = fmt.Errorf("down since %s: %s", h.Since.Format(time.RFC3339), h.Error)

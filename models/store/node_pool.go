@@ -89,7 +89,7 @@ func nodeOrPrimary(id int64) int64 {
 // behaviour is exactly the control database's); for another node, that node's pool,
 // opened on first use. Errors wrap models.ErrQueueUnavailable when the node cannot
 // be opened (unknown, retired, or its server does not answer).
-func (s *Store) nodeConn(ctx context.Context, nodeID int64) (conn, error) {
+func (s *Nodes) nodeConn(ctx context.Context, nodeID int64) (conn, error) {
 	n, err := s.node(ctx, nodeID)
 	if err != nil {
 		return nil, err
@@ -105,7 +105,7 @@ type nodeHandle struct {
 	mariadb bool
 }
 
-func (s *Store) node(ctx context.Context, nodeID int64) (nodeHandle, error) {
+func (s *Nodes) node(ctx context.Context, nodeID int64) (nodeHandle, error) {
 	nodeID = nodeOrPrimary(nodeID)
 	if nodeID == models.PrimaryNodeID {
 		return nodeHandle{id: models.PrimaryNodeID, conn: s.sql, db: s.pool, mariadb: s.mariadb}, nil
@@ -157,7 +157,7 @@ func (s *Store) node(ctx context.Context, nodeID int64) (nodeHandle, error) {
 
 // QueueNode returns the db node queue id lives on (cached: queues never move).
 // Errors: ErrNotFound for an unknown queue.
-func (s *Store) QueueNode(ctx context.Context, queueID int64) (int64, error) {
+func (s *Nodes) QueueNode(ctx context.Context, queueID int64) (int64, error) {
 	m, err := s.queueNodes(ctx, []int64{queueID})
 	if err != nil {
 		return 0, err
@@ -171,7 +171,7 @@ func (s *Store) QueueNode(ctx context.Context, queueID int64) (int64, error) {
 // (none is built so: Open and WithTx set it) reads every queue's node, never
 // assuming node 1. A queue that does not exist makes it return an error wrapping
 // ErrNotFound.
-func (s *Store) queueNodes(ctx context.Context, queueIDs []int64) (map[int64]int64, error) {
+func (s *Nodes) queueNodes(ctx context.Context, queueIDs []int64) (map[int64]int64, error) {
 	out := make(map[int64]int64, len(queueIDs))
 	var miss []int64
 	if s.npool == nil {
@@ -219,12 +219,12 @@ func (s *Store) queueNodes(ctx context.Context, queueIDs []int64) (map[int64]int
 }
 
 // queueConn returns the connection for queue-table SQL on queue id's node.
-func (s *Store) queueConn(ctx context.Context, queueID int64) (conn, error) {
+func (s *Nodes) queueConn(ctx context.Context, queueID int64) (conn, error) {
 	h, err := s.queueHandle(ctx, queueID)
 	return h.conn, err
 }
 
-func (s *Store) queueHandle(ctx context.Context, queueID int64) (nodeHandle, error) {
+func (s *Nodes) queueHandle(ctx context.Context, queueID int64) (nodeHandle, error) {
 	n, err := s.QueueNode(ctx, queueID)
 	if err != nil {
 		return nodeHandle{}, err
@@ -234,7 +234,7 @@ func (s *Store) queueHandle(ctx context.Context, queueID int64) (nodeHandle, err
 
 // byNode groups queue ids by their node, keeping each group in the given order,
 // and lists the nodes in order of first appearance.
-func (s *Store) byNode(ctx context.Context, queueIDs []int64) ([]int64, map[int64][]int64, error) {
+func (s *Nodes) byNode(ctx context.Context, queueIDs []int64) ([]int64, map[int64][]int64, error) {
 	nodes, err := s.queueNodes(ctx, queueIDs)
 	if err != nil {
 		return nil, nil, err
@@ -253,14 +253,14 @@ func (s *Store) byNode(ctx context.Context, queueIDs []int64) ([]int64, map[int6
 
 // QueueNodes returns the db node of each listed queue (cached: queues never move;
 // misses are read in one statement). Errors wrap ErrNotFound for an unknown queue.
-func (s *Store) QueueNodes(ctx context.Context, queueIDs []int64) (map[int64]int64, error) {
+func (s *Nodes) QueueNodes(ctx context.Context, queueIDs []int64) (map[int64]int64, error) {
 	return s.queueNodes(ctx, queueIDs)
 }
 
 // NodesPing pings every db node that is not retired, node 1 included (one control
 // statement for the list, then one ping per node, each within ctx), and returns
 // each node's error, nil when it answered.
-func (s *Store) NodesPing(ctx context.Context) (map[int64]error, error) {
+func (s *Nodes) NodesPing(ctx context.Context) (map[int64]error, error) {
 	var ids []int64
 	if err := s.db.WithContext(ctx).Raw("SELECT id FROM db_nodes WHERE state <> ? ORDER BY id", string(models.NodeRetired)).Scan(&ids).Error; err != nil {
 		return nil, fmt.Errorf("read nodes: %w", err)
@@ -285,7 +285,7 @@ func (s *Store) NodesPing(ctx context.Context) (map[int64]error, error) {
 
 // NodesOpened reports whether this Store has opened a db node other than node 1
 // (so it may have written XA branches).
-func (s *Store) NodesOpened() bool {
+func (s *Nodes) NodesOpened() bool {
 	if s.npool == nil {
 		return false
 	}

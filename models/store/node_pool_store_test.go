@@ -31,7 +31,7 @@ func TestNodeAddedAfterStoreOpened(t *testing.T) {
 	defer early.Close()
 	topic, err := st.TopicCreate(ctx, "late", 2)
 	require.NoError(t, err)
-	n, err := early.QueueNode(ctx, topic.Queues[0].ID)
+	n, err := early.Nodes().QueueNode(ctx, topic.Queues[0].ID)
 	require.NoError(t, err)
 	require.Equal(t, int64(models.PrimaryNodeID), n)
 
@@ -43,24 +43,24 @@ func TestNodeAddedAfterStoreOpened(t *testing.T) {
 	require.NoError(t, err)
 	cfg.DBName = db
 	second := &models.Node{Name: "late-2", DSN: cfg.FormatDSN(), Weight: 100, State: models.NodeReadWrite}
-	require.NoError(t, st.NodeCreate(ctx, second))
+	require.NoError(t, st.Nodes().NodeCreate(ctx, second))
 	db2, err := sql.Open("mysql", cfg.FormatDSN())
 	require.NoError(t, err)
 	defer db2.Close()
 
-	moves, err := st.TopicMoveBegin(ctx, topic, second.ID)
+	moves, err := st.Nodes().TopicMoveBegin(ctx, topic, second.ID)
 	require.NoError(t, err)
 	require.Len(t, moves, 2)
 	q := moves[0].To
-	n, err = early.QueueNode(ctx, q)
+	n, err = early.Nodes().QueueNode(ctx, q)
 	require.NoError(t, err)
 	require.Equal(t, second.ID, n)
-	nodes, err := early.QueueNodes(ctx, []int64{topic.Queues[1].ID, q})
+	nodes, err := early.Nodes().QueueNodes(ctx, []int64{topic.Queues[1].ID, q})
 	require.NoError(t, err)
 	require.Equal(t, map[int64]int64{topic.Queues[1].ID: models.PrimaryNodeID, q: second.ID}, nodes)
 
 	msg := models.Message{QueueID: q, Key: "k", Body: []byte(`{}`), ContentType: "application/json", CreatedAt: time.Now().UnixMilli()}
-	require.NoError(t, early.MessagesInsert(ctx, []*store.PublishRequest{{TopicID: topic.ID, Messages: []models.Message{msg}}}))
+	require.NoError(t, early.Queues().MessagesInsert(ctx, []*store.PublishRequest{{TopicID: topic.ID, Messages: []models.Message{msg}}}))
 	var on2 int
 	require.NoError(t, db2.QueryRow("SELECT COUNT(*) FROM "+models.QueueTableName(q)).Scan(&on2))
 	require.Equal(t, 1, on2, "the message is in node 2's table")
@@ -92,7 +92,7 @@ func TestTopicMoveBeginConcurrent(t *testing.T) {
 		go func() {
 			<-start
 			began := time.Now()
-			_, err := st.TopicMoveBegin(ctx, topic, models.PrimaryNodeID)
+			_, err := st.Nodes().TopicMoveBegin(ctx, topic, models.PrimaryNodeID)
 			errs <- result{err, time.Since(began)}
 		}()
 	}

@@ -39,7 +39,7 @@ func newXAPair(t *testing.T) *xaPair {
 	t.Cleanup(func() { st.Close() })
 	dsn2 := heraldtest.StartMariaDB(t, "herald_xa_cut")
 	second := &models.Node{Name: "data-2", DSN: dsn2, Weight: 100, State: models.NodeReadWrite}
-	require.NoError(t, st.NodeCreate(ctx, second))
+	require.NoError(t, st.Nodes().NodeCreate(ctx, second))
 	topic, err := st.TopicCreate(ctx, "orders", 2)
 	require.NoError(t, err)
 	require.Equal(t, second.ID, topic.Queues[1].NodeID)
@@ -86,7 +86,7 @@ func TestXADecisionAnswerLost(t *testing.T) {
 	ctx := context.Background()
 	p := newXAPair(t)
 	p.cut.Arm("INSERT INTO xa_decisions")
-	err := p.st.MessagesInsert(ctx, []*store.PublishRequest{p.request("idem-lost")})
+	err := p.st.Queues().MessagesInsert(ctx, []*store.PublishRequest{p.request("idem-lost")})
 	require.ErrorIs(t, err, models.ErrOutcomeUnknown)
 	<-p.cut.Cut()
 	var decided int
@@ -95,7 +95,7 @@ func TestXADecisionAnswerLost(t *testing.T) {
 	p.cut.Restore()
 
 	require.Eventually(t, func() bool {
-		_, _ = p.st.XARecover(ctx)
+		_, _ = p.st.Queues().XARecover(ctx)
 		a, b := p.stored(t)
 		return a == 1 && b == 1
 	}, 20*time.Second, 100*time.Millisecond, "recovery did not store the decided request on both nodes")
@@ -115,7 +115,7 @@ func TestXACommitUnconfirmed(t *testing.T) {
 
 	p.cut.Arm("XA COMMIT")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	err := p.st.MessagesInsert(ctx, []*store.PublishRequest{p.request("idem-away")})
+	err := p.st.Queues().MessagesInsert(ctx, []*store.PublishRequest{p.request("idem-away")})
 	cancel()
 	require.ErrorIs(t, err, models.ErrOutcomeUnknown)
 	var decided int
@@ -123,7 +123,7 @@ func TestXACommitUnconfirmed(t *testing.T) {
 	require.Equal(t, 1, decided, "an unconfirmed commit keeps its decision row")
 	p.cut.Restore()
 	require.Eventually(t, func() bool {
-		_, _ = p.st.XARecover(context.Background())
+		_, _ = p.st.Queues().XARecover(context.Background())
 		a, b := p.stored(t)
 		return a == 1 && b == 1
 	}, 20*time.Second, 100*time.Millisecond, "recovery did not finish the decided request")
@@ -136,7 +136,7 @@ func TestXACommitUnconfirmed(t *testing.T) {
 	}()
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	require.NoError(t, p.st.MessagesInsert(ctx, []*store.PublishRequest{p.request("idem-back")}))
+	require.NoError(t, p.st.Queues().MessagesInsert(ctx, []*store.PublishRequest{p.request("idem-back")}))
 	a, b := p.stored(t)
 	require.Equal(t, 2, a)
 	require.Equal(t, 2, b)
@@ -154,7 +154,7 @@ func TestSealWaitsForPreparedBranches(t *testing.T) {
 	require.NoError(t, err)
 	q := topic.Queues[0].ID
 	r := &store.PublishRequest{TopicID: topic.ID, Messages: []models.Message{{QueueID: q, Body: []byte("m"), ContentType: "text/plain", CreatedAt: 1}}}
-	require.NoError(t, st.MessagesInsert(ctx, []*store.PublishRequest{r}))
+	require.NoError(t, st.Queues().MessagesInsert(ctx, []*store.PublishRequest{r}))
 
 	xid := fmt.Sprintf("herald-%d-00000000000000aa", time.Now().UnixMilli())
 	t.Cleanup(func() { _, _ = st.DB().Exec("XA ROLLBACK '" + xid + "'") }) // never left on the shared server
@@ -170,7 +170,7 @@ func TestSealWaitsForPreparedBranches(t *testing.T) {
 
 	sealed := make(chan int64, 1)
 	go func() {
-		w, err := st.QueueSeal(ctx, models.QueueMove{From: q}, models.PrimaryNodeID)
+		w, err := st.Nodes().QueueSeal(ctx, models.QueueMove{From: q}, models.PrimaryNodeID)
 		assert.NoError(t, err)
 		sealed <- w
 	}()

@@ -26,7 +26,7 @@ func TestCrossNodeRequestIsAtomic(t *testing.T) {
 	_, st := heraldtest.Database(t)
 	dsn2 := heraldtest.StartMariaDB(t, "herald_xa")
 	second := &models.Node{Name: "data-2", DSN: dsn2, Weight: 100, State: models.NodeReadWrite}
-	require.NoError(t, st.NodeCreate(ctx, second))
+	require.NoError(t, st.Nodes().NodeCreate(ctx, second))
 	topic, err := st.TopicCreate(ctx, "orders", 2)
 	require.NoError(t, err)
 	require.Equal(t, models.PrimaryNodeID, topic.Queues[0].NodeID)
@@ -59,10 +59,10 @@ func TestCrossNodeRequestIsAtomic(t *testing.T) {
 	}
 
 	ok := req("a", "b")
-	require.NoError(t, st.MessagesInsert(ctx, []*store.PublishRequest{ok}))
+	require.NoError(t, st.Queues().MessagesInsert(ctx, []*store.PublishRequest{ok}))
 	require.Equal(t, 1, count(st.DB(), q1))
 	require.Equal(t, 1, count(db2, q2))
-	got, err := st.MessagesGet(ctx, q2, []int64{ok.Messages[1].Offset})
+	got, err := st.Queues().MessagesGet(ctx, q2, []int64{ok.Messages[1].Offset})
 	require.NoError(t, err)
 	require.Equal(t, "b", string(got[0].Body))
 	var decisions int
@@ -78,13 +78,13 @@ func TestCrossNodeRequestIsAtomic(t *testing.T) {
 	var xa, plain []time.Duration
 	for range 20 {
 		t0 := time.Now()
-		require.NoError(t, st.MessagesInsert(ctx, []*store.PublishRequest{req("a", "b")}))
+		require.NoError(t, st.Queues().MessagesInsert(ctx, []*store.PublishRequest{req("a", "b")}))
 		xa = append(xa, time.Since(t0))
 		one := &store.PublishRequest{TopicID: topic.ID, Messages: []models.Message{
 			{QueueID: q1, Key: keyOn[q1], Body: []byte("a"), ContentType: "text/plain", CreatedAt: 1},
 			{QueueID: q1, Key: keyOn[q1], Body: []byte("b"), ContentType: "text/plain", CreatedAt: 1}}}
 		t0 = time.Now()
-		require.NoError(t, st.MessagesInsert(ctx, []*store.PublishRequest{one}))
+		require.NoError(t, st.Queues().MessagesInsert(ctx, []*store.PublishRequest{one}))
 		plain = append(plain, time.Since(t0))
 	}
 	t.Logf("median of 20: cross-node XA request %v, one-node request %v", median(xa), median(plain))
@@ -94,7 +94,7 @@ func TestCrossNodeRequestIsAtomic(t *testing.T) {
 	idem := &store.PublishRequest{TopicID: topic.ID, Messages: []models.Message{{QueueID: q2, Key: keyOn[q2], Body: []byte("c"), ContentType: "text/plain", CreatedAt: 1}},
 		Idempotency: &store.IdempotencyRecord{APIKeyID: 1, TopicID: topic.ID, Key: "idem-1", RequestHash: []byte("h")},
 		Respond:     func([]models.Message) (int, []byte) { return 201, []byte("{}") }}
-	require.NoError(t, st.MessagesInsert(ctx, []*store.PublishRequest{idem}))
+	require.NoError(t, st.Queues().MessagesInsert(ctx, []*store.PublishRequest{idem}))
 	require.Equal(t, 22, count(db2, q2))
 	rec, err := st.IdempotencyGet(ctx, 1, topic.ID, "idem-1")
 	require.NoError(t, err)
@@ -103,7 +103,7 @@ func TestCrossNodeRequestIsAtomic(t *testing.T) {
 	// Node 2's branch fails: nothing is stored on node 1.
 	_, err = db2.Exec("DROP TABLE " + models.QueueTableName(q2))
 	require.NoError(t, err)
-	require.Error(t, st.MessagesInsert(ctx, []*store.PublishRequest{req("x", "y")}))
+	require.Error(t, st.Queues().MessagesInsert(ctx, []*store.PublishRequest{req("x", "y")}))
 	require.Equal(t, base1, count(st.DB(), q1), "no half request")
 	require.NoError(t, st.DB().QueryRow("SELECT COUNT(*) FROM xa_decisions").Scan(&decisions))
 	require.Zero(t, decisions, "no commit decision for a rolled-back request")

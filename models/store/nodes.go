@@ -81,12 +81,12 @@ func sameDatabase(a, b string) bool {
 // NodeList returns up to limit nodes with id > after, in id order, retired ones
 // included, each with its queue count and masked DSN (the primary's is the control
 // database's).
-func (s *Store) NodeList(ctx context.Context, after int64, limit int) ([]*models.Node, error) {
+func (s *Nodes) NodeList(ctx context.Context, after int64, limit int) ([]*models.Node, error) {
 	return s.nodes(ctx, "n.id > ? ORDER BY n.id LIMIT ?", after, limit)
 }
 
 // NodeGet returns node id, or ErrNotFound.
-func (s *Store) NodeGet(ctx context.Context, id int64) (*models.Node, error) {
+func (s *Nodes) NodeGet(ctx context.Context, id int64) (*models.Node, error) {
 	ns, err := s.nodes(ctx, "n.id = ?", id)
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func (s *Store) NodeGet(ctx context.Context, id int64) (*models.Node, error) {
 	return ns[0], nil
 }
 
-func (s *Store) nodes(ctx context.Context, where string, args ...any) ([]*models.Node, error) {
+func (s *Nodes) nodes(ctx context.Context, where string, args ...any) ([]*models.Node, error) {
 	rows, err := s.sql.QueryContext(ctx, "SELECT "+nodeColumns+" FROM db_nodes n WHERE "+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read nodes: %w", err)
@@ -114,7 +114,7 @@ func (s *Store) nodes(ctx context.Context, where string, args ...any) ([]*models
 	return out, rows.Err()
 }
 
-func (s *Store) scanNode(r interface{ Scan(...any) error }) (*models.Node, error) {
+func (s *Nodes) scanNode(r interface{ Scan(...any) error }) (*models.Node, error) {
 	var n models.Node
 	var sealed sql.NullString
 	var state string
@@ -138,9 +138,9 @@ func (s *Store) scanNode(r interface{ Scan(...any) error }) (*models.Node, error
 // fills its ID and times. It returns ErrConflict when the name is taken or another
 // node (the primary included) names the same address and database. It does not
 // connect: NodeProbe does.
-func (s *Store) NodeCreate(ctx context.Context, n *models.Node) error {
-	return s.WithTx(ctx, func(tx *Store) error {
-		if err := tx.nodeSameDatabase(ctx, 0, n.DSN); err != nil {
+func (s *Nodes) NodeCreate(ctx context.Context, n *models.Node) error {
+	return s.store().WithTx(ctx, func(tx *Store) error {
+		if err := tx.Nodes().nodeSameDatabase(ctx, 0, n.DSN); err != nil {
 			return err
 		}
 		now := time.Now().UTC().Truncate(time.Millisecond)
@@ -160,7 +160,7 @@ func (s *Store) NodeCreate(ctx context.Context, n *models.Node) error {
 // nodeSameDatabase returns ErrConflict when a node other than except (or the
 // control database) names the same address and database as dsn. It locks the
 // registry's rows, so two registrations of one database cannot both pass.
-func (s *Store) nodeSameDatabase(ctx context.Context, except int64, dsn string) error {
+func (s *Nodes) nodeSameDatabase(ctx context.Context, except int64, dsn string) error {
 	if sameDatabase(dsn, s.dsn) {
 		return fmt.Errorf("dsn names the control database, which is node %d already: %w", models.PrimaryNodeID, models.ErrConflict)
 	}
@@ -185,7 +185,7 @@ func (s *Store) nodeSameDatabase(ctx context.Context, except int64, dsn string) 
 // aborts the update; then it writes Name, DSN (sealed; kept NULL for the primary),
 // Weight and State. Errors: ErrNotFound, ErrConflict for a taken name or a DSN
 // another node names, and change's error.
-func (s *Store) NodeUpdate(ctx context.Context, id int64, change func(n *models.Node) error) (*models.Node, error) {
+func (s *Nodes) NodeUpdate(ctx context.Context, id int64, change func(n *models.Node) error) (*models.Node, error) {
 	var out *models.Node
 	dsnChanged := false
 	defer func() {
@@ -193,9 +193,9 @@ func (s *Store) NodeUpdate(ctx context.Context, id int64, change func(n *models.
 			s.npool.forget(id) // this process reopens the node with its new DSN
 		}
 	}()
-	err := s.WithTx(ctx, func(tx *Store) error {
+	err := s.store().WithTx(ctx, func(tx *Store) error {
 		row := tx.sql.QueryRowContext(ctx, "SELECT "+nodeColumns+" FROM db_nodes n WHERE n.id = ? FOR UPDATE", id)
-		n, err := tx.scanNode(row)
+		n, err := tx.Nodes().scanNode(row)
 		if err != nil {
 			return notFound(err, fmt.Sprintf("node %d", id))
 		}
@@ -205,7 +205,7 @@ func (s *Store) NodeUpdate(ctx context.Context, id int64, change func(n *models.
 		}
 		upd := map[string]any{"name": n.Name, "weight": n.Weight, "state": string(n.State), "updated_at": time.Now().UTC()}
 		if n.ID != models.PrimaryNodeID && n.DSN != before {
-			if err := tx.nodeSameDatabase(ctx, n.ID, n.DSN); err != nil {
+			if err := tx.Nodes().nodeSameDatabase(ctx, n.ID, n.DSN); err != nil {
 				return err
 			}
 			upd["dsn_enc"] = tx.keys.Seal(n.DSN)
@@ -228,7 +228,7 @@ func (s *Store) NodeUpdate(ctx context.Context, id int64, change func(n *models.
 // locking their registry rows in share mode until the caller's transaction ends, so
 // a concurrent retirement waits for the queues to exist and then counts them. The
 // caller creates each queue's table on its node (queueTableCreate).
-func (s *Store) placeQueues(ctx context.Context, n int) ([]int64, error) {
+func (s *Nodes) placeQueues(ctx context.Context, n int) ([]int64, error) {
 	rows, err := s.sql.QueryContext(ctx, "SELECT n.id, n.state, n.weight, (SELECT COUNT(*) FROM queues q WHERE q.node_id = n.id AND q.state <> 'retired') FROM db_nodes n WHERE n.state = ? ORDER BY n.id LOCK IN SHARE MODE", string(models.NodeReadWrite))
 	if err != nil {
 		return nil, fmt.Errorf("read node loads: %w", err)

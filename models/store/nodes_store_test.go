@@ -24,7 +24,7 @@ func TestTopicPlacementCountsNodes(t *testing.T) {
 		require.Equal(t, models.PrimaryNodeID, q.NodeID)
 	}
 	require.NoError(t, st.TopicAddQueues(ctx, topic, 5))
-	n, err := st.NodeGet(ctx, models.PrimaryNodeID)
+	n, err := st.Nodes().NodeGet(ctx, models.PrimaryNodeID)
 	require.NoError(t, err)
 	require.Equal(t, 5, n.Queues)
 	require.Equal(t, models.NodeReadWrite, n.State)
@@ -32,7 +32,7 @@ func TestTopicPlacementCountsNodes(t *testing.T) {
 	// A second read-write node with fewer queues is chosen first; its server does
 	// not answer, so the topic is not created.
 	second := &models.Node{Name: "data-2", DSN: "root@tcp(127.0.0.1:1)/herald_nodes_elsewhere", Weight: 100, State: models.NodeReadOnly}
-	require.NoError(t, st.NodeCreate(ctx, second))
+	require.NoError(t, st.Nodes().NodeCreate(ctx, second))
 	_, err = st.DB().ExecContext(ctx, "UPDATE db_nodes SET state = 'read-write' WHERE id = ?", second.ID)
 	require.NoError(t, err)
 	_, err = st.TopicCreate(ctx, "payments", 1)
@@ -56,7 +56,7 @@ func TestNodeDSNSealedAndResealed(t *testing.T) {
 	_, st := heraldtest.Database(t)
 	dsn := "herald:pw-123@tcp(127.0.0.1:3306)/herald_nodes_sealed"
 	n := &models.Node{Name: "data-2", DSN: dsn, Weight: 100, State: models.NodeReadOnly}
-	require.NoError(t, st.NodeCreate(ctx, n))
+	require.NoError(t, st.Nodes().NodeCreate(ctx, n))
 	require.Equal(t, "herald:***@tcp(127.0.0.1:3306)/herald_nodes_sealed", n.DSNMasked)
 	raw := func() string {
 		var s string
@@ -76,7 +76,7 @@ func TestNodeDSNSealedAndResealed(t *testing.T) {
 	kb, err := secrets.ParseKeyring(keyB, []string{keyA})
 	require.NoError(t, err)
 	st.UseKeyring(kb)
-	got, err := st.NodeGet(ctx, n.ID)
+	got, err := st.Nodes().NodeGet(ctx, n.ID)
 	require.NoError(t, err)
 	require.Equal(t, dsn, got.DSN, "the old key still opens")
 	count, err = st.GroupSecretsReseal(ctx)
@@ -85,6 +85,6 @@ func TestNodeDSNSealedAndResealed(t *testing.T) {
 	require.True(t, strings.HasPrefix(raw(), secrets.SealedPrefix+kb.PrimaryID()+":"), raw())
 
 	// A second node on the same database is refused, as is the control database.
-	err = st.NodeCreate(ctx, &models.Node{Name: "data-3", DSN: "other:pw@tcp(127.0.0.1:3306)/herald_nodes_sealed", Weight: 1, State: models.NodeReadOnly})
+	err = st.Nodes().NodeCreate(ctx, &models.Node{Name: "data-3", DSN: "other:pw@tcp(127.0.0.1:3306)/herald_nodes_sealed", Weight: 1, State: models.NodeReadOnly})
 	require.ErrorIs(t, err, models.ErrConflict)
 }

@@ -47,9 +47,9 @@ type CursorPosition struct {
 // next fenced commit fails and it reloads the cursor. The retry topic is
 // untouched. It returns the cursors as reset, with the versions written (the rows
 // are locked); a listed queue the group has no cursor on gives a *ValidationError.
-func (s *Store) CursorsReset(ctx context.Context, groupID int64, to string, queues []int64) ([]CursorPosition, error) {
+func (s *Cursors) CursorsReset(ctx context.Context, groupID int64, to string, queues []int64) ([]CursorPosition, error) {
 	var out []CursorPosition
-	err := s.WithTx(ctx, func(tx *Store) error {
+	err := s.store().WithTx(ctx, func(tx *Store) error {
 		var rows []cursorRow
 		// Locked, so the versions returned are exactly the ones written (a claim may race).
 		if err := tx.db.Clauses(clause.Locking{Strength: "UPDATE"}).Where("group_id = ?", groupID).Order("queue_id").Find(&rows).Error; err != nil {
@@ -89,7 +89,7 @@ func (s *Store) CursorsReset(ctx context.Context, groupID int64, to string, queu
 // its committed offset (lag: its listed holes only). withAge also reads the
 // creation time of each lagging cursor's next message (one UNION statement), for
 // lag in seconds; leave it off for long lists.
-func (s *Store) GroupPositions(ctx context.Context, groupIDs []int64, withAge bool) ([]CursorPosition, error) {
+func (s *Cursors) GroupPositions(ctx context.Context, groupIDs []int64, withAge bool) ([]CursorPosition, error) {
 	if len(groupIDs) == 0 {
 		return nil, nil
 	}
@@ -116,7 +116,7 @@ func (s *Store) GroupPositions(ctx context.Context, groupIDs []int64, withAge bo
 			qids = append(qids, r.QueueID)
 		}
 	}
-	maxes, err := s.QueueMaxIDs(ctx, qids)
+	maxes, err := s.store().Queues().QueueMaxIDs(ctx, qids)
 	if err != nil && !OnlyUnreachable(err) {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (s *Store) GroupPositions(ctx context.Context, groupIDs []int64, withAge bo
 }
 
 // fillOldest reads the creation time of the first message after each lagging cursor.
-func (s *Store) fillOldest(ctx context.Context, ps []CursorPosition) error {
+func (s *Cursors) fillOldest(ctx context.Context, ps []CursorPosition) error {
 	var qids []int64
 	for _, p := range ps {
 		if p.Lag > 0 {
@@ -158,7 +158,7 @@ func (s *Store) fillOldest(ctx context.Context, ps []CursorPosition) error {
 	if len(qids) == 0 {
 		return nil
 	}
-	nodes, err := s.queueNodes(ctx, qids)
+	nodes, err := s.store().Nodes().queueNodes(ctx, qids)
 	if err != nil {
 		return fmt.Errorf("read oldest undone messages: %w", err)
 	}
@@ -179,21 +179,21 @@ func (s *Store) fillOldest(ctx context.Context, ps []CursorPosition) error {
 		args[n] = append(args[n], p.firstUndone)
 	}
 	for _, n := range order {
-		if s.skipNode(n) {
+		if s.store().Nodes().skipNode(n) {
 			continue // its lag age stays unknown (0)
 		}
-		nctx, cancel := s.NodeContext(ctx, n)
+		nctx, cancel := s.store().Nodes().NodeContext(ctx, n)
 		err := s.fillOldestOn(nctx, n, parts[n], args[n], ps)
 		cancel()
-		if err != nil && !s.NodeOutage(n, err) {
+		if err != nil && !s.store().Nodes().NodeOutage(n, err) {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *Store) fillOldestOn(ctx context.Context, node int64, parts []string, args []any, ps []CursorPosition) error {
-	c, err := s.nodeConn(ctx, node)
+func (s *Cursors) fillOldestOn(ctx context.Context, node int64, parts []string, args []any, ps []CursorPosition) error {
+	c, err := s.store().Nodes().nodeConn(ctx, node)
 	if err != nil {
 		return fmt.Errorf("read oldest undone messages on node %d: %w", node, err)
 	}
@@ -222,7 +222,7 @@ func (s *Store) fillOldestOn(ctx context.Context, node int64, parts []string, ar
 // a paused group's or a blocked ordered queue's read messages are committed past
 // and listed), for lists, the overview's total and the lag samples (two statements
 // whatever the number of groups).
-func (s *Store) GroupLags(ctx context.Context) (map[int64]int64, error) {
+func (s *Cursors) GroupLags(ctx context.Context) (map[int64]int64, error) {
 	var rows []struct {
 		GroupID         int64
 		QueueID         int64
@@ -240,7 +240,7 @@ func (s *Store) GroupLags(ctx context.Context) (map[int64]int64, error) {
 			qids = append(qids, r.QueueID)
 		}
 	}
-	maxes, err := s.QueueMaxIDs(ctx, qids)
+	maxes, err := s.store().Queues().QueueMaxIDs(ctx, qids)
 	if err != nil && !OnlyUnreachable(err) {
 		return nil, err
 	}

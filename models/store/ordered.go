@@ -12,7 +12,7 @@ import (
 
 // OrderedBlocksByGroups returns the blocked queues of the given groups, by group then
 // queue. onlyActions limits them to those with an operator action waiting.
-func (s *Store) OrderedBlocksByGroups(ctx context.Context, groupIDs []int64, onlyActions bool) ([]models.OrderedBlock, error) {
+func (s *Cursors) OrderedBlocksByGroups(ctx context.Context, groupIDs []int64, onlyActions bool) ([]models.OrderedBlock, error) {
 	if len(groupIDs) == 0 {
 		return nil, nil
 	}
@@ -48,11 +48,11 @@ func (s *Store) OrderedBlocksByGroups(ctx context.Context, groupIDs []int64, onl
 // OrderedBlocksSave writes the owner's view of blocked queues in one transaction:
 // each of set is inserted or updated (an operator's pending action is kept), each
 // (group, queue) of cleared is deleted.
-func (s *Store) OrderedBlocksSave(ctx context.Context, set []models.OrderedBlock, cleared [][2]int64) error {
+func (s *Cursors) OrderedBlocksSave(ctx context.Context, set []models.OrderedBlock, cleared [][2]int64) error {
 	if len(set) == 0 && len(cleared) == 0 {
 		return nil
 	}
-	tx, err := s.begin(ctx)
+	tx, err := s.store().begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin ordered blocks: %w", err)
 	}
@@ -83,7 +83,7 @@ func (s *Store) OrderedBlocksSave(ctx context.Context, set []models.OrderedBlock
 // OrderedBlockAction leaves an operator's action (models.OrderedActionSkip or
 // OrderedActionResume) on the blocked queue (group, queue) for its owner to apply.
 // Errors: models.ErrNotFound when that queue is not blocked.
-func (s *Store) OrderedBlockAction(ctx context.Context, groupID, queueID int64, action string) (models.OrderedBlock, error) {
+func (s *Cursors) OrderedBlockAction(ctx context.Context, groupID, queueID int64, action string) (models.OrderedBlock, error) {
 	res, err := s.sql.ExecContext(ctx, "UPDATE ordered_blocks SET action = ?, updated_at = NOW(3) WHERE group_id = ? AND queue_id = ?", action, groupID, queueID)
 	if err != nil {
 		return models.OrderedBlock{}, fmt.Errorf("set ordered block action %d/%d: %w", groupID, queueID, err)
@@ -104,7 +104,7 @@ func (s *Store) OrderedBlockAction(ctx context.Context, groupID, queueID int64, 
 }
 
 // OrderedBlockActionDone clears action from (group, queue) once its owner applied it.
-func (s *Store) OrderedBlockActionDone(ctx context.Context, groupID, queueID int64, action string) error {
+func (s *Cursors) OrderedBlockActionDone(ctx context.Context, groupID, queueID int64, action string) error {
 	_, err := s.sql.ExecContext(ctx, "UPDATE ordered_blocks SET action = '' WHERE group_id = ? AND queue_id = ? AND action = ?", groupID, queueID, action)
 	if err != nil {
 		return fmt.Errorf("clear ordered block action %d/%d: %w", groupID, queueID, err)
@@ -115,7 +115,7 @@ func (s *Store) OrderedBlockActionDone(ctx context.Context, groupID, queueID int
 // CursorsReleaseHeld releases cursors like CursorsRelease, and sets hold_until to
 // hold from now (database time): the next owner sends nothing from them before, as
 // the previous owner may still have a POST in flight (ordered groups).
-func (s *Store) CursorsReleaseHeld(ctx context.Context, owner string, ids []int64, hold time.Duration) error {
+func (s *Cursors) CursorsReleaseHeld(ctx context.Context, owner string, ids []int64, hold time.Duration) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -132,7 +132,7 @@ func (s *Store) CursorsReleaseHeld(ctx context.Context, owner string, ids []int6
 
 // cursorHoldLeft returns how long cursor id is still held after a release with a
 // POST in flight (0 when not held).
-func (s *Store) cursorHoldLeft(ctx context.Context, id int64) (time.Duration, error) {
+func (s *Cursors) cursorHoldLeft(ctx context.Context, id int64) (time.Duration, error) {
 	var us sql.NullInt64
 	err := s.sql.QueryRowContext(ctx, "SELECT GREATEST(0, TIMESTAMPDIFF(MICROSECOND, NOW(3), hold_until)) FROM cursors WHERE id = ?", id).Scan(&us)
 	if err != nil {
@@ -144,7 +144,7 @@ func (s *Store) cursorHoldLeft(ctx context.Context, id int64) (time.Duration, er
 // OrderedKeyBlocksByGroups returns the blocked keys of the given groups ordered by
 // key, by group, queue and key. onlyActions limits them to those with an operator
 // action waiting; limit > 0 caps the rows returned.
-func (s *Store) OrderedKeyBlocksByGroups(ctx context.Context, groupIDs []int64, onlyActions bool, limit int) ([]models.OrderedKeyBlock, error) {
+func (s *Cursors) OrderedKeyBlocksByGroups(ctx context.Context, groupIDs []int64, onlyActions bool, limit int) ([]models.OrderedKeyBlock, error) {
 	if len(groupIDs) == 0 {
 		return nil, nil
 	}
@@ -184,7 +184,7 @@ func (s *Store) OrderedKeyBlocksByGroups(ctx context.Context, groupIDs []int64, 
 }
 
 // OrderedKeyBlocksCount returns how many keys of group are blocked.
-func (s *Store) OrderedKeyBlocksCount(ctx context.Context, groupID int64) (int, error) {
+func (s *Cursors) OrderedKeyBlocksCount(ctx context.Context, groupID int64) (int, error) {
 	var n int
 	if err := s.sql.QueryRowContext(ctx, "SELECT COUNT(*) FROM ordered_key_blocks WHERE group_id = ?", groupID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count blocked keys: %w", err)
@@ -195,11 +195,11 @@ func (s *Store) OrderedKeyBlocksCount(ctx context.Context, groupID int64) (int, 
 // OrderedKeyBlocksSave writes the owner's view of blocked keys in one transaction:
 // each of set is inserted or updated (an operator's pending action is kept), each
 // (group, queue, key) of cleared is deleted.
-func (s *Store) OrderedKeyBlocksSave(ctx context.Context, set, cleared []models.OrderedKeyBlock) error {
+func (s *Cursors) OrderedKeyBlocksSave(ctx context.Context, set, cleared []models.OrderedKeyBlock) error {
 	if len(set) == 0 && len(cleared) == 0 {
 		return nil
 	}
-	tx, err := s.begin(ctx)
+	tx, err := s.store().begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin blocked keys: %w", err)
 	}
@@ -230,7 +230,7 @@ func (s *Store) OrderedKeyBlocksSave(ctx context.Context, set, cleared []models.
 // OrderedKeyBlockAction leaves an operator's action (models.OrderedActionSkip or
 // OrderedActionResume) on the blocked key (group, queue, key) for its owner to
 // apply. Errors: models.ErrNotFound when that key is not blocked.
-func (s *Store) OrderedKeyBlockAction(ctx context.Context, groupID, queueID int64, key, action string) (models.OrderedKeyBlock, error) {
+func (s *Cursors) OrderedKeyBlockAction(ctx context.Context, groupID, queueID int64, key, action string) (models.OrderedKeyBlock, error) {
 	// Read first: once the action is set, the owner may apply it and delete the
 	// row (the key went through) before a read after the update would run.
 	var b models.OrderedKeyBlock
@@ -256,7 +256,7 @@ func (s *Store) OrderedKeyBlockAction(ctx context.Context, groupID, queueID int6
 
 // OrderedKeyBlockActionDone clears action from (group, queue, key) once its owner
 // applied it.
-func (s *Store) OrderedKeyBlockActionDone(ctx context.Context, groupID, queueID int64, key, action string) error {
+func (s *Cursors) OrderedKeyBlockActionDone(ctx context.Context, groupID, queueID int64, key, action string) error {
 	_, err := s.sql.ExecContext(ctx, "UPDATE ordered_key_blocks SET action = '' WHERE group_id = ? AND queue_id = ? AND msg_key = ? AND action = ?", groupID, queueID, []byte(key), action)
 	if err != nil {
 		return fmt.Errorf("clear blocked key action %d/%d: %w", groupID, queueID, err)

@@ -17,9 +17,9 @@ func TestDispatcherLeases(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, st := heraldtest.Database(t)
-	require.NoError(t, st.DispatcherHeartbeat(ctx, "b", "h", 3*time.Second))
-	require.NoError(t, st.DispatcherHeartbeat(ctx, "a", "h", 300*time.Millisecond))
-	ls, err := st.DispatcherLeases(ctx)
+	require.NoError(t, st.Cursors().DispatcherHeartbeat(ctx, "b", "h", 3*time.Second))
+	require.NoError(t, st.Cursors().DispatcherHeartbeat(ctx, "a", "h", 300*time.Millisecond))
+	ls, err := st.Cursors().DispatcherLeases(ctx)
 	require.NoError(t, err)
 	require.Len(t, ls, 2)
 	require.Equal(t, "a", ls[0].ID)
@@ -28,7 +28,7 @@ func TestDispatcherLeases(t *testing.T) {
 	require.Greater(t, ls[1].Left, 2*time.Second)
 	require.LessOrEqual(t, ls[1].Left, 3*time.Second)
 	time.Sleep(ls[0].Left + 50*time.Millisecond) // latency: lets the short lease run out on the database clock
-	ls, err = st.DispatcherLeases(ctx)
+	ls, err = st.Cursors().DispatcherLeases(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []store.DispatcherLease{{ID: "b", Left: ls[0].Left}}, ls, "a's lease ran out")
 }

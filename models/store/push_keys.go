@@ -12,7 +12,7 @@ import (
 // PushKeyEnsure stores k as the signing push key if no unretired key exists, and
 // returns the current signing key (k or the one already there). Two processes racing
 // may both insert; the newer signs and both are published, which verifiers accept.
-func (s *Store) PushKeyEnsure(ctx context.Context, k models.PushKey) (models.PushKey, error) {
+func (s *Accounts) PushKeyEnsure(ctx context.Context, k models.PushKey) (models.PushKey, error) {
 	cur, err := s.PushKeyCurrent(ctx)
 	if err == nil {
 		return cur, nil
@@ -26,7 +26,7 @@ func (s *Store) PushKeyEnsure(ctx context.Context, k models.PushKey) (models.Pus
 }
 
 // PushKeyCurrent returns the newest unretired push key, or ErrNotFound.
-func (s *Store) PushKeyCurrent(ctx context.Context) (models.PushKey, error) {
+func (s *Accounts) PushKeyCurrent(ctx context.Context) (models.PushKey, error) {
 	keys, err := s.pushKeys(ctx, "retired_at IS NULL ORDER BY created_at DESC, kid LIMIT 1")
 	if err != nil {
 		return models.PushKey{}, err
@@ -39,7 +39,7 @@ func (s *Store) PushKeyCurrent(ctx context.Context) (models.PushKey, error) {
 
 // PushKeyPublished returns every key the JWKS lists: unretired keys and keys retired
 // less than PushTokenLifetime + PushKeyCacheSlack ago (database time), newest first.
-func (s *Store) PushKeyPublished(ctx context.Context) ([]models.PushKey, error) {
+func (s *Accounts) PushKeyPublished(ctx context.Context) ([]models.PushKey, error) {
 	keep := (models.PushTokenLifetime + models.PushKeyCacheSlack).Microseconds()
 	return s.pushKeys(ctx, "retired_at IS NULL OR retired_at > NOW(3) - INTERVAL ? MICROSECOND ORDER BY created_at DESC, kid", keep)
 }
@@ -47,8 +47,8 @@ func (s *Store) PushKeyPublished(ctx context.Context) ([]models.PushKey, error) 
 // PushKeyRotate retires every signing key (they stay published until their tokens
 // expire), stores k as the signing key and deletes keys no longer published, in one
 // transaction.
-func (s *Store) PushKeyRotate(ctx context.Context, k models.PushKey) error {
-	return s.WithTx(ctx, func(tx *Store) error {
+func (s *Accounts) PushKeyRotate(ctx context.Context, k models.PushKey) error {
+	return s.store().WithTx(ctx, func(tx *Store) error {
 		keep := (models.PushTokenLifetime + models.PushKeyCacheSlack).Microseconds()
 		if err := tx.db.Exec("DELETE FROM push_keys WHERE retired_at IS NOT NULL AND retired_at <= NOW(3) - INTERVAL ? MICROSECOND", keep).Error; err != nil {
 			return fmt.Errorf("delete expired push keys: %w", err)
@@ -66,7 +66,7 @@ func (s *Store) PushKeyRotate(ctx context.Context, k models.PushKey) error {
 	})
 }
 
-func (s *Store) pushKeys(ctx context.Context, where string, args ...any) ([]models.PushKey, error) {
+func (s *Accounts) pushKeys(ctx context.Context, where string, args ...any) ([]models.PushKey, error) {
 	rows, err := s.db.WithContext(ctx).Raw("SELECT kid, private_key, created_at, retired_at FROM push_keys WHERE "+where, args...).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("read push keys: %w", err)

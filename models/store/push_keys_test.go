@@ -28,7 +28,7 @@ func TestPushKeysAndEndpointAuthAtRest(t *testing.T) {
 		Subscriptions: []models.Subscription{{Topic: "orders"}}, EndpointAuth: models.EndpointAuth{Headers: map[string]string{"x-api-key": "plain-key"}}}
 	legacy.ApplyDefaults()
 	require.NoError(t, st.GroupCreate(ctx, legacy)) // no keyring yet: plaintext
-	first, err := st.PushKeyEnsure(ctx, pushauth.NewKey())
+	first, err := st.Accounts().PushKeyEnsure(ctx, pushauth.NewKey())
 	require.NoError(t, err)
 
 	ka, err := secrets.ParseKeyring(keyA, nil)
@@ -46,16 +46,16 @@ func TestPushKeysAndEndpointAuthAtRest(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "plain-key", got.EndpointAuth.Headers["x-api-key"])
 
-	again, err := st.PushKeyEnsure(ctx, pushauth.NewKey())
+	again, err := st.Accounts().PushKeyEnsure(ctx, pushauth.NewKey())
 	require.NoError(t, err)
 	require.Equal(t, first.ID, again.ID, "ensure keeps the signing key")
 	require.Equal(t, first.Seed, again.Seed)
 	next := pushauth.NewKey()
-	require.NoError(t, st.PushKeyRotate(ctx, next))
-	cur, err := st.PushKeyCurrent(ctx)
+	require.NoError(t, st.Accounts().PushKeyRotate(ctx, next))
+	cur, err := st.Accounts().PushKeyCurrent(ctx)
 	require.NoError(t, err)
 	require.Equal(t, next.ID, cur.ID)
-	pub, err := st.PushKeyPublished(ctx)
+	pub, err := st.Accounts().PushKeyPublished(ctx)
 	require.NoError(t, err)
 	require.Len(t, pub, 2)
 	require.Equal(t, next.ID, pub[0].ID, "newest first")

@@ -19,8 +19,8 @@ type RowAttributes struct {
 
 // QueueScanAttributes is QueueScan with each row's headers, for cursors whose
 // group filters on attributes; the others never read the headers column.
-func (s *Store) QueueScanAttributes(ctx context.Context, queueID, after int64, limit int) ([]RowAttributes, error) {
-	c, err := s.queueConn(ctx, queueID)
+func (s *Queues) QueueScanAttributes(ctx context.Context, queueID, after int64, limit int) ([]RowAttributes, error) {
+	c, err := s.store().Nodes().queueConn(ctx, queueID)
 	if err != nil {
 		return nil, fmt.Errorf("scan queue %d with headers: %w", queueID, err)
 	}
@@ -32,11 +32,11 @@ func (s *Store) QueueScanAttributes(ctx context.Context, queueID, after int64, l
 }
 
 // QueueRowsByIDsAttributes is QueueRowsByIDs with each row's headers.
-func (s *Store) QueueRowsByIDsAttributes(ctx context.Context, queueID int64, ids []int64) ([]RowAttributes, error) {
+func (s *Queues) QueueRowsByIDsAttributes(ctx context.Context, queueID int64, ids []int64) ([]RowAttributes, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	c, err := s.queueConn(ctx, queueID)
+	c, err := s.store().Nodes().queueConn(ctx, queueID)
 	if err != nil {
 		return nil, fmt.Errorf("re-read holes of queue %d with headers: %w", queueID, err)
 	}

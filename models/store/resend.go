@@ -42,7 +42,7 @@ func (s *Store) ResendCandidates(ctx context.Context, queueID, fromOffset, toOff
 	}
 	q += " ORDER BY id LIMIT ?"
 	args = append(args, limit)
-	c, err := s.queueConn(ctx, queueID)
+	c, err := s.Nodes().queueConn(ctx, queueID)
 	if err != nil {
 		return nil, fmt.Errorf("read resend candidates of queue %d: %w", queueID, err)
 	}

@@ -45,7 +45,7 @@ func (s *Store) QueueRetentionGet(ctx context.Context, queueID int64, now time.T
 	cutoffMS := now.Add(-time.Duration(t.RetentionHours) * time.Hour).UnixMilli()
 	// Ids grow with insert time, not strictly with created_at: the cutoff is the id
 	// below the first young message, so nothing younger is ever below it.
-	qc, err := s.queueConn(ctx, queueID)
+	qc, err := s.Nodes().queueConn(ctx, queueID)
 	if err != nil {
 		return QueueRetention{}, fmt.Errorf("read retention of queue %d: %w", queueID, err)
 	}
@@ -108,7 +108,7 @@ const notReferenced = `NOT EXISTS (SELECT 1 FROM retry_messages r WHERE r.queue_
 // QueuePrunedThrough returns the highest offset retention may have deleted from
 // queue's table (queues.pruned_through; 0 when nothing was pruned): a message
 // missing at or below it was pruned, one missing above it is not visible yet.
-func (s *Store) QueuePrunedThrough(ctx context.Context, queueID int64) (int64, error) {
+func (s *Queues) QueuePrunedThrough(ctx context.Context, queueID int64) (int64, error) {
 	var through int64
 	if err := s.sql.QueryRowContext(ctx, "SELECT pruned_through FROM queues WHERE id = ?", queueID).Scan(&through); err != nil {
 		return 0, fmt.Errorf("read pruned offset of queue %d: %w", queueID, notFound(err, "queue"))
@@ -122,11 +122,11 @@ func (s *Store) QueuePrunedThrough(ctx context.Context, queueID int64) (int64, e
 // it finished. Callers pass through ≤ the queue's Floor unless the policy is strict.
 // Before deleting it raises the queue's pruned_through to the highest id ≤ through,
 // so the queue's max offset (QueueMaxIDs) survives a table emptied whole.
-func (s *Store) QueuePrune(ctx context.Context, queueID, through int64, chunk, maxChunks int) (deleted int64, done bool, err error) {
+func (s *Queues) QueuePrune(ctx context.Context, queueID, through int64, chunk, maxChunks int) (deleted int64, done bool, err error) {
 	table := models.QueueTableName(queueID)
 	// Read first, then write the number: a subquery in the UPDATE would take shared
 	// next-key locks in the queue table, in the way of publishes.
-	h, err := s.queueHandle(ctx, queueID)
+	h, err := s.store().Nodes().queueHandle(ctx, queueID)
 	if err != nil {
 		return 0, false, fmt.Errorf("prune queue %d: %w", queueID, err)
 	}
@@ -142,7 +142,7 @@ func (s *Store) QueuePrune(ctx context.Context, queueID, through int64, chunk, m
 	args := []any{through, queueID, queueID, chunk}
 	if h.id != models.PrimaryNodeID {
 		// The references live in the control tables: read them there, list them here.
-		refs, err := s.referencedOffsets(ctx, queueID, 0, through)
+		refs, err := s.store().referencedOffsets(ctx, queueID, 0, through)
 		if err != nil {
 			return 0, false, err
 		}
@@ -276,7 +276,7 @@ func (s *Store) GroupNames(ctx context.Context, ids []int64) (map[int64]string, 
 // row and no dead letter names; for a queue off the control database the
 // references are read from the control tables and listed.
 func (s *Store) countUnreferenced(ctx context.Context, queueID int64, table string, lo, hi int64) (int64, error) {
-	h, err := s.queueHandle(ctx, queueID)
+	h, err := s.Nodes().queueHandle(ctx, queueID)
 	if err != nil {
 		return 0, err
 	}

@@ -72,7 +72,7 @@ func BenchmarkPublishDuringPrune(b *testing.B) {
 				req.Messages = append(req.Messages, models.Message{QueueID: q, Body: body, ContentType: "application/json", CreatedAt: time.Now().UnixMilli()})
 			}
 			t0 := time.Now()
-			require.NoError(b, st.MessagesInsert(ctx, []*store.PublishRequest{req}))
+			require.NoError(b, st.Queues().MessagesInsert(ctx, []*store.PublishRequest{req}))
 			lat = append(lat, time.Since(t0))
 		}
 		return lat
@@ -105,7 +105,7 @@ func BenchmarkPublishDuringPrune(b *testing.B) {
 				continue
 			}
 			t0 := time.Now()
-			n, done, err := st.QueuePrune(ctx, q, through, chunk, 1)
+			n, done, err := st.Queues().QueuePrune(ctx, q, through, chunk, 1)
 			require.NoError(b, err)
 			pruneBusy.Add(int64(time.Since(t0)))
 			pruned.Add(n)

@@ -62,10 +62,10 @@ func TestClockRebaseAfterBackwardStep(t *testing.T) {
 	st, err := store.Open(ctx, cp.ProxiedDSN(t, dsn))
 	require.NoError(t, err)
 	defer st.Close()
-	stepped, err := st.DispatcherRenew(ctx, "a", "h", 3*time.Second)
+	stepped, err := st.Cursors().DispatcherRenew(ctx, "a", "h", 3*time.Second)
 	require.NoError(t, err)
 	require.False(t, stepped, "a first heartbeat on a clock that behaves re-bases nothing")
-	require.NoError(t, st.DispatcherHeartbeat(ctx, "b", "h", 3*time.Second))
+	require.NoError(t, st.Cursors().DispatcherHeartbeat(ctx, "b", "h", 3*time.Second))
 	_, err = st.TopicCreate(ctx, "orders", 1)
 	require.NoError(t, err)
 	g := newGroup(t, st, "billing") // retry rows belong to a group that exists
@@ -81,12 +81,12 @@ func TestClockRebaseAfterBackwardStep(t *testing.T) {
 
 	cp.Step(-time.Hour)
 	require.Greater(t, ahead(dueAhead), 3500.0, "the old due time is an hour ahead of the stepped clock")
-	stepped, err = st.DispatcherRenew(ctx, "a", "h", 3*time.Second)
+	stepped, err = st.Cursors().DispatcherRenew(ctx, "a", "h", 3*time.Second)
 	require.NoError(t, err)
 	require.True(t, stepped)
 	require.InDelta(t, 5, ahead(dueAhead), 1.5, "the retry waits its delay (5 s ±20 %%) from the step")
 	require.InDelta(t, 3, ahead(leaseAhead), 0.5, "the peer's lease ends one lease length after the step")
-	stepped, err = st.DispatcherRenew(ctx, "a", "h", 3*time.Second)
+	stepped, err = st.Cursors().DispatcherRenew(ctx, "a", "h", 3*time.Second)
 	require.NoError(t, err)
 	require.False(t, stepped)
 }

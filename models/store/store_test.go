@@ -24,8 +24,8 @@ func TestWithTxBindsRawSQL(t *testing.T) {
 	g := newGroup(t, st, "billing")
 	errAbort := errors.New("abort")
 	err = st.WithTx(ctx, func(tx *store.Store) error {
-		require.NoError(t, tx.DispatcherHeartbeat(ctx, "d1", "host", time.Minute))
-		live, err := tx.DispatchersLive(ctx)
+		require.NoError(t, tx.Cursors().DispatcherHeartbeat(ctx, "d1", "host", time.Minute))
+		live, err := tx.Cursors().DispatchersLive(ctx)
 		require.NoError(t, err)
 		require.Equal(t, []string{"d1"}, live, "gorm reads see the raw write: one transaction")
 		out, err := tx.RetryRecord(ctx, g.ID, 10, nil, []store.Failure{{QueueID: topic.Queues[0].ID, Offset: 7, Attempt: 1, LastStatus: 500}})
@@ -37,7 +37,7 @@ func TestWithTxBindsRawSQL(t *testing.T) {
 		return errAbort
 	})
 	require.ErrorIs(t, err, errAbort)
-	live, err := st.DispatchersLive(ctx)
+	live, err := st.Cursors().DispatchersLive(ctx)
 	require.NoError(t, err)
 	require.Empty(t, live, "the heartbeat rolled back with the transaction")
 	var retries int
@@ -45,8 +45,8 @@ func TestWithTxBindsRawSQL(t *testing.T) {
 	require.Zero(t, retries, "the retry row rolled back with the transaction")
 
 	// The same calls outside WithTx commit on their own.
-	require.NoError(t, st.DispatcherHeartbeat(ctx, "d1", "host", time.Minute))
-	live, err = st.DispatchersLive(ctx)
+	require.NoError(t, st.Cursors().DispatcherHeartbeat(ctx, "d1", "host", time.Minute))
+	live, err = st.Cursors().DispatchersLive(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"d1"}, live)
 }

@@ -37,7 +37,7 @@ func (queueRow) TableName() string { return "queues" }
 
 // queueTableCreate creates queue q's table on its node.
 func (s *Store) queueTableCreate(ctx context.Context, q queueRow) error {
-	c, err := s.nodeConn(ctx, q.NodeID)
+	c, err := s.Nodes().nodeConn(ctx, q.NodeID)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func (s *Store) queueTableCreate(ctx context.Context, q queueRow) error {
 
 // queueTableDrop drops queue q's table on node (its queues row may be gone).
 func (s *Store) queueTableDrop(ctx context.Context, q, node int64) error {
-	c, err := s.nodeConn(ctx, node)
+	c, err := s.Nodes().nodeConn(ctx, node)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (s *Store) topicCreate(ctx context.Context, name string, n int, reserved bo
 			}
 			return fmt.Errorf("insert topic: %w", err)
 		}
-		placed, err := tx.placeQueues(ctx, n)
+		placed, err := tx.Nodes().placeQueues(ctx, n)
 		if err != nil {
 			return err
 		}
@@ -266,18 +266,18 @@ type QueueOffsets struct {
 // the map (NodeOutage marks it).
 func (s *Store) QueueOffsetRanges(ctx context.Context, queueIDs []int64) (map[int64]QueueOffsets, error) {
 	out := make(map[int64]QueueOffsets, len(queueIDs))
-	nodes, byNode, err := s.byNode(ctx, queueIDs)
+	nodes, byNode, err := s.Nodes().byNode(ctx, queueIDs)
 	if err != nil {
 		return nil, fmt.Errorf("read queue offsets: %w", err)
 	}
 	for _, n := range nodes {
-		if s.skipNode(n) {
+		if s.Nodes().skipNode(n) {
 			continue // a down node's queues are left out; the caller shows NodesDown
 		}
-		nctx, cancel := s.NodeContext(ctx, n)
+		nctx, cancel := s.Nodes().NodeContext(ctx, n)
 		err := s.queueOffsetRangesOn(nctx, n, byNode[n], out)
 		cancel()
-		if s.NodeOutage(n, err) {
+		if s.Nodes().NodeOutage(n, err) {
 			continue
 		}
 		if isNoTable(err) {
@@ -314,7 +314,7 @@ func (s *Store) queueOffsetRangesOn(ctx context.Context, node int64, queueIDs []
 	if len(queueIDs) == 0 {
 		return nil
 	}
-	c, err := s.nodeConn(ctx, node)
+	c, err := s.Nodes().nodeConn(ctx, node)
 	if err != nil {
 		return fmt.Errorf("read queue offsets on node %d: %w", node, err)
 	}
@@ -513,7 +513,7 @@ func (s *Store) TopicAddQueues(ctx context.Context, t *models.Topic, n int) erro
 				return fmt.Errorf("freeze key slots of topic %d: %w", t.ID, err)
 			}
 		}
-		placed, err := tx.placeQueues(ctx, n-have)
+		placed, err := tx.Nodes().placeQueues(ctx, n-have)
 		if err != nil {
 			return err
 		}

@@ -25,7 +25,7 @@ func (userRow) TableName() string { return "users" }
 // UserCreate stores u (PasswordHash already bcrypt) and fills its ID. ErrConflict for a
 // taken username; a *models.ValidationError (pointer /username) for a name
 // models.ValidUsername refuses, whichever path (API, console, CLI, bootstrap) it came by.
-func (s *Store) UserCreate(ctx context.Context, u *models.User) error {
+func (s *Accounts) UserCreate(ctx context.Context, u *models.User) error {
 	if !models.ValidUsername(u.Username) {
 		return &models.ValidationError{Errors: []models.FieldError{{Pointer: "/username", Detail: usernameRule}}}
 	}
@@ -45,16 +45,16 @@ const usernameRule = "usernames are 1 to 120 bytes of UTF-8 without control char
 
 // UserGetByUsername returns the user or ErrNotFound. Names compare byte for byte
 // (no padding, no case folding).
-func (s *Store) UserGetByUsername(ctx context.Context, name string) (*models.User, error) {
+func (s *Accounts) UserGetByUsername(ctx context.Context, name string) (*models.User, error) {
 	return s.userGet(ctx, "username = ?", name)
 }
 
 // UserGetByID returns the user or ErrNotFound.
-func (s *Store) UserGetByID(ctx context.Context, id int64) (*models.User, error) {
+func (s *Accounts) UserGetByID(ctx context.Context, id int64) (*models.User, error) {
 	return s.userGet(ctx, "id = ?", id)
 }
 
-func (s *Store) userGet(ctx context.Context, where string, arg any) (*models.User, error) {
+func (s *Accounts) userGet(ctx context.Context, where string, arg any) (*models.User, error) {
 	var r userRow
 	if err := s.db.WithContext(ctx).Where(where, arg).Take(&r).Error; err != nil {
 		return nil, notFound(err, "user")
@@ -63,7 +63,7 @@ func (s *Store) userGet(ctx context.Context, where string, arg any) (*models.Use
 }
 
 // UserCount returns how many users exist (0 triggers the bootstrap admin).
-func (s *Store) UserCount(ctx context.Context) (int64, error) {
+func (s *Accounts) UserCount(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.db.WithContext(ctx).Model(&userRow{}).Count(&n).Error
 	return n, err
@@ -71,7 +71,7 @@ func (s *Store) UserCount(ctx context.Context) (int64, error) {
 
 // UserList returns up to limit users with id > after, ordered by id. Password hashes
 // are included; callers never show them.
-func (s *Store) UserList(ctx context.Context, after int64, limit int) ([]*models.User, error) {
+func (s *Accounts) UserList(ctx context.Context, after int64, limit int) ([]*models.User, error) {
 	var rows []userRow
 	if err := s.db.WithContext(ctx).Where("id > ?", after).Order("id").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
@@ -87,9 +87,9 @@ func (s *Store) UserList(ctx context.Context, after int64, limit int) ([]*models
 // token_version, so every token issued before stops working at its next request.
 // It refuses with models.ErrLastAdmin when the change would leave no admin, and
 // returns ErrNotFound for an unknown id.
-func (s *Store) UserUpdate(ctx context.Context, id int64, role *models.Role, passwordHash *string) error {
-	return s.WithTx(ctx, func(tx *Store) error {
-		if err := tx.lockAdmins(id, role == nil || *role == models.RoleAdmin); err != nil {
+func (s *Accounts) UserUpdate(ctx context.Context, id int64, role *models.Role, passwordHash *string) error {
+	return s.store().WithTx(ctx, func(tx *Store) error {
+		if err := tx.Accounts().lockAdmins(id, role == nil || *role == models.RoleAdmin); err != nil {
 			return err
 		}
 		set := map[string]any{"token_version": gorm.Expr("token_version + 1")}
@@ -107,7 +107,7 @@ func (s *Store) UserUpdate(ctx context.Context, id int64, role *models.Role, pas
 }
 
 // UserRevokeTokens bumps a user's token_version: every JWT issued before stops working.
-func (s *Store) UserRevokeTokens(ctx context.Context, id int64) error {
+func (s *Accounts) UserRevokeTokens(ctx context.Context, id int64) error {
 	res := s.db.WithContext(ctx).Model(&userRow{}).Where("id = ?", id).Update("token_version", gorm.Expr("token_version + 1"))
 	if res.Error != nil {
 		return fmt.Errorf("revoke tokens of user %d: %w", id, res.Error)
@@ -120,9 +120,9 @@ func (s *Store) UserRevokeTokens(ctx context.Context, id int64) error {
 
 // UserDelete removes a user (their tokens die with the row). It refuses with
 // models.ErrLastAdmin for the last admin and returns ErrNotFound for an unknown id.
-func (s *Store) UserDelete(ctx context.Context, id int64) error {
-	return s.WithTx(ctx, func(tx *Store) error {
-		if err := tx.lockAdmins(id, false); err != nil {
+func (s *Accounts) UserDelete(ctx context.Context, id int64) error {
+	return s.store().WithTx(ctx, func(tx *Store) error {
+		if err := tx.Accounts().lockAdmins(id, false); err != nil {
 			return err
 		}
 		if err := tx.db.Delete(&userRow{}, id).Error; err != nil {
@@ -134,7 +134,7 @@ func (s *Store) UserDelete(ctx context.Context, id int64) error {
 
 // lockAdmins locks the user rows, checks that user id exists and, unless it stays an
 // admin, that another admin remains.
-func (s *Store) lockAdmins(id int64, staysAdmin bool) error {
+func (s *Accounts) lockAdmins(id int64, staysAdmin bool) error {
 	var rows []userRow
 	if err := s.db.Clauses(clause.Locking{Strength: "UPDATE"}).Select("id", "role").Find(&rows).Error; err != nil {
 		return fmt.Errorf("lock users: %w", err)

@@ -51,7 +51,7 @@ type xaBranch struct {
 // still unconfirmed then is XARecover's to commit, and the error wraps
 // models.ErrOutcomeUnknown too, so nothing is answered stored (or notified) while
 // a branch's rows are not visible. Measured here: docs/decisions.md.
-func (s *Store) messagesInsertXA(ctx context.Context, reqs []*PublishRequest, ins *insertPlan) (err error) {
+func (s *Queues) messagesInsertXA(ctx context.Context, reqs []*PublishRequest, ins *insertPlan) (err error) {
 	if s.tx != nil {
 		return fmt.Errorf("publish across db nodes inside a transaction: %w", models.ErrInvalid)
 	}
@@ -89,7 +89,7 @@ func (s *Store) messagesInsertXA(ctx context.Context, reqs []*PublishRequest, in
 		}
 	}()
 	for _, n := range nodes {
-		h, err := s.node(ctx, n)
+		h, err := s.store().Nodes().node(ctx, n)
 		if err != nil {
 			return err
 		}
@@ -173,7 +173,7 @@ const errXANotA = 1397
 // reports whether the branch is known committed. XAER_NOTA counts as committed: a
 // decided branch is never rolled back, so the first COMMIT took effect and only
 // its answer was lost (or XARecover committed it meanwhile).
-func (s *Store) xaCommitAgain(ctx context.Context, node int64, xid string, first error) bool {
+func (s *Queues) xaCommitAgain(ctx context.Context, node int64, xid string, first error) bool {
 	err := first
 	for {
 		var mysqlErr *mysql.MySQLError
@@ -186,7 +186,7 @@ func (s *Store) xaCommitAgain(ctx context.Context, node int64, xid string, first
 			return false
 		case <-time.After(xaCommitRetry):
 		}
-		h, herr := s.node(ctx, node)
+		h, herr := s.store().Nodes().node(ctx, node)
 		if herr != nil {
 			err = herr
 			continue
@@ -236,7 +236,7 @@ func xidTime(xid string) (time.Time, bool) {
 // XARecoverAge; decision rows no branch
 // needs any more are deleted. It returns how many branches it resolved. A node that
 // does not answer is skipped (its error is returned after the others ran).
-func (s *Store) XARecover(ctx context.Context) (int, error) {
+func (s *Queues) XARecover(ctx context.Context) (int, error) {
 	var ids []int64
 	if err := s.db.WithContext(ctx).Raw("SELECT id FROM db_nodes WHERE state <> ? ORDER BY id", string(models.NodeRetired)).Scan(&ids).Error; err != nil {
 		return 0, fmt.Errorf("read nodes: %w", err)
@@ -291,8 +291,8 @@ func xaPrepared(ctx context.Context, q conn) ([]string, error) {
 
 // xaRecoverNode resolves the old prepared Herald branches of one node; left
 // reports whether younger ones remain (their decision rows are kept).
-func (s *Store) xaRecoverNode(ctx context.Context, nodeID int64) (resolved int, left bool, err error) {
-	h, err := s.node(ctx, nodeID)
+func (s *Queues) xaRecoverNode(ctx context.Context, nodeID int64) (resolved int, left bool, err error) {
+	h, err := s.store().Nodes().node(ctx, nodeID)
 	if err != nil {
 		return 0, false, err
 	}
