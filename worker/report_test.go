@@ -15,7 +15,7 @@ import (
 	"github.com/heraldhq/herald/internal/testdb"
 )
 
-// TestReportsReachTheOwnerInOrder races a job's progress flush, still waiting for
+// TestReportsReachTheOwnerInOrder races (60 rounds) a job's progress flush, still waiting for
 // its durable copies (the senders linger), against its final flush, on the
 // in-process bus with a real Redis for the copies. The owner must get the progress
 // report first every time: a final report that overtakes it ends the job with the
@@ -39,7 +39,7 @@ func TestReportsReachTheOwnerInOrder(t *testing.T) {
 	w := &Worker{keys: keys, rdb: rdb, log: slog.New(slog.DiscardHandler), local: local,
 		senders: bus.NewReportSenders(rdb, keys, 20*time.Millisecond, stop, slog.New(slog.DiscardHandler))}
 
-	for i := range 25 {
+	for i := range 60 {
 		job := delivery.Job{Group: 1, Queue: 1, Version: 1, Owner: owner, Offsets: delivery.Ranges([]int64{1, 2})}
 		r := newReporter(w, job)
 		r.expect(2)
@@ -47,7 +47,12 @@ func TestReportsReachTheOwnerInOrder(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() { defer wg.Done(); r.flush(false) }()
-		time.Sleep(time.Millisecond) // the progress flush takes offset 1 first
+		require.Eventually(t, func() bool { // the progress flush takes offset 1 first
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return len(r.sent) == 0
+		}, 5*time.Second, 100*time.Microsecond, "round %d: the progress flush never took its offset", i)
+		time.Sleep(time.Millisecond) // and waits for its copy
 		go func() {
 			defer wg.Done()
 			r.delivered([]int64{2}, delivery.Counters{Successes: 1, Delivered: 1})
