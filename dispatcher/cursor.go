@@ -16,7 +16,7 @@ type pendingMsg struct {
 	createdAt int64  // Unix ms, for lag seconds
 	notBefore int64  // Unix ms; 0 = now
 	returns   int    // times returned after a failed POST, for back-off
-	throttles int    // POSTs in a row that carried it and were throttled (delivery.MaxThrottles)
+	throttles int    // POSTs in a row that carried it and were throttled (delivery.ThrottleLimit)
 	key       string // message key; a group ordered by key orders on it
 	// msg is the whole message when a local notification carried it (read-only,
 	// shared by every cursor of the queue); the job then carries it to the worker,
@@ -124,11 +124,11 @@ func (c *cursorState) span() int {
 }
 
 // lastThrottle returns, as ranges, the offsets of ps whose next throttle is their
-// delivery.MaxThrottles-th in a row (a job's LastThrottle), or nil.
-func lastThrottle(ps []pendingMsg) []delivery.Range {
+// limit-th in a row (a job's LastThrottle; delivery.ThrottleLimit), or nil.
+func lastThrottle(ps []pendingMsg, limit int) []delivery.Range {
 	var offs []int64
 	for _, p := range ps {
-		if p.throttles >= delivery.MaxThrottles-1 {
+		if p.throttles >= limit-1 {
 			offs = append(offs, p.offset)
 		}
 	}

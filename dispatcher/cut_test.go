@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -190,7 +191,8 @@ func TestCutCredits(t *testing.T) {
 		{name: "one backlogged cursor takes half, then the rest", maxJobs: 16, size: 10, maxInFlight: 10, batch: 1, pending: []int{100},
 			want: []cutJob{{1, 10, 5, false}, {1, 10, 5, false}}, wantInflightPar: 10},
 		{name: "two backlogged cursors take turns", maxJobs: 16, size: 10, maxInFlight: 10, batch: 1, pending: []int{100, 100},
-			want: []cutJob{{1, 10, 4, false}, {2, 10, 4, false}, {1, 10, 2, false}}, wantInflightPar: 10},
+			// The third job's 2 credits carry firstWaves POSTs each while the POST time is unknown.
+			want: []cutJob{{1, 10, 4, false}, {2, 10, 4, false}, {1, 2 * firstWaves, 2, false}}, wantInflightPar: 10},
 		{name: "the retry topic takes its turn", maxJobs: 16, size: 10, maxInFlight: 10, batch: 1, pending: []int{100}, retries: 5,
 			want: []cutJob{{1, 10, 5, false}, {1, 5, 5, true}}, wantInflightPar: 10},
 		{name: "the per-cursor job cap holds", maxJobs: 1, size: 10, maxInFlight: 10, batch: 1, pending: []int{100},
@@ -349,4 +351,56 @@ func TestThrottleCountPerMessage(t *testing.T) {
 	require.Equal(t, []delivery.Range{{9, 9}}, gs.retryLastThrottle(3, []int64{8, 9}))
 	b.d.applyReport(delivery.Report{Group: gs.g.ID, Queue: 3, Retry: true, RetryWritten: []delivery.Range{{9, 9}}})
 	require.Empty(t, gs.retryLastThrottle(3, []int64{9}), "a counted attempt starts the count over")
+}
+
+// TestThrottledBatchBisected: at batch size 10 the messages of a throttled POST are
+// cut apart from the others, in POSTs of 10 >> throttles; the message the endpoint
+// refuses is alone from its third throttle and named in LastThrottle at
+// ThrottleLimit-1, while its batch-mates go in jobs of their own.
+func TestThrottledBatchBisected(t *testing.T) {
+	t.Parallel()
+	b := setupCut(t, 16, 100)
+	gs := b.group(4, 10, 20)
+	cs := gs.cursors[0]
+	b.d.cut(context.Background())
+	require.Len(t, b.q.jobs, 1)
+	first := b.q.jobs[0]
+	require.Zero(t, first.Batch, "a fresh job POSTs the group's batch size")
+	// The POST of offsets 1-10 was throttled; 11-20 were held back by it.
+	b.d.applyReport(delivery.Report{TaskID: first.TaskID(), Group: first.Group, Queue: first.Queue, Version: first.Version, Final: true,
+		Returned: map[delivery.Reason][]delivery.Range{delivery.ReasonThrottled: {{1, 10}}, delivery.ReasonHeld: {{11, 20}}}})
+	limit := delivery.ThrottleLimit(10)
+	refused := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for throttles := 1; throttles < limit; throttles++ {
+		b.now = b.now.Add(time.Second)
+		seen := len(b.q.jobs)
+		b.d.cut(context.Background())
+		var mine *delivery.Job
+		for i := seen; i < len(b.q.jobs); i++ {
+			j := &b.q.jobs[i]
+			if slices.Contains(delivery.Expand(j.Offsets), 1) {
+				mine = j
+				continue
+			}
+			// Batch-mates and held messages: delivered.
+			b.d.applyReport(delivery.Report{TaskID: j.TaskID(), Group: j.Group, Queue: j.Queue, Version: j.Version, Final: true, Delivered: j.Offsets})
+		}
+		require.NotNil(t, mine, "throttle %d: offset 1 is cut again", throttles)
+		require.Equal(t, refused, delivery.Expand(mine.Offsets), "throttle %d: the throttled messages travel apart", throttles)
+		require.Equal(t, delivery.BisectedBatch(10, throttles), mine.Batch, "throttle %d", throttles)
+		if throttles < limit-1 {
+			require.Empty(t, mine.LastThrottle, "throttle %d", throttles)
+		} else {
+			require.Equal(t, 1, mine.Batch, "alone before its throttles count")
+			require.Equal(t, []delivery.Range{{1, 1}}, mine.LastThrottle)
+		}
+		// The first POST of the bisected job (holding offset 1) is throttled again;
+		// the rest of the job is delivered.
+		half, rest := refused[:mine.Batch], refused[mine.Batch:]
+		b.d.applyReport(delivery.Report{TaskID: mine.TaskID(), Group: mine.Group, Queue: mine.Queue, Version: mine.Version, Final: true,
+			Delivered: delivery.Ranges(rest), Returned: map[delivery.Reason][]delivery.Range{delivery.ReasonThrottled: delivery.Ranges(half)}})
+		refused = half
+	}
+	require.Equal(t, []int64{1}, refused)
+	require.Len(t, cs.pending, 1, "only the refused message is left")
 }

@@ -45,7 +45,8 @@ type groupState struct {
 	// retryThrottles counts, per (queue, offset) of a retry row, its POSTs throttled
 	// in a row (delivery.MaxThrottles); kept in memory, so a new owner counts afresh.
 	retryThrottles map[[2]int64]int
-	health         health // failure counters, breaker, throttle and retry due time
+	health         health   // failure counters, breaker, throttle and retry due time
+	post           postTime // recent mean POST time, which bounds a job's length (jobTurn)
 	// probeFresh says the probe being cut (cutProbe's first pass) may not be a
 	// blocked key's POST retried in place.
 	probeFresh bool

@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/models"
 )
 
 // TestRotationTakesTurns: flows with work get one job per turn, in order, and the next
@@ -74,5 +77,50 @@ func TestShareCredits(t *testing.T) {
 			t.Parallel()
 			require.Equal(t, tc.want, tc.s.credits(tc.posts, tc.more))
 		})
+	}
+}
+
+// TestPostTimeWaves: the POST time is an EWMA of reports' means; it gives one POST
+// per credit for a slow endpoint, more for a fast one, firstWaves before any report.
+func TestPostTimeWaves(t *testing.T) {
+	t.Parallel()
+	var p postTime
+	if got := p.waves(); got != firstWaves {
+		t.Fatalf("unknown POST time: %d waves, want %d", got, firstWaves)
+	}
+	p.observe(delivery.Counters{Gone: true}) // no POST counted: still unknown
+	if p.seen {
+		t.Fatal("a report without a POST set the POST time")
+	}
+	p.observe(delivery.Counters{Successes: 2, LatencySumMS: 800}) // 400 ms a POST
+	if got := p.waves(); got != 1 {
+		t.Fatalf("400 ms POSTs: %d waves, want 1 (never below one)", got)
+	}
+	p.observe(delivery.Counters{Successes: 1, Throttles: 1, LatencySumMS: 0})
+	if p.ms != 300 {
+		t.Fatalf("EWMA after a 0 ms report: %.1f ms, want 300", p.ms)
+	}
+	q := postTime{ms: 5, seen: true}
+	if got := q.waves(); got != 50 {
+		t.Fatalf("5 ms POSTs: %d waves, want 50", got)
+	}
+	if got := (postTime{ms: 0.2, seen: true}).waves(); got < 1000 {
+		t.Fatalf("sub-millisecond POSTs are bounded to %d waves", got)
+	}
+}
+
+// TestJobMessagesWithinTurn: against a slow endpoint a job carries one wave of its
+// credits; against a fast one job_size.
+func TestJobMessagesWithinTurn(t *testing.T) {
+	t.Parallel()
+	gs := &groupState{g: &models.Group{BatchSize: 10, MaxInFlight: 4}, busy: 1}
+	gs.post = postTime{ms: 400, seen: true}
+	// A lone backlogged flow gets half the credits (2) and one wave: 2 POSTs of 10.
+	if got := gs.jobMessages(100, true); got != 20 {
+		t.Fatalf("slow endpoint: a job of %d messages, want 20", got)
+	}
+	gs.post = postTime{ms: 2, seen: true}
+	if got := gs.jobMessages(100, true); got != 100 {
+		t.Fatalf("fast endpoint: a job of %d messages, want job_size 100", got)
 	}
 }

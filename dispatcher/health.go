@@ -85,6 +85,7 @@ func (k *healthKeeper) observe(gs *groupState, r delivery.Report) {
 		return
 	}
 	h.dirty = true
+	gs.post.observe(c)
 	if m := now.Truncate(time.Minute); !m.Equal(h.minute) {
 		h.minute, h.succMinute, h.failMinute = m, 0, 0
 	}

@@ -95,6 +95,8 @@ type orderBase struct {
 type jobShape struct {
 	parallelism, attempt int
 	probe, ordered       bool
+	// batch, when above 0, is a bisected job's POST size (delivery.BisectedBatch).
+	batch int
 }
 
 // send starts a first-delivery job of taken (offset order), taken out of cs.
@@ -103,8 +105,13 @@ func (b orderBase) send(ctx context.Context, gs *groupState, cs *cursorState, ta
 	for i, t := range taken {
 		offsets[i] = t.offset
 	}
+	limit := delivery.MaxThrottles // ordered groups and batch size 1 never bisect
+	if !sh.ordered && gs.g.BatchSize > 1 {
+		limit = delivery.ThrottleLimit(gs.g.BatchSize)
+	}
 	j := delivery.Job{Group: gs.g.ID, Queue: cs.queueID, Version: cs.version, Owner: b.owner, Offsets: delivery.Ranges(offsets),
-		Parallelism: sh.parallelism, Attempt: sh.attempt, Probe: sh.probe, Ordered: sh.ordered, LastThrottle: lastThrottle(taken), Messages: carried(taken)}
+		Parallelism: sh.parallelism, Attempt: sh.attempt, Probe: sh.probe, Ordered: sh.ordered, LastThrottle: lastThrottle(taken, limit),
+		Batch: sh.batch, Messages: carried(taken)}
 	return b.host.startJob(ctx, &jobState{job: j, group: gs, cursor: cs}, taken, now)
 }
 

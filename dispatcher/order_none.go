@@ -11,8 +11,9 @@ import (
 )
 
 // noOrder is the orderer of an unordered group: up to MaxJobsInFlight jobs per
-// cursor, each of up to job_size due messages sent batch_size a POST with the
-// parallelism the group's credits give (share); a failure goes through the retry
+// cursor, each of up to job_size due messages (fewer when the group's POST time
+// would make the job outlast jobTurn) sent batch_size a POST with the parallelism
+// the group's credits give (share); a failure goes through the retry
 // topic, so it keeps no state of its own.
 type noOrder struct {
 	orderBase
@@ -61,23 +62,36 @@ func (o *noOrder) cut(ctx context.Context, gs *groupState, cs *cursorState, now 
 		o.host.wakeBy(gs.pace.next(now, due))
 		return false
 	}
+	n = gs.jobMessages(n, len(cs.pending) > n)
+	// A batch the endpoint throttled is bisected: its messages travel apart from
+	// the others, in smaller POSTs each time (delivery.ThrottleLimit).
+	throttled := g.BatchSize > 1 && firstDue(cs.pending, nowMS).throttles > 0
 	take := make([]pendingMsg, 0, n)
 	keep := cs.pending[:0]
+	most := 0
 	for i, p := range cs.pending {
 		if len(take) == n {
 			keep = append(keep, cs.pending[i:]...)
 			break
 		}
-		if p.notBefore <= nowMS {
+		if p.notBefore <= nowMS && (g.BatchSize == 1 || (p.throttles > 0) == throttled) {
 			take = append(take, p)
+			most = max(most, p.throttles)
 		} else {
 			keep = append(keep, p)
 		}
 	}
 	cs.pending = keep
 	gs.pace.take(len(take))
-	posts := (len(take) + g.BatchSize - 1) / g.BatchSize
-	return o.send(ctx, gs, cs, take, jobShape{parallelism: gs.credits(posts, len(cs.pending) > 0), attempt: 1, probe: probe}, now)
+	sh := jobShape{attempt: 1, probe: probe}
+	batch := g.BatchSize
+	if throttled {
+		batch = delivery.BisectedBatch(g.BatchSize, most)
+		sh.batch = batch
+	}
+	posts := (len(take) + batch - 1) / batch
+	sh.parallelism = gs.credits(posts, len(cs.pending) > 0)
+	return o.send(ctx, gs, cs, take, sh, now)
 }
 
 // inPlace returns ip's messages to send again and holds nothing back: only an
@@ -144,3 +158,13 @@ func (o *noOrder) load(context.Context, map[int64]*groupState, func(int64, int64
 
 // save writes nothing.
 func (o *noOrder) save(context.Context) {}
+
+// firstDue returns the first message of ps due at nowMS (Unix ms); ps holds one.
+func firstDue(ps []pendingMsg, nowMS int64) pendingMsg {
+	for _, p := range ps {
+		if p.notBefore <= nowMS {
+			return p
+		}
+	}
+	return pendingMsg{}
+}

@@ -24,6 +24,7 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 	if gs.inflightP >= gs.g.MaxInFlight {
 		return false
 	}
+	n = gs.jobMessages(n, true)
 	want := n
 	if n = gs.pace.allow(now, n); n < 1 {
 		d.wakeBy(gs.pace.next(now, want))

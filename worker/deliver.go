@@ -54,7 +54,11 @@ func (w *Worker) RunJob(ctx context.Context, j delivery.Job) {
 		return
 	}
 	run := &jobRun{w: w, g: s.g, topic: w.topic(ctx, j.Queue), job: j, attempt: attemptsOf(j, s.offsets), rep: rep}
-	batches := splitJob(j, s.offsets, s.msgs, s.g.BatchSize, s.g.BatchMaxBytes)
+	size := s.g.BatchSize
+	if j.Batch > 0 && j.Batch < size {
+		size = j.Batch // a bisected batch (delivery.ThrottleLimit)
+	}
+	batches := splitJob(j, s.offsets, s.msgs, size, s.g.BatchMaxBytes)
 	if j.Probe && len(batches) > 1 {
 		for _, b := range batches[1:] {
 			rep.returned(delivery.ReasonProbe, offsetsOf(b), delivery.Counters{})

@@ -6,6 +6,7 @@
 package delivery
 
 import (
+	"math/bits"
 	"slices"
 	"strconv"
 
@@ -64,9 +65,14 @@ type Job struct {
 	// Attempts): messages with different keys are never sent in one POST, so a batch
 	// that failed is re-sent as the same batch, under the same batch id.
 	BatchKeys []int64 `json:"bk,omitempty"`
-	// LastThrottle lists the offsets already throttled MaxThrottles-1 times in a
-	// row: a throttle of a POST carrying one of them is a failed attempt.
+	// LastThrottle lists the offsets whose next throttle in a row is the one that
+	// counts (ThrottleLimit): a throttle of a POST carrying one of them is a failed
+	// attempt.
 	LastThrottle []Range `json:"lt,omitempty"`
+	// Batch, when above 0, is this job's POST size, smaller than the group's
+	// batch_size: a job of messages an endpoint throttled in a batch bisects it
+	// (ThrottleLimit).
+	Batch int `json:"bs,omitempty"`
 	// Probe marks the half-open breaker's single test batch.
 	Probe bool `json:"pr,omitempty"`
 	// Ordered marks a job of an ordered group (Parallelism 1): its batches go out one
@@ -86,6 +92,26 @@ type Job struct {
 // message an endpoint always refuses follows the retry schedule to a dead letter
 // instead of pausing its group forever. The messages of one POST share its count.
 const MaxThrottles = 5
+
+// ThrottleLimit is how many throttles in a row make a message's failed attempt in a
+// group that batches batch messages a POST and bisects throttled batches (AWS
+// Lambda's BisectBatchOnFunctionError): messages of a throttled POST travel apart
+// from the others in POSTs of batch >> throttles, so after at most
+// bits.Len(batch)-1 halvings the one the endpoint refuses goes alone while its
+// batch-mates get through; alone, it has MaxThrottles more. For batch 1 it is
+// MaxThrottles; for 10, 8; for 100, 11.
+func ThrottleLimit(batch int) int {
+	return MaxThrottles + max(bits.Len(uint(max(batch, 1)))-1, 0)
+}
+
+// BisectedBatch is the POST size of a job of messages throttled throttles times in a
+// row (0: none) in a group of batch size batch: batch >> throttles, at least 1.
+func BisectedBatch(batch, throttles int) int {
+	if throttles >= bits.UintSize {
+		return 1
+	}
+	return max(batch>>throttles, 1)
+}
 
 // MaxCarriedBytes caps the bodies an asynq task payload carries (64 KiB): larger
 // jobs go without Messages and the worker loads them.
