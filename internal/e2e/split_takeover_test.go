@@ -26,7 +26,8 @@ import (
 // must arrive (bodies intact, ids as published), and no more messages may arrive
 // twice than POSTs were open at the receiver at the kill: reports stay in the dead
 // owner's stream until a commit covers them, so what it was reported but had not
-// committed is replayed by the survivor, not sent again.
+// committed is replayed by the survivor, not sent again; and max_in_flight holds
+// across the takeover.
 func TestSplitRolesTakeoverPaced(t *testing.T) {
 	// Not parallel: it bounds a takeover time, which a saturated machine stretches.
 	const rate, before, after, inFlight = 500, 1000, 1000, 8
@@ -125,6 +126,7 @@ func TestSplitRolesTakeoverPaced(t *testing.T) {
 	// ReportCommitDelay of the kill).
 	t.Logf("%d duplicates (bound: %d POSTs open at the kill, max_in_flight %d): %v", dups, open, inFlight, repeated)
 	require.LessOrEqual(t, dups, open, "duplicates beyond the POSTs open at the kill")
+	require.LessOrEqual(t, r.MaxInFlight(), inFlight, "POSTs open at once, across the takeover")
 
 	// The survivor trims its report stream as its commits cover the entries: once
 	// everything is delivered it holds at most the entries of the last commit
