@@ -91,6 +91,8 @@ type Job struct {
 // MaxThrottles-th time is its failed attempt (error class http_status), so a
 // message an endpoint always refuses follows the retry schedule to a dead letter
 // instead of pausing its group forever. The messages of one POST share its count.
+// It is the whole bound at batch size 1, in ordered groups and in retry jobs; a
+// group that bisects throttled batches adds its halvings (ThrottleLimit).
 const MaxThrottles = 5
 
 // ThrottleLimit is how many throttles in a row make a message's failed attempt in a
