@@ -42,9 +42,12 @@ func (o *noOrder) cut(ctx context.Context, gs *groupState, cs *cursorState, now 
 		n = g.BatchSize
 	}
 	nowMS := now.UnixMilli()
-	due, nextDue := 0, int64(0)
+	due, nextDue, headThrottles := 0, int64(0), 0
 	for _, p := range cs.pending {
 		if p.notBefore <= nowMS {
+			if due == 0 {
+				headThrottles = p.throttles // the first due message's class decides the job's
+			}
 			if due++; due == n {
 				break
 			}
@@ -65,7 +68,7 @@ func (o *noOrder) cut(ctx context.Context, gs *groupState, cs *cursorState, now 
 	n = gs.jobMessages(n, len(cs.pending) > n)
 	// A batch the endpoint throttled is bisected: its messages travel apart from
 	// the others, in smaller POSTs each time (delivery.ThrottleLimit).
-	throttled := g.BatchSize > 1 && firstDue(cs.pending, nowMS).throttles > 0
+	throttled := g.BatchSize > 1 && headThrottles > 0
 	take := make([]pendingMsg, 0, n)
 	keep := cs.pending[:0]
 	most := 0
@@ -158,13 +161,3 @@ func (o *noOrder) load(context.Context, map[int64]*groupState, func(int64, int64
 
 // save writes nothing.
 func (o *noOrder) save(context.Context) {}
-
-// firstDue returns the first message of ps due at nowMS (Unix ms); ps holds one.
-func firstDue(ps []pendingMsg, nowMS int64) pendingMsg {
-	for _, p := range ps {
-		if p.notBefore <= nowMS {
-			return p
-		}
-	}
-	return pendingMsg{}
-}
