@@ -72,6 +72,9 @@ type groupCreateRequest struct {
 	ConsumeFrom string `json:"consume_from"`
 	// DeadLetterRetentionHours is how long dead letters are kept (hours, default 336).
 	DeadLetterRetentionHours *int `json:"dead_letter_retention_hours"`
+	// MaxThrottles is how many throttles in a row make a message's failed attempt
+	// (1 to 1,000, default 10).
+	MaxThrottles *int `json:"max_throttles"`
 	// PushAuth (null: off), EndpointHeaders and BasicAuth: see control.GroupSpec.
 	PushAuth        *control.PushAuthSetting `json:"push_auth"`
 	EndpointHeaders map[string]string        `json:"endpoint_headers"`
@@ -83,8 +86,8 @@ func (r groupCreateRequest) spec() control.GroupSpec {
 		BatchWindowMS: r.BatchWindowMS, MaxInFlight: r.MaxInFlight, RateLimit: r.RateLimit, TimeoutMS: r.TimeoutMS,
 		MaxAttempts: r.MaxAttempts, RetrySchedule: r.RetrySchedule, Ordered: r.Ordered,
 		OrderedOnExhausted: models.OnExhausted(r.OrderedOnExhausted), Ordering: models.Ordering(r.Ordering), ConsumeFrom: r.ConsumeFrom,
-		DeadLetterRetentionHours: r.DeadLetterRetentionHours,
-		EndpointHeaders:          r.EndpointHeaders, BasicAuth: r.BasicAuth}
+		DeadLetterRetentionHours: r.DeadLetterRetentionHours, MaxThrottles: r.MaxThrottles,
+		EndpointHeaders: r.EndpointHeaders, BasicAuth: r.BasicAuth}
 	if r.PushAuth != nil {
 		s.PushAuth = &models.PushAuth{Audience: r.PushAuth.Audience}
 	}

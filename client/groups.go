@@ -46,24 +46,27 @@ type BasicAuth struct {
 // latest or an RFC 3339 time. PushAuth and BasicAuth are nil when off;
 // EndpointHeaders' values and BasicAuth's password read MaskedValue. In a GroupSpec a zero value takes the server's default.
 type GroupSettings struct {
-	EndpointURL              string            `json:"endpoint_url"`
-	Subscriptions            []Subscription    `json:"subscriptions"`
-	BatchSize                int               `json:"batch_size"`
-	BatchMaxBytes            int               `json:"batch_max_bytes"`
-	BatchWindowMS            int               `json:"batch_window_ms"`
-	MaxInFlight              int               `json:"max_in_flight"`
-	RateLimit                int               `json:"rate_limit"`
-	TimeoutMS                int               `json:"timeout_ms"`
-	MaxAttempts              int               `json:"max_attempts"`
-	RetrySchedule            []int             `json:"retry_schedule"`
-	Ordered                  bool              `json:"ordered"`
-	Ordering                 string            `json:"ordering"`
-	OrderedOnExhausted       string            `json:"ordered_on_exhausted"`
-	ConsumeFrom              string            `json:"consume_from"`
-	DeadLetterRetentionHours int               `json:"dead_letter_retention_hours"`
-	PushAuth                 *PushAuth         `json:"push_auth"`
-	EndpointHeaders          map[string]string `json:"endpoint_headers"`
-	BasicAuth                *BasicAuth        `json:"basic_auth"`
+	EndpointURL              string         `json:"endpoint_url"`
+	Subscriptions            []Subscription `json:"subscriptions"`
+	BatchSize                int            `json:"batch_size"`
+	BatchMaxBytes            int            `json:"batch_max_bytes"`
+	BatchWindowMS            int            `json:"batch_window_ms"`
+	MaxInFlight              int            `json:"max_in_flight"`
+	RateLimit                int            `json:"rate_limit"`
+	TimeoutMS                int            `json:"timeout_ms"`
+	MaxAttempts              int            `json:"max_attempts"`
+	RetrySchedule            []int          `json:"retry_schedule"`
+	Ordered                  bool           `json:"ordered"`
+	Ordering                 string         `json:"ordering"`
+	OrderedOnExhausted       string         `json:"ordered_on_exhausted"`
+	ConsumeFrom              string         `json:"consume_from"`
+	DeadLetterRetentionHours int            `json:"dead_letter_retention_hours"`
+	// MaxThrottles is how many throttles in a row (429, or 503 with Retry-After)
+	// make a message's failed attempt (1 to 1,000; the server's default is 10).
+	MaxThrottles    int               `json:"max_throttles"`
+	PushAuth        *PushAuth         `json:"push_auth"`
+	EndpointHeaders map[string]string `json:"endpoint_headers"`
+	BasicAuth       *BasicAuth        `json:"basic_auth"`
 }
 
 // GroupSpec is a new consumer group: a name and its settings. Settings left at

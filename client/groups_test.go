@@ -37,7 +37,7 @@ func TestGroupSettingsRoundTrip(t *testing.T) {
 		Subscriptions: []client.Subscription{{Topic: "orders", Tags: []string{"created"}}, {Topic: "refunds", Tags: []string{}}},
 		BatchSize:     20, BatchMaxBytes: 2048, BatchWindowMS: 250, MaxInFlight: 3, RateLimit: 40, TimeoutMS: 2500,
 		MaxAttempts: 4, RetrySchedule: []int{7, 70}, Ordered: true, Ordering: "queue", OrderedOnExhausted: "pause", ConsumeFrom: "earliest",
-		DeadLetterRetentionHours: 48, EndpointHeaders: map[string]string{"x-api-key": "k1"},
+		DeadLetterRetentionHours: 48, MaxThrottles: 6, EndpointHeaders: map[string]string{"x-api-key": "k1"},
 		BasicAuth: &client.BasicAuth{Username: "ops", Password: "s3cret"}}
 	g, err := c.CreateGroup(ctx, client.GroupSpec{Name: "billing", GroupSettings: settings})
 	require.NoError(t, err)

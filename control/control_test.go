@@ -251,6 +251,8 @@ func TestGroups(t *testing.T) {
 		{"no subscriptions", func(s *control.GroupSpec) { s.Subscriptions = nil }, []string{"/subscriptions"}, false},
 		{"unknown topic", func(s *control.GroupSpec) { s.Subscriptions = []models.Subscription{{Topic: "nope"}} }, []string{"/subscriptions/0/topic"}, false},
 		{"batch size zero", func(s *control.GroupSpec) { s.BatchSize = ptr(0) }, []string{"/batch_size"}, false},
+		{"max throttles zero", func(s *control.GroupSpec) { s.MaxThrottles = ptr(0) }, []string{"/max_throttles"}, false},
+		{"max throttles too many", func(s *control.GroupSpec) { s.MaxThrottles = ptr(1001) }, []string{"/max_throttles"}, false},
 		{"loopback endpoint", func(s *control.GroupSpec) { s.EndpointURL = "http://127.0.0.1/hook" }, []string{"/endpoint_url"}, true},
 		{"metadata endpoint", func(s *control.GroupSpec) { s.EndpointURL = "http://169.254.169.254/latest" }, []string{"/endpoint_url"}, true},
 		{"not http", func(s *control.GroupSpec) { s.EndpointURL = "ftp://8.8.8.8/" }, []string{"/endpoint_url"}, false},

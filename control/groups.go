@@ -42,6 +42,9 @@ type GroupSpec struct {
 	ConsumeFrom string
 	// DeadLetterRetentionHours is how long dead letters are kept (1 to 8,760; nil: 336).
 	DeadLetterRetentionHours *int
+	// MaxThrottles is how many throttles in a row make a message's failed attempt
+	// (1 to 1,000; nil: 10; models.Group.MaxThrottles).
+	MaxThrottles *int
 	// PushAuth turns push tokens on (nil: off). EndpointHeaders (names in any case,
 	// stored as models.CanonicalHeaderName: lower case) and
 	// BasicAuth are added to each POST; a value equal to models.MaskedValue keeps the
@@ -86,6 +89,7 @@ func (spec GroupSpec) apply(g *models.Group) {
 		g.Ordering = models.OrderingKey
 	}
 	g.DeadLetterRetentionHours = orDefault(spec.DeadLetterRetentionHours, d.DeadLetterRetentionHours)
+	g.MaxThrottles = orDefault(spec.MaxThrottles, d.MaxThrottles)
 	g.ConsumeFrom = cmp.Or(spec.ConsumeFrom, d.ConsumeFrom)
 	g.PushAuth = spec.PushAuth
 	g.EndpointAuth = spec.endpointAuth(g.EndpointAuth)
@@ -103,7 +107,7 @@ func specOf(g *models.Group) GroupSpec {
 		BatchWindowMS: &g.BatchWindowMS, MaxInFlight: &g.MaxInFlight, RateLimit: &g.RateLimit, TimeoutMS: &g.TimeoutMS,
 		MaxAttempts: &g.MaxAttempts, RetrySchedule: slices.Clone(g.RetrySchedule), Ordered: g.Ordered,
 		OrderedOnExhausted: g.OrderedOnExhausted, Ordering: g.Ordering, ConsumeFrom: g.ConsumeFrom, DeadLetterRetentionHours: &g.DeadLetterRetentionHours,
-		Subscriptions: slices.Clone(g.Subscriptions), EndpointHeaders: masked.Headers, BasicAuth: masked.Basic}
+		MaxThrottles: &g.MaxThrottles, Subscriptions: slices.Clone(g.Subscriptions), EndpointHeaders: masked.Headers, BasicAuth: masked.Basic}
 	if g.PushAuth != nil {
 		pa := *g.PushAuth
 		spec.PushAuth = &pa
@@ -136,6 +140,7 @@ type GroupPatch struct {
 	Ordering                 *models.Ordering
 	ConsumeFrom              *string
 	DeadLetterRetentionHours *int
+	MaxThrottles             *int
 
 	SetPushAuth        bool
 	PushAuth           *models.PushAuth
@@ -173,6 +178,7 @@ func (p GroupPatch) over(spec GroupSpec) GroupSpec {
 	setInt(&spec.TimeoutMS, p.TimeoutMS)
 	setInt(&spec.MaxAttempts, p.MaxAttempts)
 	setInt(&spec.DeadLetterRetentionHours, p.DeadLetterRetentionHours)
+	setInt(&spec.MaxThrottles, p.MaxThrottles)
 	if p.RetrySchedule != nil {
 		spec.RetrySchedule = *p.RetrySchedule
 	}
@@ -251,6 +257,8 @@ type GroupSettings struct {
 	ConsumeFrom string          `json:"consume_from"`
 	// DeadLetterRetentionHours is how long dead letters are kept, in hours (default 336).
 	DeadLetterRetentionHours int `json:"dead_letter_retention_hours"`
+	// MaxThrottles is how many throttles in a row make a message's failed attempt.
+	MaxThrottles int `json:"max_throttles"`
 	// PushAuth is null when push tokens are off.
 	PushAuth *PushAuthSetting `json:"push_auth"`
 	// EndpointHeaders are the static headers, values masked (models.MaskedValue).
@@ -272,7 +280,8 @@ func SettingsOf(g *models.Group) GroupSettings {
 	s := GroupSettings{EndpointURL: g.EndpointURL, BatchSize: g.BatchSize, BatchMaxBytes: g.BatchMaxBytes,
 		BatchWindowMS: g.BatchWindowMS, MaxInFlight: g.MaxInFlight, RateLimit: g.RateLimit, TimeoutMS: g.TimeoutMS,
 		MaxAttempts: g.MaxAttempts, RetrySchedule: g.RetrySchedule, Ordered: g.Ordered, OrderedOnExhausted: g.OrderedOnExhausted,
-		Ordering: g.Ordering, ConsumeFrom: g.ConsumeFrom, DeadLetterRetentionHours: g.DeadLetterRetentionHours, Subscriptions: []SubscriptionSetting{}}
+		Ordering: g.Ordering, ConsumeFrom: g.ConsumeFrom, DeadLetterRetentionHours: g.DeadLetterRetentionHours,
+		MaxThrottles: g.MaxThrottles, Subscriptions: []SubscriptionSetting{}}
 	if g.PushAuth != nil {
 		s.PushAuth = &PushAuthSetting{Audience: g.PushAuth.Audience}
 	}

@@ -320,20 +320,21 @@ func TestCommitDropsLostCursors(t *testing.T) {
 
 // TestThrottleCountPerMessage: a message returned throttled (its POST was refused)
 // counts one throttle; one held back by another POST's throttle counts none. After
-// MaxThrottles-1 throttles in a row the next job names it in LastThrottle, so the
+// MaxThrottles-1 throttles in a row (the group's; 3 here) the next job names it in LastThrottle, so the
 // worker counts its next throttle as a failed attempt; a retry row counts the same.
 func TestThrottleCountPerMessage(t *testing.T) {
 	t.Parallel()
 	b := setupCut(t, 16, 10)
 	gs := b.group(1, 1, 2)
+	gs.g.MaxThrottles = 3
 	cs := gs.cursors[0]
 	b.d.byGQ[[2]int64{gs.g.ID, cs.queueID}] = cs
-	for i := range delivery.MaxThrottles {
+	for i := range gs.g.MaxThrottles {
 		b.d.cut(context.Background())
 		require.Len(t, b.q.jobs, i+1)
 		j := b.q.jobs[i]
 		require.Equal(t, []int64{1, 2}, delivery.Expand(j.Offsets))
-		if i < delivery.MaxThrottles-1 {
+		if i < gs.g.MaxThrottles-1 {
 			require.Empty(t, j.LastThrottle, "throttle %d", i+1)
 		} else {
 			require.Equal(t, []delivery.Range{{1, 1}}, j.LastThrottle, "only the refused message is at its bound")
@@ -345,7 +346,7 @@ func TestThrottleCountPerMessage(t *testing.T) {
 
 	gs.throttledRetry(3, 9)
 	require.Empty(t, gs.retryLastThrottle(3, []int64{9}))
-	for range delivery.MaxThrottles - 2 {
+	for range gs.g.MaxThrottles - 2 {
 		gs.throttledRetry(3, 9)
 	}
 	require.Equal(t, []delivery.Range{{9, 9}}, gs.retryLastThrottle(3, []int64{8, 9}))
@@ -369,7 +370,7 @@ func TestThrottledBatchBisected(t *testing.T) {
 	// The POST of offsets 1-10 was throttled; 11-20 were held back by it.
 	b.d.applyReport(delivery.Report{TaskID: first.TaskID(), Group: first.Group, Queue: first.Queue, Version: first.Version, Final: true,
 		Returned: map[delivery.Reason][]delivery.Range{delivery.ReasonThrottled: {{1, 10}}, delivery.ReasonHeld: {{11, 20}}}})
-	limit := delivery.ThrottleLimit(10)
+	limit := delivery.ThrottleLimit(gs.g.MaxThrottles, 10)
 	refused := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 	for throttles := 1; throttles < limit; throttles++ {
 		b.now = b.now.Add(time.Second)

@@ -43,7 +43,7 @@ type groupState struct {
 	cursors   []*cursorState
 	lastError string
 	// retryThrottles counts, per (queue, offset) of a retry row, its POSTs throttled
-	// in a row (delivery.MaxThrottles); kept in memory, so a new owner counts afresh.
+	// in a row (delivery.ThrottleLimit); kept in memory, so a new owner counts afresh.
 	retryThrottles map[[2]int64]int
 	health         health   // failure counters, breaker, throttle and retry due time
 	post           postTime // recent mean POST time, which bounds a job's length (jobTurn)

@@ -105,10 +105,11 @@ func (b orderBase) send(ctx context.Context, gs *groupState, cs *cursorState, ta
 	for i, t := range taken {
 		offsets[i] = t.offset
 	}
-	limit := delivery.MaxThrottles // ordered groups and batch size 1 never bisect
-	if !sh.ordered && gs.g.BatchSize > 1 {
-		limit = delivery.ThrottleLimit(gs.g.BatchSize)
+	bisects := 1 // ordered groups and batch size 1 never bisect
+	if !sh.ordered {
+		bisects = gs.g.BatchSize
 	}
+	limit := delivery.ThrottleLimit(gs.g.MaxThrottles, bisects)
 	j := delivery.Job{Group: gs.g.ID, Queue: cs.queueID, Version: cs.version, Owner: b.owner, Offsets: delivery.Ranges(offsets),
 		Parallelism: sh.parallelism, Attempt: sh.attempt, Probe: sh.probe, Ordered: sh.ordered, LastThrottle: lastThrottle(taken, limit),
 		Batch: sh.batch, Messages: carried(taken)}

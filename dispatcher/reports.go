@@ -187,7 +187,7 @@ func (cs *cursorState) takeBack(js *jobState, returned map[delivery.Reason][]del
 			}
 			p := pendingMsg{offset: off, createdAt: inf.createdAt, returns: inf.returns, throttles: inf.throttles, key: inf.key}
 			if reason == delivery.ReasonThrottled {
-				p.throttles++ // its POST was refused; MaxThrottles in a row make a failed attempt
+				p.throttles++ // its POST was refused; ThrottleLimit in a row make a failed attempt
 			}
 			if reason == delivery.ReasonBlocked {
 				// Behind an ordered job's failed POST: the cursor's block holds them.

@@ -103,7 +103,7 @@ func (d *Dispatcher) claimRetries(ctx context.Context, gs *groupState, now time.
 }
 
 // maxRetryThrottles bounds retryThrottles per group: past it the counts start over
-// (each message still fails after at most MaxThrottles more throttles).
+// (each message still fails after at most its group's MaxThrottles more throttles).
 const maxRetryThrottles = 10000
 
 // throttledRetry counts one more throttled POST of a retry row.
@@ -115,11 +115,12 @@ func (gs *groupState) throttledRetry(queue, off int64) {
 }
 
 // retryLastThrottle returns, as ranges, the offsets of queue's claimed rows whose
-// next throttle is their delivery.MaxThrottles-th in a row, or nil.
+// next throttle is their group's MaxThrottles-th in a row, or nil (retry jobs never
+// bisect: delivery.ThrottleLimit at batch 1).
 func (gs *groupState) retryLastThrottle(queue int64, offsets []int64) []delivery.Range {
 	var last []int64
 	for _, o := range offsets {
-		if gs.retryThrottles[[2]int64{queue, o}] >= delivery.MaxThrottles-1 {
+		if gs.retryThrottles[[2]int64{queue, o}] >= delivery.ThrottleLimit(gs.g.MaxThrottles, 1)-1 {
 			last = append(last, o)
 		}
 	}

@@ -41,6 +41,9 @@ const (
 	MaxTimeoutMS         = 30000
 	DefaultMaxAttempts   = 10
 	MaxBatchWindowMS     = 60000
+	// DefaultMaxThrottles and MaxMaxThrottles bound Group.MaxThrottles.
+	DefaultMaxThrottles = 10
+	MaxMaxThrottles     = 1000
 )
 
 // DefaultRetrySchedule is the delay in seconds before attempts 2, 3, …: 5 s, 5 min,
@@ -122,8 +125,15 @@ type Group struct {
 	// DeadLetterRetentionHours is how long dead letters are kept before maintenance
 	// deletes them (default DefaultDeadLetterRetentionHours, 336 h).
 	DeadLetterRetentionHours int
-	Status                   GroupStatus
-	PausedReason             string
+	// MaxThrottles is how many times in a row a message may be throttled (429, or
+	// 503 with Retry-After) before that throttle counts as its failed attempt (1 to
+	// MaxMaxThrottles, default DefaultMaxThrottles): an endpoint that always refuses
+	// one message sends it down the retry schedule to a dead letter instead of
+	// pausing the group forever. A group that bisects throttled batches adds one per
+	// halving (see delivery.ThrottleLimit).
+	MaxThrottles int
+	Status       GroupStatus
+	PausedReason string
 	// PushAuth, when set, adds a Herald-signed JWT to each POST (see PushAuth).
 	PushAuth *PushAuth
 	// EndpointAuth holds static headers and basic credentials added to each POST.
@@ -183,6 +193,9 @@ func (g *Group) ApplyDefaults() {
 	}
 	if g.DeadLetterRetentionHours == 0 {
 		g.DeadLetterRetentionHours = DefaultDeadLetterRetentionHours
+	}
+	if g.MaxThrottles == 0 {
+		g.MaxThrottles = DefaultMaxThrottles
 	}
 	if g.Status == "" {
 		g.Status = GroupRunning
@@ -248,6 +261,7 @@ func (g *Group) validate(requireSubscription bool) error {
 	rangeCheck(&v, "/rate_limit", g.RateLimit, 0, 1_000_000)
 	rangeCheck(&v, "/timeout_ms", g.TimeoutMS, 100, MaxTimeoutMS)
 	rangeCheck(&v, "/max_attempts", g.MaxAttempts, 1, 100)
+	rangeCheck(&v, "/max_throttles", g.MaxThrottles, 1, MaxMaxThrottles)
 	if g.DeadLetterRetentionHours != 0 { // 0 takes the default
 		rangeCheck(&v, "/dead_letter_retention_hours", g.DeadLetterRetentionHours, 1, MaxRetentionHours)
 	}

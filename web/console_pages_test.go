@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,40 +13,53 @@ import (
 	"github.com/heraldhq/herald/heraldtest"
 )
 
-// TestConsoleDeadLetterRetentionField: the group settings form shows the group's
-// dead-letter retention, refuses values the API refuses with a message next to the
-// field, saves a new value, and a save that edits another field keeps it.
-func TestConsoleDeadLetterRetentionField(t *testing.T) {
+// TestConsoleNumberSettingFields: the group settings form shows the group's
+// dead-letter retention and throttle limit, refuses values the API refuses with a
+// message next to the field, saves a new value, and a save that edits another field
+// keeps it.
+func TestConsoleNumberSettingFields(t *testing.T) {
 	t.Parallel()
-	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true}, nil)
-	h.CreateTopic("orders", 1)
-	h.CreateGroup(map[string]any{"name": "billing", "endpoint_url": "http://8.8.8.8/hook", "subscriptions": []map[string]any{{"topic": "orders"}},
-		"dead_letter_retention_hours": 48})
-	c := newConsole(t, h)
+	for _, tc := range []struct {
+		field, id   string
+		first, next int
+		bad         []string
+	}{
+		{"dead_letter_retention_hours", "s-dlq-retention", 48, 72, []string{"9000", "-1", "two days"}},
+		{"max_throttles", "s-throttles", 7, 3, []string{"0", "1001", "many"}},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			t.Parallel()
+			h := heraldtest.StartHeraldRoles(t, app.Roles{API: true}, nil)
+			h.CreateTopic("orders", 1)
+			h.CreateGroup(map[string]any{"name": "billing", "endpoint_url": "http://8.8.8.8/hook", "subscriptions": []map[string]any{{"topic": "orders"}},
+				tc.field: tc.first})
+			c := newConsole(t, h)
 
-	form := c.form("/console/groups/billing", "settings")
-	require.Equal(t, "48", form.Get("dead_letter_retention_hours"), "shown")
-	for _, bad := range []string{"9000", "-1", "two days"} {
-		form.Set("dead_letter_retention_hours", bad)
-		code, page := c.submit("/console/groups/billing/settings", form)
-		require.Equal(t, 422, code, bad)
-		require.Regexp(t, `id="s-dlq-retention"[^>]*>\s*<div class="field-error">`, page, "%s: the message is next to the field", bad)
-		require.EqualValues(t, 48, groupSettings(t, h, "billing")["dead_letter_retention_hours"], "%s: nothing saved", bad)
+			form := c.form("/console/groups/billing", "settings")
+			require.Equal(t, strconv.Itoa(tc.first), form.Get(tc.field), "shown")
+			for _, bad := range tc.bad {
+				form.Set(tc.field, bad)
+				code, page := c.submit("/console/groups/billing/settings", form)
+				require.Equal(t, 422, code, bad)
+				require.Regexp(t, `id="`+tc.id+`"[^>]*>\s*<div class="field-error">`, page, "%s: the message is next to the field", bad)
+				require.EqualValues(t, tc.first, groupSettings(t, h, "billing")[tc.field], "%s: nothing saved", bad)
+			}
+			form = c.form("/console/groups/billing", "settings")
+			form.Set(tc.field, strconv.Itoa(tc.next))
+			code, page := c.submit("/console/groups/billing/settings", form)
+			require.Equal(t, 200, code, page)
+			require.Contains(t, page, "Settings saved")
+			require.EqualValues(t, tc.next, groupSettings(t, h, "billing")[tc.field])
+
+			form = c.form("/console/groups/billing", "settings")
+			form.Set("rate_limit", "5")
+			code, page = c.submit("/console/groups/billing/settings", form)
+			require.Equal(t, 200, code, page)
+			g := groupSettings(t, h, "billing")
+			require.EqualValues(t, 5, g["rate_limit"])
+			require.EqualValues(t, tc.next, g[tc.field], "a save of another field keeps it")
+		})
 	}
-	form = c.form("/console/groups/billing", "settings")
-	form.Set("dead_letter_retention_hours", "72")
-	code, page := c.submit("/console/groups/billing/settings", form)
-	require.Equal(t, 200, code, page)
-	require.Contains(t, page, "Settings saved")
-	require.EqualValues(t, 72, groupSettings(t, h, "billing")["dead_letter_retention_hours"])
-
-	form = c.form("/console/groups/billing", "settings")
-	form.Set("rate_limit", "5")
-	code, page = c.submit("/console/groups/billing/settings", form)
-	require.Equal(t, 200, code, page)
-	g := groupSettings(t, h, "billing")
-	require.EqualValues(t, 5, g["rate_limit"])
-	require.EqualValues(t, 72, g["dead_letter_retention_hours"], "a save of another field keeps it")
 }
 
 // TestConsoleResetHasNoDefault: the offset reset form preselects no destination and

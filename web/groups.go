@@ -150,7 +150,7 @@ func groupForm(g *models.Group) map[string]string {
 		"rate_limit": strconv.Itoa(d.RateLimit), "timeout_ms": strconv.Itoa(d.TimeoutMS), "max_attempts": strconv.Itoa(d.MaxAttempts),
 		"retry_schedule": strings.Join(sched, ", "), "ordering": orderingOf(d.Ordered, d.Ordering),
 		"ordered_on_exhausted": string(d.OrderedOnExhausted), "subscriptions": formatSubscriptions(d.Subscriptions),
-		"dead_letter_retention_hours": strconv.Itoa(d.DeadLetterRetentionHours)}
+		"dead_letter_retention_hours": strconv.Itoa(d.DeadLetterRetentionHours), "max_throttles": strconv.Itoa(d.MaxThrottles)}
 	endpointAuthForm(d, form)
 	shown := url.Values{}
 	for k, v := range form {
@@ -214,7 +214,7 @@ func (s *Console) renderGroup(c echo.Context, status int, extra groupPage, notic
 
 // settingsFields are the settings form's inputs besides the endpoint-auth ones.
 var settingsFields = []string{"endpoint_url", "batch_size", "batch_window_ms", "max_in_flight", "rate_limit", "timeout_ms",
-	"max_attempts", "retry_schedule", "subscriptions", "ordering", "ordered_on_exhausted", "dead_letter_retention_hours"}
+	"max_attempts", "retry_schedule", "subscriptions", "ordering", "ordered_on_exhausted", "dead_letter_retention_hours", "max_throttles"}
 
 // shownField is the settings form's hidden input holding the values the form showed
 // (URL-encoded), so that a save changes only what the operator edited.
@@ -265,7 +265,7 @@ func (s *Console) consoleGroupSettings(c echo.Context) error {
 		dst  **int
 	}{{"batch_size", &p.BatchSize}, {"batch_window_ms", &p.BatchWindowMS}, {"max_in_flight", &p.MaxInFlight},
 		{"rate_limit", &p.RateLimit}, {"timeout_ms", &p.TimeoutMS}, {"max_attempts", &p.MaxAttempts},
-		{"dead_letter_retention_hours", &p.DeadLetterRetentionHours}} {
+		{"dead_letter_retention_hours", &p.DeadLetterRetentionHours}, {"max_throttles", &p.MaxThrottles}} {
 		if !edited(f.name) {
 			continue
 		}

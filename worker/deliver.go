@@ -185,8 +185,9 @@ func (r *jobRun) send(ctx context.Context, b []models.Message) {
 	metrics.PostLatency.WithLabelValues(r.g.Name).Observe(lat.Seconds())
 	p := postDone{wid: wid, b: b, out: out, ms: ms, excerpt: excerpt, c: delivery.Counters{LastStatus: out.Status, LatencySumMS: ms, LatencyMaxMS: ms}}
 	if out.Kind == webhook.KindThrottled {
-		// The group pauses for Retry-After either way; a message throttled
-		// MaxThrottles times in a row counts this POST as its failed attempt.
+		// The group pauses for Retry-After either way; a message throttled its
+		// group's limit of times in a row (the job's LastThrottle) counts this POST
+		// as its failed attempt.
 		p.c.Throttles, p.c.RetryAfterMS = 1, out.RetryAfter.Milliseconds()
 		if r.lastThrottle(b) {
 			p.out = webhook.Outcome{Kind: webhook.KindFailed, Status: out.Status, Class: delivery.ClassHTTPStatus}
@@ -323,7 +324,8 @@ func repeats(failed []models.Message, attempt func(int64) int) int {
 	return 1
 }
 
-// MaxThrottles-th in a row (the job's LastThrottle).
+// lastThrottle reports whether b holds a message whose next throttle is its
+// limit-th in a row (the job's LastThrottle; delivery.ThrottleLimit).
 func (r *jobRun) lastThrottle(b []models.Message) bool {
 	for _, m := range b {
 		for _, rg := range r.job.LastThrottle {

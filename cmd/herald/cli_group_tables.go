@@ -72,6 +72,7 @@ func groupSettingRows(g *client.Group) [][]string {
 		{"timeout-ms", itoa(g.TimeoutMS)},
 		{"max-attempts", itoa(g.MaxAttempts)},
 		{"retry-schedule", schedule},
+		{"max-throttles", itoa(g.MaxThrottles)},
 		{"ordering", ordering},
 		{"consume-from", orDash(g.ConsumeFrom)},
 		{"dead-letter-retention-hours", itoa(g.DeadLetterRetentionHours)},

@@ -81,7 +81,7 @@ type groupSettingFlags struct {
 	retrySchedule, consumeFrom, onExhausted    string
 	ordering                                   string
 	ordered                                    bool
-	dlRetentionHours                           int
+	dlRetentionHours, maxThrottles             int
 	headers                                    headersFlag
 	removeHeaders                              namesFlag
 	basicAuth                                  string
@@ -111,6 +111,8 @@ func (g *groupSettingFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.onExhausted, "ordered-on-exhausted", "", "ordered groups, after max attempts: dead_letter (default) or pause")
 	fs.StringVar(&g.consumeFrom, "consume-from", "", "where new cursors start: earliest, latest (default) or an RFC 3339 time")
 	fs.IntVar(&g.dlRetentionHours, "dead-letter-retention-hours", 0, "hours dead letters are kept, 1 to 8760 (default 336)")
+	fs.IntVar(&g.maxThrottles, "max-throttles", 0, "throttles in a row (429, or 503 with Retry-After) that make a message's failed\n"+
+		"attempt, 1 to 1000 (default 10; unordered batches add one per halving)")
 	fs.Var(g.headers, "header", "name=value: a static header added to every POST (repeat for several; on patch the\n"+
 		"others stay). Values are write-only: reads show "+client.MaskedValue+", and sending that keeps the value")
 	fs.Var(&g.removeHeaders, "remove-header", "name of a static header to remove (patch; repeatable)")
@@ -180,6 +182,8 @@ func (g *groupSettingFlags) patch(fs *flag.FlagSet) (map[string]any, error) {
 			p["consume_from"] = g.consumeFrom
 		case "dead-letter-retention-hours":
 			p["dead_letter_retention_hours"] = g.dlRetentionHours
+		case "max-throttles":
+			p["max_throttles"] = g.maxThrottles
 		case "basic-auth":
 			if g.basicAuth == "" {
 				p["basic_auth"] = nil

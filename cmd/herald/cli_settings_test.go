@@ -70,14 +70,14 @@ func TestCLIGroupSettingsRoundTrip(t *testing.T) {
 		"--batch-size", "20", "--batch-max-bytes", "2048", "--batch-window-ms", "250", "--max-in-flight", "3",
 		"--rate-limit", "40", "--timeout-ms", "2500", "--max-attempts", "4", "--retry-schedule", "7,70",
 		"--ordered", "--ordering", "queue", "--ordered-on-exhausted", "pause", "--consume-from", "earliest",
-		"--dead-letter-retention-hours", "48", "--header", "X-Api-Key=k1", "--header", "x-tenant=t1",
+		"--dead-letter-retention-hours", "48", "--max-throttles", "7", "--header", "X-Api-Key=k1", "--header", "x-tenant=t1",
 		"--basic-auth", "ops:s3cret"))
 	recv.SetSecret(created["signing_secret"].(string))
 	check(get("billing"), `{"endpoint_url":"`+recv.URL+`",
 		"subscriptions":[{"topic":"orders","tags":["created","paid"],"filter":""},{"topic":"refunds","tags":[],"filter":"attributes.x-region = \"eu\""}],
 		"batch_size":20,"batch_max_bytes":2048,"batch_window_ms":250,"max_in_flight":3,"rate_limit":40,
 		"timeout_ms":2500,"max_attempts":4,"retry_schedule":[7,70],"ordered":true,"ordering":"queue","ordered_on_exhausted":"pause",
-		"consume_from":"earliest","dead_letter_retention_hours":48,"push_auth":null,
+		"consume_from":"earliest","dead_letter_retention_hours":48,"max_throttles":7,"push_auth":null,
 		"endpoint_headers":{"x-api-key":"********","x-tenant":"********"},"basic_auth":{"username":"ops","password":"********"}}`)
 
 	// Sending the masked values back keeps them; --remove-header drops one.

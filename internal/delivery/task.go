@@ -86,24 +86,24 @@ type Job struct {
 	Messages []models.Message `json:"m,omitempty"`
 }
 
-// MaxThrottles is how many times in a row a message may be throttled (429, or 503
-// with Retry-After) without an attempt counted: the POST that throttles it the
-// MaxThrottles-th time is its failed attempt (error class http_status), so a
-// message an endpoint always refuses follows the retry schedule to a dead letter
-// instead of pausing its group forever. The messages of one POST share its count.
-// It is the whole bound at batch size 1, in ordered groups and in retry jobs; a
-// group that bisects throttled batches adds its halvings (ThrottleLimit).
-const MaxThrottles = 5
-
 // ThrottleLimit is how many throttles in a row make a message's failed attempt in a
-// group that batches batch messages a POST and bisects throttled batches (AWS
-// Lambda's BisectBatchOnFunctionError): messages of a throttled POST travel apart
-// from the others in POSTs of batch >> throttles, so after at most
-// bits.Len(batch)-1 halvings the one the endpoint refuses goes alone while its
-// batch-mates get through; alone, it has MaxThrottles more. For batch 1 it is
-// MaxThrottles; for 10, 8; for 100, 11.
-func ThrottleLimit(batch int) int {
-	return MaxThrottles + max(bits.Len(uint(max(batch, 1)))-1, 0)
+// group whose MaxThrottles is maxThrottles (models.Group.MaxThrottles) and that
+// batches batch messages a POST and bisects throttled batches (AWS Lambda's
+// BisectBatchOnFunctionError): messages of a throttled POST travel apart from the
+// others in POSTs of batch >> throttles, so after at most bits.Len(batch)-1
+// halvings the one the endpoint refuses goes alone while its batch-mates get
+// through; alone, it has maxThrottles more. The POST that throttles a message the
+// limit-th time in a row is its failed attempt (error class http_status), so a
+// message an endpoint always refuses follows the retry schedule to a dead letter
+// instead of pausing its group forever; the messages of one POST share its count.
+// Pass batch 1 where nothing bisects (ordered groups, retry jobs): the limit is
+// then maxThrottles. For maxThrottles 10: batch 10 gives 13, batch 100 gives 16.
+// A maxThrottles of 0 or less takes models.DefaultMaxThrottles.
+func ThrottleLimit(maxThrottles, batch int) int {
+	if maxThrottles <= 0 {
+		maxThrottles = models.DefaultMaxThrottles
+	}
+	return maxThrottles + max(bits.Len(uint(max(batch, 1)))-1, 0)
 }
 
 // BisectedBatch is the POST size of a job of messages throttled throttles times in a

@@ -60,7 +60,7 @@ const (
 	// ReasonProbe: the job was the half-open breaker's probe, which sends only its first batch.
 	ReasonProbe Reason = "probe"
 	// ReasonThrottled: the endpoint answered 429, or 503 with Retry-After, to the POST that
-	// carried these messages; each counts one throttle toward MaxThrottles, and the job stopped.
+	// carried these messages; each counts one throttle toward the group's limit (ThrottleLimit), and the job stopped.
 	ReasonThrottled Reason = "throttled"
 	// ReasonHeld: not sent because another POST of the job was throttled; the group's
 	// pause holds them and no throttle is counted for them.

@@ -201,11 +201,13 @@ func TestThrottledForeverAutoPauses(t *testing.T) {
 // throttled batch is bisected until that message travels alone, so all 400 other
 // messages arrive, its batch-mates included, well within 40 s; so they do at batch
 // size 1 and in an ordered group (where the refused message holds its queue until
-// it is a dead letter). After delivery.ThrottleLimit throttles in a row the message
-// counts failed attempts (the retry schedule, then a dead letter; a retry job is not
-// bisected, so delivery.MaxThrottles each).
+// it is a dead letter). After delivery.ThrottleLimit throttles in a row (the group's
+// max_throttles, 4 here, plus one per halving) the message counts failed attempts
+// (the retry schedule, then a dead letter; a retry job is not bisected, so
+// max_throttles each).
 func TestThrottledMessageFailsAlone(t *testing.T) {
 	t.Parallel()
+	const maxThrottles = 4
 	for _, tc := range []struct {
 		name    string
 		batch   int
@@ -231,7 +233,7 @@ func TestThrottledMessageFailsAlone(t *testing.T) {
 			}
 			withHeader(r, "Retry-After", "1")
 			r.SetSecret(h.CreateGroup(map[string]any{"name": "g", "endpoint_url": r.URL, "batch_size": batch, "ordered": tc.ordered,
-				"max_attempts": 2, "retry_schedule": []int{1}, "subscriptions": []map[string]any{{"topic": "t"}}}))
+				"max_attempts": 2, "retry_schedule": []int{1}, "max_throttles": maxThrottles, "subscriptions": []map[string]any{{"topic": "t"}}}))
 			key := h.CreateAPIKey("t")
 			bad := h.Publish(key, "t", map[string]any{"body": map[string]any{"tenant": "over-quota"}})[0]
 			start := time.Now()
@@ -288,15 +290,15 @@ func TestThrottledMessageFailsAlone(t *testing.T) {
 				}
 			}
 			mu.Lock()
-			// The first attempt is ThrottleLimit throttled POSTs (MaxThrottles where
-			// nothing is bisected), the retry MaxThrottles; a job re-dispatched on a
+			// The first attempt is ThrottleLimit throttled POSTs (max_throttles where
+			// nothing is bisected), the retry max_throttles; a job re-dispatched on a
 			// loaded machine may repeat one POST.
-			first := delivery.MaxThrottles
+			first := maxThrottles
 			if !tc.ordered {
-				first = delivery.ThrottleLimit(batch)
+				first = delivery.ThrottleLimit(maxThrottles, batch)
 			}
-			require.GreaterOrEqual(t, throttled, first+delivery.MaxThrottles)
-			require.LessOrEqual(t, throttled, first+delivery.MaxThrottles+2)
+			require.GreaterOrEqual(t, throttled, first+maxThrottles)
+			require.LessOrEqual(t, throttled, first+maxThrottles+2)
 			mu.Unlock()
 		})
 	}

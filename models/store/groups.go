@@ -38,8 +38,10 @@ type groupRow struct {
 	ConsumeFrom string
 	// DeadLetterRetentionHours bounds how long dead letters are kept (migration 000008).
 	DeadLetterRetentionHours int
-	Status                   string
-	PausedReason             string
+	// MaxThrottles is models.Group.MaxThrottles (migration 000024).
+	MaxThrottles int
+	Status       string
+	PausedReason string
 	// PushAuthEnabled, PushAuthAudience and EndpointAuth (sealed JSON of
 	// models.EndpointAuth; NULL when none) come from migration 000009.
 	PushAuthEnabled  bool
@@ -95,7 +97,7 @@ func (s *Store) GroupCreate(ctx context.Context, g *models.Group) error {
 		MaxAttempts: g.MaxAttempts, RetrySchedule: string(schedule), Ordered: g.Ordered,
 		OrderedOnExhausted: string(g.OrderedOnExhausted), Ordering: string(g.Ordering),
 		ConsumeFrom: g.ConsumeFrom, Status: string(g.Status), PausedReason: g.PausedReason,
-		DeadLetterRetentionHours: dlRetention(g.DeadLetterRetentionHours), ConfigVersion: 1, CreatedAt: now, UpdatedAt: now,
+		DeadLetterRetentionHours: dlRetention(g.DeadLetterRetentionHours), MaxThrottles: maxThrottles(g.MaxThrottles), ConfigVersion: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	row.PushAuthEnabled, row.PushAuthAudience = pushAuthColumns(g)
 	row.EndpointAuth = s.sealEndpointAuth(g.EndpointAuth)
@@ -332,7 +334,7 @@ func (s *Store) withSubscriptions(ctx context.Context, rows []groupRow) ([]*mode
 			TimeoutMS: r.TimeoutMS, MaxAttempts: r.MaxAttempts, Ordered: r.Ordered,
 			OrderedOnExhausted: models.OnExhausted(r.OrderedOnExhausted), Ordering: models.Ordering(r.Ordering),
 			ConsumeFrom: r.ConsumeFrom, Status: models.GroupStatus(r.Status), PausedReason: r.PausedReason,
-			DeadLetterRetentionHours: r.DeadLetterRetentionHours, ConfigVersion: r.ConfigVersion, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+			DeadLetterRetentionHours: r.DeadLetterRetentionHours, MaxThrottles: r.MaxThrottles, ConfigVersion: r.ConfigVersion, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		}
 		_ = json.Unmarshal([]byte(r.RetrySchedule), &g.RetrySchedule)
 		if r.PushAuthEnabled {
@@ -402,8 +404,8 @@ func (s *Store) GroupUpdate(ctx context.Context, g *models.Group) error {
 			"batch_window_ms": g.BatchWindowMS, "max_in_flight": g.MaxInFlight, "rate_limit": g.RateLimit,
 			"timeout_ms": g.TimeoutMS, "max_attempts": g.MaxAttempts, "retry_schedule": string(schedule),
 			"ordered": g.Ordered, "ordered_on_exhausted": string(g.OrderedOnExhausted), "ordering": string(g.Ordering), "consume_from": g.ConsumeFrom,
-			"dead_letter_retention_hours": dlRetention(g.DeadLetterRetentionHours),
-			"config_version":              gorm.Expr("config_version + 1"), "updated_at": now,
+			"dead_letter_retention_hours": dlRetention(g.DeadLetterRetentionHours), "max_throttles": maxThrottles(g.MaxThrottles),
+			"config_version": gorm.Expr("config_version + 1"), "updated_at": now,
 		})
 		if res.Error != nil {
 			return fmt.Errorf("update group %d: %w", g.ID, res.Error)
@@ -454,6 +456,14 @@ func (s *Store) GroupUpdate(ctx context.Context, g *models.Group) error {
 		}
 		return nil
 	})
+}
+
+// maxThrottles is n, or the default (models.DefaultMaxThrottles) when zero.
+func maxThrottles(n int) int {
+	if n == 0 {
+		return models.DefaultMaxThrottles
+	}
+	return n
 }
 
 // dlRetention is h, or the default 336 h when zero.

@@ -1,0 +1,1 @@
+ALTER TABLE consumer_groups DROP COLUMN max_throttles;
