@@ -47,6 +47,10 @@ type groupState struct {
 	retryThrottles map[[2]int64]int
 	health         health   // failure counters, breaker, throttle and retry due time
 	post           postTime // recent mean POST time, which bounds a job's length (jobTurn)
+	// leaving, when set, is when this group, which a rebalance gave to another
+	// dispatcher, is released even with jobs still in flight (releaseOrLeave);
+	// until then it cuts nothing.
+	leaving time.Time
 	// probeFresh says the probe being cut (cutProbe's first pass) may not be a
 	// blocked key's POST retried in place.
 	probeFresh bool

@@ -31,6 +31,7 @@ type jobState struct {
 // step reads every dirty queue once for all the cursors owned on it, then cuts jobs.
 func (d *Dispatcher) step(ctx context.Context) {
 	d.takeovers.finish(ctx)
+	d.finishLeaving(ctx)
 	d.reader.readDirty(ctx)
 	d.cut(ctx)
 }
@@ -43,7 +44,7 @@ func (d *Dispatcher) cut(ctx context.Context) {
 	defer d.flush(ctx)
 	now := d.now()
 	for _, gs := range d.groups {
-		if gs.g.Status != models.GroupRunning || !gs.hasWork(now) || !d.health.mayCut(gs, now) {
+		if gs.g.Status != models.GroupRunning || !gs.leaving.IsZero() || !gs.hasWork(now) || !d.health.mayCut(gs, now) {
 			continue
 		}
 		if gs.health.breaker.state == breakerHalfOpen {

@@ -1,6 +1,8 @@
 package dispatcher
 
 import (
+	"time"
+
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -89,11 +91,10 @@ func (d *Dispatcher) rebalance(ctx context.Context, readLive bool) {
 	}
 	var moved []int64
 	for id := range d.groups {
-		if exists[id] && owner(id, d.members.live) == d.id {
-			continue
-		}
-		d.releaseGroup(ctx, id)
-		if exists[id] {
+		switch {
+		case !exists[id]:
+			d.releaseGroup(ctx, id)
+		case owner(id, d.members.live) != d.id && d.releaseOrLeave(ctx, id):
 			moved = append(moved, id)
 		}
 	}
@@ -112,8 +113,9 @@ func (d *Dispatcher) reloadGroups(ctx context.Context) {
 		case owner(id, d.members.live) == d.id:
 			ids = append(ids, id)
 		case d.groups[id] != nil:
-			d.releaseGroup(ctx, id)
-			moved = append(moved, id)
+			if d.releaseOrLeave(ctx, id) {
+				moved = append(moved, id)
+			}
 		}
 	}
 	clear(d.reload)
@@ -191,6 +193,7 @@ func (d *Dispatcher) adopt(ctx context.Context, groups []*models.Group, all bool
 			gs = &groupState{g: g}
 			d.groups[g.ID] = gs
 		}
+		gs.leaving = time.Time{} // owned here again
 		if gs.configure(g, d.now()) {
 			for _, cs := range gs.cursors {
 				d.reader.dirty[cs.queueID] = true
