@@ -28,6 +28,23 @@ type recordBus struct {
 	err   error // refuses every job at Flush when set
 	alive map[string]bool
 	lost  []string // returned by the next Lost
+	// open is what Open finds for any owner; StillOpen drops those ended names.
+	open  []bus.OpenJob
+	ended map[string]bool
+}
+
+func (q *recordBus) Open(context.Context, string, int64, int64) ([]bus.OpenJob, error) {
+	return q.open, nil
+}
+
+func (q *recordBus) StillOpen(_ context.Context, jobs []bus.OpenJob) ([]bus.OpenJob, error) {
+	var out []bus.OpenJob
+	for _, j := range jobs {
+		if !q.ended[j.Key] {
+			out = append(out, j)
+		}
+	}
+	return out, nil
 }
 
 func (q *recordBus) Send(_ context.Context, jobs []bus.Outgoing) []bus.Refusal {
@@ -131,7 +148,8 @@ func setupCut(t *testing.T, maxJobs, jobSize int) *cutBundle {
 	b.d.reader = newQueueReader(nil, b.d.cfg, b.d.log, b.d.now, b.d.wakeBy)
 	b.d.orders = newOrders(orderBase{host: b.d, owner: b.d.id, cfg: b.d.cfg, log: b.d.log, now: b.d.now}, b.st, &b.d.events)
 	b.d.health = &healthKeeper{events: &b.d.events, log: b.d.log, now: b.d.now, wakeBy: b.d.wakeBy}
-	b.d.takeovers = &takeovers{held: map[*cursorState]struct{}{}, orders: b.d.orders, reader: b.d.reader, log: b.d.log, now: b.d.now, wakeBy: b.d.wakeBy}
+	b.d.takeovers = &takeovers{held: map[*cursorState]struct{}{}, orders: b.d.orders, reader: b.d.reader, log: b.d.log, now: b.d.now, wakeBy: b.d.wakeBy,
+		jobs: b.q, self: b.d.id}
 	return b
 }
 

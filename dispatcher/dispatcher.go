@@ -167,7 +167,8 @@ func New(p Deps) (*Dispatcher, error) {
 	d.orders = newOrders(orderBase{host: d, owner: id, cfg: cfg, st: sd, log: log, now: now}, sd, &d.events)
 	d.metrics.blockedKeys = d.orders.key.blockedKeys
 	d.reader = newQueueReader(sd, cfg, log, now, d.wakeBy)
-	d.takeovers = &takeovers{held: map[*cursorState]struct{}{}, streams: d.streams, keys: keys, orders: d.orders, reader: d.reader, log: log, now: now, wakeBy: d.wakeBy}
+	d.takeovers = &takeovers{held: map[*cursorState]struct{}{}, streams: d.streams, keys: keys, orders: d.orders, reader: d.reader, log: log, now: now, wakeBy: d.wakeBy,
+		jobs: d.bus, self: d.id}
 	d.health = &healthKeeper{st: sd, rdb: rdb, keys: keys, events: &d.events, log: log, now: now, actor: "dispatcher:" + id, disableAfter: cfg.DisableAfter, wakeBy: d.wakeBy}
 	return d, nil
 }

@@ -29,6 +29,7 @@ type takeover struct {
 	from    string
 	version int64
 	at      time.Time
+	ghosts  ghosts // from's jobs still running (ghosts.go)
 }
 
 // takeovers are the cursors held until their previous owner's reports are applied
@@ -43,6 +44,12 @@ type takeovers struct {
 	log     *slog.Logger
 	now     Clock
 	wakeBy  func(time.Time)
+	// jobs finds a previous owner's jobs still running (waitGhosts); self is this
+	// dispatcher's id, whose own jobs are counted already.
+	jobs bus.Jobs
+	self string
+	// forced says finish applies every held cursor now (finishHeld), ghosts or not.
+	forced bool
 }
 
 // hold holds cs for hold (takeoverGrace, or orderedHold for an ordered group);
@@ -53,8 +60,13 @@ func (t *takeovers) hold(cs *cursorState, from string, version int64, hold time.
 	t.wakeBy(cs.takeover.at)
 }
 
-// forget stops holding cs (a dropped cursor).
-func (t *takeovers) forget(cs *cursorState) { delete(t.held, cs) }
+// forget stops holding cs (a dropped cursor), giving back its ghosts' credits.
+func (t *takeovers) forget(cs *cursorState) {
+	if _, ok := t.held[cs]; ok && cs.takeover != nil {
+		settleGhosts(cs, nil)
+	}
+	delete(t.held, cs)
+}
 
 // finish applies, for every held cursor whose grace has passed, the reports in its
 // previous owner's Redis stream: delivered, retry-written and dead-lettered offsets
@@ -77,6 +89,9 @@ func (t *takeovers) finish(ctx context.Context) {
 			t.wakeBy(cs.takeover.at)
 			continue
 		}
+		if !t.forced && t.waitGhosts(ctx, cs) {
+			continue
+		}
 		due[cs.takeover.from] = append(due[cs.takeover.from], cs)
 	}
 	for from, css := range due {
@@ -88,6 +103,7 @@ func (t *takeovers) finish(ctx context.Context) {
 			if from != "" {
 				t.orders.of(cs.group.g).takenOver(ctx, cs, done[cs])
 			}
+			settleGhosts(cs, nil) // a forced finish may leave some
 			cs.takeover = nil
 			delete(t.held, cs)
 			t.reader.dirty[cs.queueID] = true
@@ -138,7 +154,9 @@ func (t *takeovers) finishHeld(ctx context.Context, css []*cursorState) {
 		}
 	}
 	if any {
+		t.forced = true
 		t.finish(ctx)
+		t.forced = false
 	}
 }
 

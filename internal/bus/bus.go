@@ -68,6 +68,15 @@ type Jobs interface {
 	// Detach stops the in-memory hand-over (Attach): later reports go to the
 	// owner's report stream, where a successor finds them.
 	Detach()
+	// Open lists the jobs of group's queue that dispatcher owner sent and a worker
+	// still holds, each with the POSTs it may have open: a dispatcher that took the
+	// cursor from owner counts them against the group's max_in_flight until they
+	// end (StillOpen). A job held FirstBeat or longer is always found (the Redis
+	// bus: its heartbeat key); the in-process bus finds none, since its jobs end
+	// with their process.
+	Open(ctx context.Context, owner string, group, queue int64) ([]OpenJob, error)
+	// StillOpen returns those of jobs (from Open) a worker still holds.
+	StillOpen(ctx context.Context, jobs []OpenJob) ([]OpenJob, error)
 	// Busy is how many sent jobs run or wait in this process (0 on Redis); a
 	// stopping dispatcher applies their reports before its last commit.
 	Busy() int

@@ -159,3 +159,10 @@ var (
 	_ Jobs   = (*InProcess)(nil)
 	_ Source = (*InProcess)(nil)
 )
+
+// Open finds no job: an in-process job ends with the process that ran it, so a
+// dispatcher that took a cursor over has no previous owner's POST to wait for.
+func (p *InProcess) Open(context.Context, string, int64, int64) ([]OpenJob, error) { return nil, nil }
+
+// StillOpen returns nothing (Open lists no job).
+func (p *InProcess) StillOpen(context.Context, []OpenJob) ([]OpenJob, error) { return nil, nil }

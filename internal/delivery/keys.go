@@ -68,6 +68,17 @@ func (k Keys) Heartbeat(owner, taskID string) string {
 	return k.Namespace + ":job:" + taskID
 }
 
+// HeartbeatPattern matches (SCAN MATCH) the Heartbeat keys of the jobs dispatcher
+// owner sent for group's queue: with HashTags only owner's, else every owner's
+// (task ids start with group:queue:, Job.TaskID).
+func (k Keys) HeartbeatPattern(owner string, group, queue int64) string {
+	gq := strconv.FormatInt(group, 10) + ":" + strconv.FormatInt(queue, 10) + ":*"
+	if k.HashTags {
+		return globEscape(k.Namespace+":job:"+k.tag("d"+owner)+":") + gq
+	}
+	return globEscape(k.Namespace+":job:") + gq
+}
+
 // AsynqQueue is the asynq queue delivery jobs are enqueued on: `<ns>-deliver`.
 func (k Keys) AsynqQueue() string { return k.Namespace + "-deliver" }
 

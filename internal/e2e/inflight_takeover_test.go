@@ -14,15 +14,16 @@ import (
 )
 
 // TestMaxInFlightAcrossTakeoverAndHandBack runs separate roles (the api here, two
-// dispatcher and two worker processes) with four unordered groups whose receivers
-// answer after a second, so every POST outlasts a takeover. The dispatcher owning
-// the first group is killed -9 while its POSTs are open; once the survivor holds
-// every group a new dispatcher starts and takes some of them back, again while
-// POSTs are open. Every message arrives, and no receiver ever sees more POSTs open
-// at once than its group's max_in_flight.
+// dispatcher and two worker processes) with eight unordered groups whose receivers
+// answer after 5 s, so a POST outlasts a takeover (claimed about 2.5 s after a
+// kill). The dispatcher owning the first group is killed -9 while its POSTs are
+// open; once the survivor holds every group a new dispatcher starts and takes some
+// of them back, again while POSTs are open. Every message arrives, no receiver ever
+// sees more POSTs open at once than its group's max_in_flight, and at most the POSTs
+// open at the kill and at the hand-back arrive again.
 func TestMaxInFlightAcrossTakeoverAndHandBack(t *testing.T) {
-	const inFlight, groups, perGroup = 3, 4, 30
-	const respondAfter = time.Second
+	const inFlight, groups, perGroup = 3, 8, 9
+	const respondAfter = 5 * time.Second
 	h := heraldtest.StartHeraldRoles(t, app.Roles{API: true}, nil)
 	h.CreateTopic("t", 2)
 	a, aID := startDispatcherProcess(t, h)
@@ -48,7 +49,7 @@ func TestMaxInFlightAcrossTakeoverAndHandBack(t *testing.T) {
 	}
 	h.Publish(key, "t", msgs...)
 	require.Eventually(t, func() bool { return rs[0].InFlight() == inFlight }, 10*time.Second, 10*time.Millisecond, "g0's window fills")
-	time.Sleep(respondAfter / 2)
+	time.Sleep(200 * time.Millisecond)
 	require.NoError(t, victim.Process.Signal(syscall.SIGKILL))
 	_ = victim.Wait()
 	killed := time.Now()
@@ -57,11 +58,28 @@ func TestMaxInFlightAcrossTakeoverAndHandBack(t *testing.T) {
 		return h.Store.DB().QueryRow("SELECT COUNT(*) FROM cursors WHERE owner = ?", victimID).Scan(&n) == nil && n == 0
 	}, 15*time.Second, 20*time.Millisecond, "the survivor claims the killed dispatcher's cursors")
 	t.Logf("claimed %v after the kill", time.Since(killed).Round(time.Millisecond))
-	time.Sleep(respondAfter / 2)
-	startDispatcherProcess(t, h)
+	before := map[string]string{}
+	for i := range groups {
+		before[fmt.Sprintf("g%d", i)] = groupOwner(t, h, fmt.Sprintf("g%d", i))
+	}
+	time.Sleep(respondAfter / 3)
+	_, newID := startDispatcherProcess(t, h)
+	require.Eventually(t, func() bool {
+		for name := range before {
+			if groupOwner(t, h, name) == newID {
+				return true
+			}
+		}
+		return false
+	}, 15*time.Second, 50*time.Millisecond, "the new dispatcher takes a group back")
 	for i, r := range rs {
 		r.WaitCount(perGroup, 60*time.Second)
-		t.Logf("g%d: %d distinct messages, at most %d POSTs open at once", i, r.Count(), r.MaxInFlight())
+		dups := 0
+		for id := range r.All() {
+			dups += len(r.Get(id)) - 1
+		}
+		t.Logf("g%d: %d distinct messages, %d sent again, at most %d POSTs open at once", i, r.Count(), dups, r.MaxInFlight())
 		assert.LessOrEqual(t, r.MaxInFlight(), inFlight, "g%d: POSTs open at once", i)
+		assert.LessOrEqual(t, dups, 2*inFlight, "g%d: only POSTs open at the kill and the hand-back may arrive again", i)
 	}
 }
