@@ -30,10 +30,12 @@ import (
 //   - a job a worker holds, running or waiting for a slot, is Alive; once its
 //     worker died it is Lost or no longer Alive (AliveWhileHeld, DeadWorker);
 //   - a stopping worker calls halt before it returns the jobs that wait for a
-//     slot, and runs none of them (StopReturnsWaiting).
+//     slot, and runs none of them (StopReturnsWaiting);
+//   - a job a worker has held for FirstBeat is found by Open for its owner, group
+//     and queue, with its parallelism, until it ends (OpenWhileHeld).
 //
 // Where they differ, the rig declares it: InProcess dies with its dispatcher, so it
-// has no dead worker to judge; asynq keeps a job no worker has taken for the next
+// has no dead worker to judge and no job outliving its owner to Open; asynq keeps a job no worker has taken for the next
 // worker, where the others return it.
 //
 // The guarantees built on this contract (fencing after a reset or takeover,
@@ -56,6 +58,8 @@ type rig struct {
 	// lapses: a dead worker's jobs are also Lost, sooner than their deadline (a
 	// pushed job's worker entry lapses); otherwise only Alive tells.
 	lapses bool
+	// opensNone: Open finds no job (its jobs end with their dispatcher).
+	opensNone bool
 }
 
 // heartbeatTTL is the Redis sources' heartbeat expiry in the contract: short, so
@@ -68,7 +72,7 @@ var rigs = []struct {
 }{
 	{"in-process", func(t *testing.T, slots int) *rig {
 		p := bus.NewInProcess()
-		return &rig{jobs: p, src: p, later: func(time.Duration) {}}
+		return &rig{jobs: p, src: p, later: func(time.Duration) {}, opensNone: true}
 	}},
 	{"redis-pushed", func(t *testing.T, slots int) *rig { return openRedis(t, slots, true) }},
 	{"redis-asynq", func(t *testing.T, slots int) *rig { return openRedis(t, slots, false) }},
@@ -204,6 +208,7 @@ func TestBusContract(t *testing.T) {
 			t.Run("AliveWhileHeld", func(t *testing.T) { t.Parallel(); aliveWhileHeld(t, impl.open) })
 			t.Run("DeadWorker", func(t *testing.T) { t.Parallel(); deadWorker(t, impl.open) })
 			t.Run("StopReturnsWaiting", func(t *testing.T) { t.Parallel(); stopReturnsWaiting(t, impl.open) })
+			t.Run("OpenWhileHeld", func(t *testing.T) { t.Parallel(); openWhileHeld(t, impl.open) })
 		})
 	}
 }
@@ -263,6 +268,42 @@ func aliveWhileHeld(t *testing.T, open func(*testing.T, int) *rig) {
 	require.Eventually(t, func() bool {
 		return !r.jobs.Alive(ctx, first[0].Job) && !r.jobs.Alive(ctx, second[0].Job)
 	}, 5*time.Second, 20*time.Millisecond, "returned jobs are not held")
+}
+
+// openWhileHeld: a job of parallelism 3 held past FirstBeat is Open for its owner,
+// group and queue (not for another owner, where keys carry the owner, nor for
+// another group), and once it ended StillOpen no longer lists it.
+func openWhileHeld(t *testing.T, open func(*testing.T, int) *rig) {
+	r := open(t, 1)
+	rec := newRecorder()
+	rec.hold = make(chan struct{})
+	start(t, r, rec, 1)
+	ctx := context.Background()
+	j := outgoing(5, 0, 1)
+	j[0].Job.Parallelism = 3
+	require.Empty(t, send(ctx, r.jobs, j))
+	require.Eventually(t, func() bool { return rec.open.Load() == 1 }, 10*time.Second, 5*time.Millisecond)
+	time.Sleep(min(heartbeatTTL/3, bus.FirstBeat) + 100*time.Millisecond)
+	got, err := r.jobs.Open(ctx, "d1", 5, 1)
+	require.NoError(t, err)
+	if r.opensNone {
+		require.Empty(t, got)
+		close(rec.hold)
+		return
+	}
+	require.Len(t, got, 1)
+	require.Equal(t, 3, got[0].POSTs)
+	other, err := r.jobs.Open(ctx, "d1", 6, 1)
+	require.NoError(t, err)
+	require.Empty(t, other, "another group's")
+	still, err := r.jobs.StillOpen(ctx, got)
+	require.NoError(t, err)
+	require.Equal(t, got, still)
+	close(rec.hold)
+	require.Eventually(t, func() bool {
+		still, err := r.jobs.StillOpen(ctx, got)
+		return err == nil && len(still) == 0
+	}, 5*time.Second, 20*time.Millisecond, "an ended job is not open")
 }
 
 // deadWorker: the worker's process loses Redis for good while it holds a job: the

@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"path"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -60,6 +61,16 @@ func TestKeysHashTags(t *testing.T) {
 		require.False(t, ok)
 		require.Equal(t, "herald:reportlog:*", keys.ReportsPattern())
 		require.Equal(t, "herald:fence:*", keys.FencePattern())
+		j := Job{Group: 1, Queue: 2, Version: 3, Offsets: []Range{{10, 20}}}
+		for _, tc := range []struct {
+			owner        string
+			group, queue int64
+			match        bool
+		}{{"host-1a2b", 1, 2, true}, {"host-1a2b", 1, 3, false}, {"host-1a2b", 12, 2, false}, {"other", 1, 2, !keys.HashTags}} {
+			ok, err := path.Match(keys.HeartbeatPattern(tc.owner, tc.group, tc.queue), keys.Heartbeat("host-1a2b", j.TaskID()))
+			require.NoError(t, err)
+			require.Equal(t, tc.match, ok, "%+v with HashTags %v", tc, keys.HashTags)
+		}
 	}
 	_, ok := k.FenceGroup("herald:fence:42")
 	require.False(t, ok, "an untagged name is not a cluster name")
