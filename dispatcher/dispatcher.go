@@ -84,11 +84,14 @@ type Dispatcher struct {
 	rdb      redis.UniversalClient
 	notifier *notify.Notifier
 	bus      bus.Jobs // where jobs go and whether one is still held (internal/bus)
-	orders   *orders  // the ordering modes' orderers (order.go)
-	health   *healthKeeper
-	streams  *bus.ReportStreams
-	log      *slog.Logger
-	now      Clock
+	// leaving names the groups waiting for their POSTs before their release
+	// (leaving.go).
+	leaving map[int64]struct{}
+	orders  *orders // the ordering modes' orderers (order.go)
+	health  *healthKeeper
+	streams *bus.ReportStreams
+	log     *slog.Logger
+	now     Clock
 
 	// localEvents carries the api's notifications of this process (notified.go).
 	localEvents chan notify.Event

@@ -27,6 +27,10 @@ func (d *Dispatcher) releaseOrLeave(ctx context.Context, id int64) bool {
 		now := d.now()
 		if gs.leaving.IsZero() {
 			gs.leaving = now.Add(leaveWithin(gs.g))
+			if d.leaving == nil {
+				d.leaving = map[int64]struct{}{}
+			}
+			d.leaving[id] = struct{}{}
 			d.log.Debug("group leaving once its POSTs end", "group", gs.g.Name, "in_flight", gs.inflightP)
 		}
 		if now.Before(gs.leaving) {
@@ -34,6 +38,7 @@ func (d *Dispatcher) releaseOrLeave(ctx context.Context, id int64) bool {
 			return false
 		}
 	}
+	delete(d.leaving, id)
 	d.releaseGroup(ctx, id)
 	return true
 }
@@ -42,8 +47,12 @@ func (d *Dispatcher) releaseOrLeave(ctx context.Context, id int64) bool {
 // up, and tells their new owners.
 func (d *Dispatcher) finishLeaving(ctx context.Context) {
 	var moved []int64
-	for id, gs := range d.groups {
-		if !gs.leaving.IsZero() && d.releaseOrLeave(ctx, id) {
+	for id := range d.leaving {
+		if d.groups[id] == nil || d.groups[id].leaving.IsZero() {
+			delete(d.leaving, id) // released or owned here again
+			continue
+		}
+		if d.releaseOrLeave(ctx, id) {
 			moved = append(moved, id)
 		}
 	}
