@@ -108,6 +108,13 @@ func TestAdminAPIMatchesSpec(t *testing.T) {
 	require.Equal(t, map[string]any{"n": float64(1)}, msg["body"])
 	require.Equal(t, "AAEC", decode[map[string]any](t, sc.do("GET", "/api/v1/messages/"+pub.Messages[2].ID, tok, nil, 200))["body_base64"])
 	sc.do("GET", "/api/v1/messages/msg_999_1", tok, nil, 404)
+	later := decode[struct{ Messages []struct{ ID string } }](t, sc.do("POST", "/v1/topics/orders/messages", key.Key, map[string]any{"messages": []map[string]any{
+		{"body": map[string]int{"n": 4}, "delay_seconds": 3600}}}, 201))
+	require.Equal(t, "waiting", decode[map[string]any](t, sc.do("GET", "/api/v1/messages/"+later.Messages[0].ID, tok, nil, 200))["state"])
+	sc.do("POST", "/v1/topics/orders/messages", key.Key, map[string]any{"messages": []map[string]any{{"body": 5, "delay_seconds": 0}}}, 422)
+	sc.do("DELETE", "/api/v1/messages/"+pub.Messages[0].ID, tok, nil, 422)
+	sc.do("DELETE", "/api/v1/messages/"+later.Messages[0].ID, tok, nil, 204)
+	sc.do("DELETE", "/api/v1/messages/"+later.Messages[0].ID, tok, nil, 404)
 
 	require.Eventually(t, func() bool {
 		cs := decode[cursors](t, sc.do("GET", "/api/v1/groups/billing/offsets", tok, nil, 200))

@@ -46,7 +46,7 @@ func FuzzPublishDecode(f *testing.F) {
 			return
 		}
 		c := e.NewContext(httptest.NewRequest(http.MethodPost, "/v1/topics/orders/messages", nil), httptest.NewRecorder())
-		msgs, err := s.buildMessages(c, topic, len(writable(topic)) > 0, req.Messages)
+		msgs, err := s.buildMessages(c, topic, len(writable(topic)) > 0, true, req.Messages)
 		if err != nil {
 			if fromError(err).Status >= 500 {
 				t.Fatalf("build: %v is not a 4xx", err)

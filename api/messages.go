@@ -87,6 +87,9 @@ func messageDTO(m *models.Message, topic string) MessageDTO {
 }
 
 func (s *Server) messageGet(c echo.Context) error {
+	if id := c.Param("id"); models.IsDelayedID(id) {
+		return s.delayedGet(c, id)
+	}
 	if id := c.Param("id"); models.IsBatchID(id) {
 		d, err := s.batchDetail(c.Request().Context(), id)
 		if err != nil {

@@ -39,16 +39,24 @@ type publishMessage struct {
 	Key         string            `json:"key"`
 	Tag         string            `json:"tag"`
 	Headers     map[string]string `json:"headers"`
+	// DelaySeconds (1 … 31,536,000) or DeliverAt (RFC 3339; a past time means
+	// now) park the message until then (models.DeliverAt).
+	DelaySeconds *int64  `json:"delay_seconds"`
+	DeliverAt    *string `json:"deliver_at"`
 }
 
 type publishRequest struct {
 	Messages []publishMessage `json:"messages"`
 }
 
+// publishedMessage is one stored message in a publish's answer: its id, queue and
+// offset, or for a delayed message its dly_ id and due time (its queue and offset
+// are chosen when it is due).
 type publishedMessage struct {
-	ID     string `json:"id"`
-	Queue  int64  `json:"queue"`
-	Offset int64  `json:"offset"`
+	ID        string  `json:"id"`
+	Queue     int64   `json:"queue,omitempty"`
+	Offset    int64   `json:"offset,omitempty"`
+	DeliverAt *string `json:"deliver_at,omitempty"`
 }
 
 type publishResponse struct {
@@ -157,12 +165,27 @@ func (s *Server) publish(c echo.Context) error {
 	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
+	due, err := delaysOf(req.Messages, time.Now())
+	if err != nil {
+		return err
+	}
+	if due != nil {
+		msgs, err := s.buildMessages(c, topic, false, false, req.Messages)
+		if err != nil {
+			return err
+		}
+		var idem *groupcommit.IdempotencyRecord
+		if idemKey != "" {
+			idem = &groupcommit.IdempotencyRecord{APIKeyID: key.ID, TopicID: topic.ID, Key: idemKey, RequestHash: reqHash}
+		}
+		return s.publishDelayed(c, topic, msgs, due, idem)
+	}
 	var pr *groupcommit.PublishRequest
 	var msgs []models.Message
 	var traceSubmit time.Time
 	for try := 0; ; try++ {
 		spread := writable(topic)
-		msgs, err = s.buildMessages(c, topic, len(spread) > 0, req.Messages)
+		msgs, err = s.buildMessages(c, topic, len(spread) > 0, true, req.Messages)
 		if err != nil {
 			return err
 		}
@@ -222,11 +245,13 @@ func replay(c echo.Context, rec *groupcommit.IdempotencyRecord, reqHash []byte) 
 	return c.JSONBlob(rec.Status, rec.Response)
 }
 
-// buildMessages validates every message and routes keyed messages to their key's
-// slot (never failing over, so per-key order holds). Keyless ones keep QueueID 0:
-// the group-commit writer puts every keyless message of a flush into one writable
-// queue (groupcommit.Writer.assign); anyWritable says whether the topic has one.
-func (s *Server) buildMessages(c echo.Context, topic *models.Topic, anyWritable bool, in []publishMessage) ([]models.Message, error) {
+// buildMessages validates every message and, when route is set, routes keyed
+// messages to their key's slot (never failing over, so per-key order holds) and
+// fails when the topic has no writable queue. Keyless ones keep QueueID 0: the
+// group-commit writer puts every keyless message of a flush into one writable queue
+// (groupcommit.Writer.assign); anyWritable says whether the topic has one. Delayed
+// messages are routed when due (route false).
+func (s *Server) buildMessages(c echo.Context, topic *models.Topic, anyWritable, route bool, in []publishMessage) ([]models.Message, error) {
 	var v models.ValidationError
 	if len(in) == 0 {
 		v.Add("/messages", "at least one message is required")
@@ -295,6 +320,10 @@ func (s *Server) buildMessages(c echo.Context, topic *models.Topic, anyWritable 
 				msg.Headers = map[string]string{}
 			}
 			msg.Headers[name] = val
+		}
+		if !route {
+			out[i] = msg
+			continue
 		}
 		if m.Key == "" && !anyWritable {
 			return nil, fmt.Errorf("topic %s: every queue is read-only: %w", topic.Name, models.ErrQueueUnavailable)

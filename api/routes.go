@@ -55,6 +55,7 @@ var routeTable = []route{
 	{http.MethodPost, "/api/v1/topics/:topic/move", (*Server).topicMove, operator},
 	{http.MethodGet, "/api/v1/topics/:topic/messages", (*Server).messageList, viewer},
 	{http.MethodGet, "/api/v1/messages/:id", (*Server).messageGet, viewer},
+	{http.MethodDelete, "/api/v1/messages/:id", (*Server).messageCancel, operator},
 
 	{http.MethodGet, "/api/v1/groups", (*Server).groupList, viewer},
 	{http.MethodPost, "/api/v1/groups", (*Server).groupCreate, operator},

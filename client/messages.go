@@ -52,6 +52,10 @@ type MessageDetail struct {
 	Body             json.RawMessage   `json:"body,omitempty"`
 	BodyBase64       *string           `json:"body_base64,omitempty"`
 	DeliveryAttempts []MessageAttempt  `json:"delivery_attempts"`
+	// State is "waiting" and DeliverAt its due time for a delayed message (dly_…)
+	// not yet due; both are empty for a message in its queue.
+	State     string `json:"state,omitempty"`
+	DeliverAt string `json:"deliver_at,omitempty"`
 }
 
 // BatchDetail is one batch POST (id bat_…): the group that sent it, its member
@@ -101,6 +105,14 @@ func (c *Client) GetMessage(ctx context.Context, id string) (*MessageDetail, err
 	}
 	var m MessageDetail
 	return &m, c.do(ctx, request{method: "GET", path: "/api/v1/messages/" + url.PathEscape(id)}, &m)
+}
+
+// CancelMessage cancels delayed message id (dly_…, from Publish) before its time,
+// so it is never delivered (DELETE /api/v1/messages/{id}; operator or admin).
+// Errors: ErrNotFound once it was moved into its topic at its time or cancelled,
+// ErrInvalid for a message already in its queue (msg_…).
+func (c *Client) CancelMessage(ctx context.Context, id string) error {
+	return c.do(ctx, request{method: "DELETE", path: "/api/v1/messages/" + url.PathEscape(id)}, nil)
 }
 
 // GetBatch returns batch POST id (bat_…, a batch's webhook-id) with its members and

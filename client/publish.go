@@ -19,13 +19,17 @@ import (
 // empty or a JSON type and Body is valid JSON, otherwise as base64 with
 // ContentType (default application/octet-stream). Key orders messages (one key,
 // one queue, in publish order); Tag is what subscriptions filter on; Headers are
-// x-* headers passed to receivers.
+// x-* headers passed to receivers. Delay (whole seconds, 1 s to one year) or
+// DeliverAt (a past time means now) parks the message until then; a request's
+// messages are all delayed or none is.
 type Message struct {
 	Body        []byte
 	ContentType string
 	Tag         string
 	Key         string
 	Headers     map[string]string
+	Delay       time.Duration
+	DeliverAt   time.Time
 }
 
 // JSON returns a Message whose body is v encoded as JSON.
@@ -37,11 +41,14 @@ func JSON(v any) (Message, error) {
 	return Message{Body: b, ContentType: "application/json"}, nil
 }
 
-// Published is one stored message: its id (msg_<queue>_<offset>), queue and offset.
+// Published is one stored message: its id (msg_<queue>_<offset>), queue and
+// offset; for a delayed message its id (dly_<n>, which CancelMessage takes) and
+// DeliverAt (RFC 3339), its queue and offset being chosen when it is due.
 type Published struct {
-	ID     string `json:"id"`
-	Queue  int64  `json:"queue"`
-	Offset int64  `json:"offset"`
+	ID        string `json:"id"`
+	Queue     int64  `json:"queue"`
+	Offset    int64  `json:"offset"`
+	DeliverAt string `json:"deliver_at,omitempty"`
 }
 
 type wireMessage struct {
@@ -51,6 +58,9 @@ type wireMessage struct {
 	Tag         string            `json:"tag,omitempty"`
 	Key         string            `json:"key,omitempty"`
 	Headers     map[string]string `json:"headers,omitempty"`
+	// DelaySeconds and DeliverAt: see Message.
+	DelaySeconds *int64  `json:"delay_seconds,omitempty"`
+	DeliverAt    *string `json:"deliver_at,omitempty"`
 }
 
 func isJSONType(ct string) bool {
@@ -63,6 +73,14 @@ func isJSONType(ct string) bool {
 
 func (m Message) wire() wireMessage {
 	w := wireMessage{ContentType: m.ContentType, Tag: m.Tag, Key: m.Key, Headers: m.Headers}
+	if m.Delay > 0 {
+		secs := int64((m.Delay + time.Second - 1) / time.Second) // whole seconds, rounded up
+		w.DelaySeconds = &secs
+	}
+	if !m.DeliverAt.IsZero() {
+		at := m.DeliverAt.UTC().Format(time.RFC3339Nano)
+		w.DeliverAt = &at
+	}
 	if isJSONType(m.ContentType) && json.Valid(m.Body) {
 		w.Body = m.Body
 		return w

@@ -273,6 +273,8 @@ type Published struct {
 	ID     string `json:"id"`
 	Queue  int64  `json:"queue"`
 	Offset int64  `json:"offset"`
+	// DeliverAt is a delayed message's due time (its ID is dly_…).
+	DeliverAt string `json:"deliver_at"`
 }
 
 // Publish posts messages and requires 201.

@@ -107,6 +107,9 @@ func (m *Maintainer) Run(ctx context.Context) error {
 	defer hygiene.Stop()
 	nodes := time.NewTicker(store.NodeProbeInterval)
 	defer nodes.Stop()
+	delayed := time.NewTimer(0) // a pass as soon as the lease is taken
+	defer delayed.Stop()
+	delayedAt := m.now()
 	defer m.release()
 	m.renew(ctx)
 	for {
@@ -122,6 +125,10 @@ func (m *Maintainer) Run(ctx context.Context) error {
 			if ev.DeadLetters {
 				m.runOutbox(ctx)
 			}
+			if due := time.UnixMilli(ev.DelayedDue); ev.DelayedDue > 0 && due.Before(delayedAt) {
+				delayedAt = due // newly parked messages due before the next pass
+				delayed.Reset(max(due.Sub(m.now()), time.Millisecond))
+			}
 		case <-lag.C:
 			if m.Leader() {
 				m.sampleLag(ctx)
@@ -136,6 +143,10 @@ func (m *Maintainer) Run(ctx context.Context) error {
 			m.runHygiene(ctx)
 		case <-nodes.C:
 			m.watchNodes(ctx)
+		case <-delayed.C:
+			wait := m.runDelayed(ctx)
+			delayedAt = m.now().Add(wait)
+			delayed.Reset(max(wait, time.Millisecond))
 		}
 		// A retention backlog is pruned budget after budget, between renewals.
 		if m.retentionAgain && ctx.Err() == nil && m.Leader() {

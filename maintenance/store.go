@@ -12,13 +12,17 @@ import (
 // the live dispatchers, queues and their retention (pruning, expired cursors), queue
 // moves (seal, retire), retry and dead-letter upkeep (the outbox, expiry), deleted
 // groups, idempotency keys, attempt partitions, the stats series, and the db
-// nodes' health (for node.down and node.up events). *store.Store
+// nodes' health (for node.down and node.up events), and the delayed messages it
+// moves into their topics when due. *store.Store
 // implements it; the errors are the store's.
 type Store interface {
 	AttemptsPartitions(ctx context.Context, now time.Time, retention time.Duration) error
 	CursorsExpire(ctx context.Context, queueID, through int64) ([]store.CursorExpired, error)
 	DeadLetterOutbox(ctx context.Context, limit int) ([]int64, error)
 	DeadLettersExpire(ctx context.Context, maxChunks int) (int64, error)
+	DelayedCancel(ctx context.Context, id int64) error
+	DelayedDue(ctx context.Context, until time.Time, limit int) ([]models.DelayedMessage, error)
+	DelayedNext(ctx context.Context) (time.Time, bool, error)
 	DeletedGroupsPurge(ctx context.Context, maxChunks int) (int, error)
 	DispatchersLive(ctx context.Context) ([]string, error)
 	EventAppend(ctx context.Context, ev models.Event) (int64, error)
@@ -27,6 +31,7 @@ type Store interface {
 	IdempotencyPrune(ctx context.Context, chunk, maxChunks int) (deleted int64, done bool, err error)
 	MaintenanceLeaseRelease(ctx context.Context, name, holder string) error
 	MaintenanceLeaseTake(ctx context.Context, name, holder string, lease time.Duration) (bool, error)
+	MessagesInsert(ctx context.Context, reqs []*store.PublishRequest) error
 	NodeGet(ctx context.Context, id int64) (*models.Node, error)
 	NodeIsDown(node int64) bool
 	NodesHealth() map[int64]models.NodeHealth
@@ -40,5 +45,6 @@ type Store interface {
 	QueueTopics(ctx context.Context) (map[int64]string, error)
 	StatsPrune(ctx context.Context, now time.Time) error
 	StatsSampleLag(ctx context.Context, minute time.Time, lags map[int64]int64) error
+	TopicGetByID(ctx context.Context, id int64) (*models.Topic, error)
 	TopicSubscriberIDs(ctx context.Context, topicID int64) ([]int64, error)
 }

@@ -17,10 +17,12 @@ const (
 	DutyRetention Duty = "retention"
 	// DutyHygiene is one Redis hygiene walk.
 	DutyHygiene Duty = "hygiene"
+	// DutyDelayed is one pass of the delayed-message mover.
+	DutyDelayed Duty = "delayed"
 )
 
 // Duties lists every Duty.
-func Duties() []Duty { return []Duty{DutyOutbox, DutyLag, DutyHourly, DutyRetention, DutyHygiene} }
+func Duties() []Duty { return []Duty{DutyOutbox, DutyLag, DutyHourly, DutyRetention, DutyHygiene, DutyDelayed} }
 
 // TestSignals are the points of the maintenance loop that tests wait on instead of
 // sleeping (testsignal). They are off, costing one nil check each, unless Init is

@@ -3,6 +3,7 @@ package models
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -93,4 +94,46 @@ func TestGroupValidate(t *testing.T) {
 	require.ElementsMatch(t, []string{"/batch_size", "/endpoint_url", "/consume_from"}, ptrs)
 	require.True(t, Subscription{}.Matches("anything"))
 	require.False(t, Subscription{Tags: []string{"a"}}.Matches("b"))
+}
+
+// TestDeliverAt: delay_seconds and deliver_at resolve to a due time, a past time
+// is now, and each bad value names its field.
+func TestDeliverAt(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	i64 := func(n int64) *int64 { return &n }
+	str := func(s string) *string { return &s }
+	at, ok, _, _ := DeliverAt(nil, nil, now)
+	require.False(t, ok)
+	require.True(t, at.IsZero())
+	at, ok, _, _ = DeliverAt(i64(30), nil, now)
+	require.True(t, ok)
+	require.Equal(t, now.Add(30*time.Second), at)
+	at, ok, _, _ = DeliverAt(nil, str("2026-03-01T13:00:00.5+01:00"), now)
+	require.True(t, ok)
+	require.Equal(t, now.Add(500*time.Millisecond), at.UTC())
+	at, ok, _, _ = DeliverAt(nil, str("2020-01-01T00:00:00Z"), now)
+	require.True(t, ok)
+	require.Equal(t, now, at, "a past time is now")
+	for _, tc := range []struct {
+		d     *int64
+		s     *string
+		field string
+	}{
+		{i64(0), nil, "/delay_seconds"}, {i64(31_536_001), nil, "/delay_seconds"},
+		{nil, str("tomorrow"), "/deliver_at"}, {nil, str("2027-03-02T12:00:00Z"), "/deliver_at"},
+		{i64(5), str("2026-03-01T12:00:05Z"), "/deliver_at"},
+	} {
+		_, ok, field, msg := DeliverAt(tc.d, tc.s, now)
+		require.False(t, ok)
+		require.Equal(t, tc.field, field)
+		require.NotEmpty(t, msg)
+	}
+	id, err := ParseDelayedID(DelayedID(42))
+	require.NoError(t, err)
+	require.Equal(t, int64(42), id)
+	for _, bad := range []string{"dly_", "dly_x", "dly_0", "msg_1_2", "42"} {
+		_, err := ParseDelayedID(bad)
+		require.ErrorIs(t, err, ErrInvalid, bad)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/heraldhq/herald/client"
 )
@@ -39,8 +40,10 @@ var messageCommands = []cliCommand{
 	{name: "message publish", args: "<topic>", nargs: 1,
 		summary: "Publish one message to a topic with a publisher API key (--api-key or HERALD_API_KEY, hk_…). A body\n" +
 			"that is valid JSON goes as JSON unless --content-type says otherwise; any other body goes as text/plain.\n" +
-			"The publish carries an Idempotency-Key, so the CLI's own retries never store it twice.",
+			"The publish carries an Idempotency-Key, so the CLI's own retries never store it twice. --delay or\n" +
+			"--deliver-at parks the message until then (its id is dly_…, which 'herald message cancel' takes).",
 		example: "  herald message publish orders --data '{\"id\": 42}' --key customer-42 --tag created\n" +
+			"  herald message publish reminders --data '{\"user\": 7}' --delay 30m\n" +
 			"  herald message publish orders --data - --content-type application/xml < order.xml\n" +
 			"  herald message publish orders --data '{}' --header x-region=eu --idempotency-key order-42 --json",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
@@ -52,6 +55,8 @@ var messageCommands = []cliCommand{
 			idem := fs.String("idempotency-key", "", "Idempotency-Key: the same key and body within 24 h is stored once (default: random)")
 			headers := headersFlag{}
 			fs.Var(headers, "header", "x-name=value: an x-* header passed to receivers (repeatable)")
+			delay := fs.Duration("delay", 0, "deliver no earlier than this long from now (whole seconds, 1s to 8760h)")
+			deliverAt := fs.String("deliver-at", "", "deliver no earlier than this RFC 3339 time (a past time means now)")
 			return func(ctx context.Context, s *session, a []string) error {
 				if *key == "" {
 					return usagef("herald message publish needs --api-key or HERALD_API_KEY (create one with 'herald key create')")
@@ -63,7 +68,15 @@ var messageCommands = []cliCommand{
 				if err != nil {
 					return err
 				}
-				m := client.Message{Body: body, ContentType: *ct, Key: *mkey, Tag: *tag}
+				m := client.Message{Body: body, ContentType: *ct, Key: *mkey, Tag: *tag, Delay: *delay}
+				if setFlags(fs)["delay"] && *delay <= 0 {
+					return usagef("--delay must be positive, e.g. 30s or 2h")
+				}
+				if *deliverAt != "" {
+					if m.DeliverAt, err = time.Parse(time.RFC3339Nano, *deliverAt); err != nil {
+						return usagef("--deliver-at: want an RFC 3339 time such as 2026-01-02T09:00:00Z")
+					}
+				}
 				if m.ContentType == "" && !json.Valid(body) {
 					m.ContentType = "text/plain; charset=utf-8"
 				}
@@ -81,13 +94,13 @@ var messageCommands = []cliCommand{
 				}
 				rows := make([][]string, 0, len(ps))
 				for _, p := range ps {
-					rows = append(rows, []string{p.ID, a[0], itoa(p.Queue), itoa(p.Offset)})
+					rows = append(rows, []string{p.ID, a[0], itoa(p.Queue), itoa(p.Offset), orDash(p.DeliverAt)})
 				}
 				var out any = ps
 				if len(ps) == 1 {
 					out = ps[0]
 				}
-				return s.print(out, []string{"ID", "TOPIC", "QUEUE", "OFFSET"}, rows)
+				return s.print(out, []string{"ID", "TOPIC", "QUEUE", "OFFSET", "DELIVER-AT"}, rows)
 			}
 		}},
 	{name: "message list", args: "<topic>", nargs: 1,
@@ -123,8 +136,9 @@ var messageCommands = []cliCommand{
 			}
 		}},
 	{name: "message get", args: "<id>", nargs: 1,
-		summary: "Show a message (msg_…) with its body and every delivery attempt of it, per group; or a batch POST\n" +
-			"(bat_…, a batch's webhook-id) with its member messages and attempts.",
+		summary: "Show a message (msg_…) with its body and every delivery attempt of it, per group; a batch POST\n" +
+			"(bat_…, a batch's webhook-id) with its member messages and attempts; or a delayed message (dly_…)\n" +
+			"that waits for its time.",
 		example: "  herald message get msg_12_408\n  herald message get bat_3f2a… --json",
 		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
 			return func(ctx context.Context, s *session, a []string) error {
@@ -141,6 +155,9 @@ var messageCommands = []cliCommand{
 				if s.json {
 					return s.print(m, nil, nil)
 				}
+				if m.State != "" {
+					fmt.Fprintf(s.out, "%s: %s, due %s\n", m.ID, m.State, m.DeliverAt)
+				}
 				if err := s.print(nil, append([]string{"TOPIC"}, messageSummaryHead...),
 					[][]string{append([]string{m.Topic}, messageSummaryRow(m.MessageSummary)...)}); err != nil {
 					return err
@@ -155,6 +172,21 @@ var messageCommands = []cliCommand{
 					rows = append(rows, append([]string{at.Group}, attemptRow(at.Attempt)...))
 				}
 				return s.print(nil, append([]string{"GROUP"}, attemptHead...), rows)
+			}
+		}},
+	{name: "message cancel", args: "<id>", nargs: 1,
+		summary: "Cancel a delayed message (dly_…) that is not yet due: it is never delivered. Operators and admins.",
+		example: "  herald message cancel dly_42",
+		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
+			return func(ctx context.Context, s *session, a []string) error {
+				if err := s.auth(ctx); err != nil {
+					return err
+				}
+				if err := s.c.CancelMessage(ctx, a[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(s.out, "cancelled %s\n", a[0])
+				return nil
 			}
 		}},
 }

@@ -15,6 +15,7 @@ var commandOperations = map[string][]string{
 	"message publish": {"POST /v1/topics/:topic/messages"},
 	"message list":    {"GET /api/v1/topics/:topic/messages"},
 	"message get":     {"GET /api/v1/messages/:id"},
+	"message cancel":  {"DELETE /api/v1/messages/:id"},
 
 	"topic list":   {"GET /api/v1/topics"},
 	"topic create": {"POST /api/v1/topics"},

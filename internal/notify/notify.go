@@ -4,7 +4,8 @@
 // workers need not either), and "g<id>" after a group change;
 // dispatchers subscribe. A dispatcher publishes "d" after a dead-letter report,
 // which wakes the maintenance role's outbox; the outbox publishes the dead-letter
-// queues it appended to. A dispatcher publishes "m" when it joins, comes back after
+// queues it appended to. The api publishes "t<ms>" after parking delayed messages,
+// the earliest due time, which the maintenance leader's mover waits for. A dispatcher publishes "m" when it joins, comes back after
 // its lease may have lapsed, or leaves, so the others re-read the live set at once.
 // Notifications are hints: a lost one costs at most the fallback poll (queues) or
 // the dispatchers' rebalance sweep (groups, membership). In `herald all` a flush's
@@ -17,6 +18,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -40,13 +42,15 @@ type Row struct {
 // Event is one wake-up: Queue > 0 after a publish (Rows, when not empty, lists the
 // committed rows of the flush in id order; when empty, only that the queue has new
 // rows), Group > 0 after a group change, DeadLetters after dead letters were written,
-// Dispatchers after the set of live dispatchers changed.
+// Dispatchers after the set of live dispatchers changed, DelayedDue (Unix ms) after
+// delayed messages were parked, the earliest of their due times.
 type Event struct {
 	Queue       int64
 	Rows        []Row
 	Group       int64
 	DeadLetters bool
 	Dispatchers bool
+	DelayedDue  int64
 }
 
 // Payloads of the DeadLetters and Dispatchers events.
@@ -57,6 +61,9 @@ const (
 
 // rowsPrefix starts a payload that lists rows (rowsPayload in JSON).
 const rowsPrefix = "r"
+
+// delayedPrefix starts a DelayedDue payload: "t" and the due time in Unix ms.
+const delayedPrefix = "t"
 
 // MaxRowsPerPayload caps the rows one PUBLISH lists; a larger flush is announced
 // by queue id alone and read back by the dispatcher.
@@ -226,6 +233,11 @@ func (n *Notifier) Dispatchers(ctx context.Context) error {
 	return n.publish(ctx, n.rdb, dispatchersPayload).Err()
 }
 
+// Delayed publishes that delayed messages were parked, the earliest due at due.
+func (n *Notifier) Delayed(ctx context.Context, due time.Time) error {
+	return n.publish(ctx, n.rdb, delayedPrefix+strconv.FormatInt(due.UnixMilli(), 10)).Err()
+}
+
 // DeadLetters publishes that new dead letters wait for the outbox.
 func (n *Notifier) DeadLetters(ctx context.Context) error {
 	return n.publish(ctx, n.rdb, deadLettersPayload).Err()
@@ -246,6 +258,8 @@ func Parse(payload string) Event {
 		ev.Dispatchers = true
 	case strings.HasPrefix(payload, rowsPrefix):
 		ev = decodeRows(payload[len(rowsPrefix):])
+	case strings.HasPrefix(payload, delayedPrefix):
+		ev.DelayedDue, _ = strconv.ParseInt(payload[len(delayedPrefix):], 10, 64)
 	default:
 		if g, ok := strings.CutPrefix(payload, "g"); ok {
 			ev.Group, _ = strconv.ParseInt(g, 10, 64)

@@ -35,6 +35,7 @@ func TestRowsPayloadRoundTrip(t *testing.T) {
 		"17":                              {Queue: 17},
 		"g9":                              {Group: 9},
 		"d":                               {DeadLetters: true},
+		"t1764950400123":                  {DelayedDue: 1764950400123},
 		`r{"q":5,"id":[[1,3]],"c":[1,2]}`: {Queue: 5}, // 3 ids, 2 times: read the queue instead
 		`r{"q":5,"id":[[1,1]],"c":[1],"t":["a","b"]}`: {Queue: 5},
 		`r{not json`: {},

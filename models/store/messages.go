@@ -30,6 +30,10 @@ type PublishRequest struct {
 	Spread      []int64
 	Idempotency *IdempotencyRecord
 	Respond     func(msgs []models.Message) (status int, body []byte)
+	// Parked names the delayed_messages rows these messages were parked in
+	// (DelayedDue): they are deleted in the same transaction, and a row already gone
+	// (another mover, a cancel) fails the whole flush with models.ErrConflict.
+	Parked []int64
 }
 
 // IdempotencyRecord is a stored publish outcome, scoped to (API key, topic, key) and
@@ -67,7 +71,7 @@ func (s *Queues) MessagesInsert(ctx context.Context, reqs []*PublishRequest) err
 
 func (s *Queues) messagesInsert(ctx context.Context, reqs []*PublishRequest, ins *insertPlan) error {
 	var err error
-	if len(ins.nodes) > 1 || (ins.nodes[0] != models.PrimaryNodeID && hasIdempotency(reqs)) {
+	if len(ins.nodes) > 1 || (ins.nodes[0] != models.PrimaryNodeID && controlRows(reqs)) {
 		return s.messagesInsertXA(ctx, reqs, ins)
 	}
 	h, err := s.store().Nodes().node(ctx, ins.nodes[0])
@@ -78,7 +82,7 @@ func (s *Queues) messagesInsert(ctx context.Context, reqs []*PublishRequest, ins
 	// and COMMIT round trips, which dominate single-message publishes.
 	var tx execer = h.conn
 	var commit func() error
-	if len(ins.order) > 1 || hasIdempotency(reqs) {
+	if len(ins.order) > 1 || controlRows(reqs) {
 		var t txConn
 		if h.id == models.PrimaryNodeID {
 			t, err = s.store().begin(ctx)
@@ -96,7 +100,7 @@ func (s *Queues) messagesInsert(ctx context.Context, reqs []*PublishRequest, ins
 			return err
 		}
 	}
-	if err := insertIdempotency(ctx, tx, reqs); err != nil {
+	if err := writeControlRows(ctx, tx, reqs); err != nil {
 		return err
 	}
 	if commit != nil {
@@ -160,54 +164,86 @@ func insertQueueRows(ctx context.Context, tx execer, mariadb bool, reqs []*Publi
 		}
 		sb.WriteString("(?,?,?,?,?,?,?,?)")
 		m := &reqs[rf.req].Messages[rf.msg]
-		var headers any
-		if len(m.Headers) > 0 {
-			b, _ := json.Marshal(m.Headers)
-			headers = string(b)
-		}
-		args = append(args, []byte(m.Tag), []byte(m.Key), headers, m.Body, m.ContentType, m.TraceID, m.CreatedAt, m.ProducerIP)
+		args = append(args, []byte(m.Tag), []byte(m.Key), headersJSON(m.Headers), m.Body, m.ContentType, m.TraceID, m.CreatedAt, m.ProducerIP)
 	}
-	ids := make([]int64, 0, len(refs))
+	ids, err := insertReturningIDs(ctx, tx, mariadb, sb.String(), args, len(refs))
+	if err != nil {
+		return insertErr(q, err)
+	}
+	for i, rf := range refs {
+		reqs[rf.req].Messages[rf.msg].Offset = ids[i]
+	}
+	return nil
+}
+
+// insertReturningIDs runs stmt, a multi-row INSERT of n rows into a table with an
+// AUTO_INCREMENT id, and returns the ids in row order: `RETURNING id` on MariaDB,
+// LAST_INSERT_ID()+i on MySQL 8 (a multi-row insert gets contiguous ids).
+func insertReturningIDs(ctx context.Context, tx execer, mariadb bool, stmt string, args []any, n int) ([]int64, error) {
+	ids := make([]int64, 0, n)
 	if mariadb {
-		sb.WriteString(" RETURNING id")
-		rows, err := tx.QueryContext(ctx, sb.String(), args...)
+		rows, err := tx.QueryContext(ctx, stmt+" RETURNING id", args...)
 		if err != nil {
-			return insertErr(q, err)
+			return nil, err
 		}
 		for rows.Next() {
 			var id int64
 			if err := rows.Scan(&id); err != nil {
 				rows.Close()
-				return err
+				return nil, err
 			}
 			ids = append(ids, id)
 		}
 		// An error mid-stream (a trigger's SIGNAL) surfaces in Err, not Close.
 		if err := rows.Err(); err != nil {
 			rows.Close()
-			return insertErr(q, err)
+			return nil, err
 		}
 		if err := rows.Close(); err != nil {
-			return insertErr(q, err)
+			return nil, err
 		}
 	} else {
-		res, err := tx.ExecContext(ctx, sb.String(), args...)
+		res, err := tx.ExecContext(ctx, stmt, args...)
 		if err != nil {
-			return insertErr(q, err)
+			return nil, err
 		}
 		first, err := res.LastInsertId()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		for i := range refs {
+		for i := range n {
 			ids = append(ids, first+int64(i))
 		}
 	}
-	if len(ids) != len(refs) {
-		return fmt.Errorf("insert into queue %d: got %d ids for %d rows", q, len(ids), len(refs))
+	if len(ids) != n {
+		return nil, fmt.Errorf("got %d ids for %d rows", len(ids), n)
 	}
-	for i, rf := range refs {
-		reqs[rf.req].Messages[rf.msg].Offset = ids[i]
+	return ids, nil
+}
+
+// writeControlRows writes what reqs keep in the control database (on its
+// connection tx): their idempotency rows, then the deletion of their parked rows.
+// A live row of the same idempotency key, or a parked row already gone, fails with
+// ErrConflict.
+func writeControlRows(ctx context.Context, tx execer, reqs []*PublishRequest) error {
+	if err := insertIdempotency(ctx, tx, reqs); err != nil {
+		return err
+	}
+	var parked []int64
+	for _, r := range reqs {
+		parked = append(parked, r.Parked...)
+	}
+	if len(parked) == 0 {
+		return nil
+	}
+	res, err := tx.ExecContext(ctx, "DELETE FROM delayed_messages WHERE id IN ("+idList(parked)+")")
+	if err != nil {
+		return fmt.Errorf("delete parked messages: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("delete parked messages: %w", err)
+	} else if n != int64(len(parked)) {
+		return fmt.Errorf("parked messages moved or cancelled meanwhile (%d of %d left): %w", n, len(parked), models.ErrConflict)
 	}
 	return nil
 }
@@ -252,9 +288,9 @@ type execer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-func hasIdempotency(reqs []*PublishRequest) bool {
+func controlRows(reqs []*PublishRequest) bool {
 	for _, r := range reqs {
-		if r.Idempotency != nil {
+		if r.Idempotency != nil || len(r.Parked) > 0 {
 			return true
 		}
 	}

@@ -163,6 +163,20 @@ func (s *Store) TopicGetByName(ctx context.Context, name string) (*models.Topic,
 	return toTopic(tr, qs), nil
 }
 
+// TopicGetByID returns topic id with its queues in position order, or
+// models.ErrNotFound.
+func (s *Store) TopicGetByID(ctx context.Context, id int64) (*models.Topic, error) {
+	var tr topicRow
+	if err := s.db.WithContext(ctx).Where("id = ?", id).Take(&tr).Error; err != nil {
+		return nil, notFound(err, fmt.Sprintf("topic %d", id))
+	}
+	var qs []queueRow
+	if err := s.db.WithContext(ctx).Where("topic_id = ?", tr.ID).Order("position").Find(&qs).Error; err != nil {
+		return nil, fmt.Errorf("read queues of %s: %w", tr.Name, err)
+	}
+	return toTopic(tr, qs), nil
+}
+
 // TopicNamesExisting returns which of names are topics now, in one statement on the
 // control database.
 func (s *Store) TopicNamesExisting(ctx context.Context, names []string) (map[string]bool, error) {

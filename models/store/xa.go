@@ -57,7 +57,7 @@ func (s *Queues) messagesInsertXA(ctx context.Context, reqs []*PublishRequest, i
 	}
 	xid := newXID()
 	nodes := ins.nodes
-	if hasIdempotency(reqs) && !containsID(nodes, models.PrimaryNodeID) {
+	if controlRows(reqs) && !containsID(nodes, models.PrimaryNodeID) {
 		nodes = append(nodes, models.PrimaryNodeID)
 	}
 	branches := make([]*xaBranch, 0, len(nodes))
@@ -109,7 +109,7 @@ func (s *Queues) messagesInsertXA(ctx context.Context, reqs []*PublishRequest, i
 			}
 		}
 		if n == models.PrimaryNodeID {
-			if err := insertIdempotency(ctx, c, reqs); err != nil {
+			if err := writeControlRows(ctx, c, reqs); err != nil {
 				return err
 			}
 		}

@@ -22,6 +22,7 @@ type options struct {
 	dsn, redisAddr            string
 	scenarios                 string
 	drainN, githubN, publishN int
+	delayedN                  int
 	publishers, latencyRate   int
 	publishDur, latencyDur    time.Duration
 	phaseTimeout, waitQuiet   time.Duration
@@ -52,7 +53,7 @@ type options struct {
 
 // defaultScenarios is the default order: (e) must see no group at all, and (f)'s
 // 1,000 groups come last so they do not weigh on the others.
-const defaultScenarios = "e,g,l,h,k,x,d,s,o,a,b,c,n,f"
+const defaultScenarios = "e,g,l,h,k,x,d,s,o,a,b,t,c,n,f"
 
 func parseFlags() options {
 	var o options
@@ -62,7 +63,7 @@ func parseFlags() options {
 	flag.StringVar(&o.results, "results", "bench/results", "directory for the report and Herald's log")
 	flag.StringVar(&o.dsn, "mysql-dsn", "root@tcp(127.0.0.1:3306)/herald_bench", "DSN of the benchmark database; it is DROPPED and recreated")
 	flag.StringVar(&o.redisAddr, "redis-addr", "127.0.0.1:6379", "Redis address (a fresh namespace is used per run)")
-	flag.StringVar(&o.scenarios, "scenarios", defaultScenarios, "scenarios to run, in this order: a drain 1 KiB, b drain GitHub payloads, c publish throughput, d latency, e idle without groups, l lone messages at -lone-rate beside -lone-busy-rate, f idle with -idle-groups groups, g lone messages, h paced single-message publishes, k (h) on a private Redis Cluster and a master killed, s live saturation, o fan-out to -fanout-groups groups, n one db node against two (a second private mariadbd added as a node), x (h) against separate api, dispatcher and worker processes beside herald all")
+	flag.StringVar(&o.scenarios, "scenarios", defaultScenarios, "scenarios to run, in this order: a drain 1 KiB, b drain GitHub payloads, c publish throughput, d latency, e idle without groups, l lone messages at -lone-rate beside -lone-busy-rate, f idle with -idle-groups groups, g lone messages, h paced single-message publishes, k (h) on a private Redis Cluster and a master killed, s live saturation, o fan-out to -fanout-groups groups, n one db node against two (a second private mariadbd added as a node), x (h) against separate api, dispatcher and worker processes beside herald all, t delayed messages due at once against a backlog drain")
 	flag.BoolVar(&o.private, "private", true, "start a private mariadbd and redis-server for the run (exact command counts and CPU); false uses -mysql-dsn and -redis-addr")
 	flag.DurationVar(&o.idleDur, "idle-duration", 10*time.Second, "measured time of the idle scenarios e and f")
 	flag.IntVar(&o.idleGroups, "idle-groups", 1000, "groups in scenario f")
@@ -76,6 +77,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.fanoutDur, "fanout-duration", 10*time.Second, "paced publishing time in scenario o (whole seconds)")
 	flag.IntVar(&o.drainN, "n-drain", 50000, "messages in scenario a")
 	flag.IntVar(&o.githubN, "n-github", 20000, "messages in scenario b")
+	flag.IntVar(&o.delayedN, "n-delayed", 10000, "messages in each phase of scenario t")
 	flag.IntVar(&o.publishN, "n-publish", 200000, "most messages in scenario c")
 	flag.DurationVar(&o.publishDur, "publish-duration", 10*time.Second, "longest publishing time in scenario c")
 	flag.IntVar(&o.publishers, "publishers", 16, "concurrent publishers in scenario c")
@@ -121,11 +123,11 @@ func main() {
 
 func (o options) validate() error {
 	for _, s := range o.selected() {
-		if !strings.Contains("abcdefghklnosx", s) || len(s) != 1 {
-			return fmt.Errorf("-scenarios: unknown scenario %q (want one of a to h, k, l, n, o, s, x)", s)
+		if !strings.Contains("abcdefghklnostx", s) || len(s) != 1 {
+			return fmt.Errorf("-scenarios: unknown scenario %q (want one of a to h, k, l, n, o, s, t, x)", s)
 		}
 	}
-	if o.drainN < 1 || o.githubN < 1 || o.publishN < 100 || o.publishers < 1 || o.latencyRate < 1 || o.latencyDur < time.Second ||
+	if o.drainN < 1 || o.githubN < 1 || o.delayedN < 1 || o.publishN < 100 || o.publishers < 1 || o.latencyRate < 1 || o.latencyDur < time.Second ||
 		o.idleDur < time.Second || o.idleGroups < 1 || o.trickleRate < 1 || o.trickleDur < time.Second ||
 		o.saturationPublishers < 1 || o.saturationMax < 1 || o.saturationDur <= 0 || o.fanoutGroups < 1 || o.fanoutRate < 1 || o.fanoutDur < time.Second ||
 		o.nodesDrainN < 1 || o.nodesKeys < 2 || o.nodesDur < time.Second ||

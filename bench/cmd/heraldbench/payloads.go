@@ -15,9 +15,10 @@ import (
 // outMsg is one message to publish: a JSON value, an optional tag and an optional
 // key (per-key placement and order).
 type outMsg struct {
-	body []byte
-	tag  string
-	key  string
+	body      []byte
+	tag       string
+	key       string
+	deliverAt string // RFC 3339: a delayed message (scenario t)
 }
 
 // padBody returns the JSON value {"pad":"<seq>xxxx…"} of exactly size bytes (size ≥ 32).
@@ -96,6 +97,11 @@ func envelope(msgs []outMsg) []byte {
 			key, _ := json.Marshal(m.key)
 			b = append(b, `,"key":`...)
 			b = append(b, key...)
+		}
+		if m.deliverAt != "" {
+			b = append(b, `,"deliver_at":"`...)
+			b = append(b, m.deliverAt...)
+			b = append(b, '"')
 		}
 		b = append(b, '}')
 	}

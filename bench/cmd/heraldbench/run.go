@@ -167,7 +167,7 @@ func run(ctx context.Context, o options) error {
 		"a": b.scenarioDrain1K, "b": b.scenarioDrainGitHub, "c": b.scenarioPublish, "d": b.scenarioLatency,
 		"e": b.scenarioIdle, "f": b.scenarioIdleGroups, "g": b.scenarioLone, "h": b.scenarioTrickle,
 		"k": b.scenarioCluster, "l": b.scenarioLoneRate, "o": b.scenarioFanout, "s": b.scenarioSaturation, "n": b.scenarioNodes,
-		"x": b.scenarioSplit,
+		"x": b.scenarioSplit, "t": b.scenarioDelayed,
 	}
 	var results []*result
 	for _, key := range o.selected() {
