@@ -22,7 +22,9 @@ const (
 )
 
 // Duties lists every Duty.
-func Duties() []Duty { return []Duty{DutyOutbox, DutyLag, DutyHourly, DutyRetention, DutyHygiene, DutyDelayed} }
+func Duties() []Duty {
+	return []Duty{DutyOutbox, DutyLag, DutyHourly, DutyRetention, DutyHygiene, DutyDelayed}
+}
 
 // TestSignals are the points of the maintenance loop that tests wait on instead of
 // sleeping (testsignal). They are off, costing one nil check each, unless Init is
