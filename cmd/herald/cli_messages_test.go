@@ -151,3 +151,46 @@ func TestCLIMessagesAndGroupActions(t *testing.T) {
 	require.Contains(t, other.ok("--url", h.BaseURL, "topic", "--help"), "usage: herald topic")
 	other.exit(exitUnavailable, "group", "offsets", "billing")
 }
+
+// TestCLIDelayedMessages drives, through the built binary: a publish with --delay
+// (its dly_ id and due time), reading it while it waits, a cancel (twice: the
+// second finds nothing), a message in its queue refused by cancel, a bad --delay,
+// and a --deliver-at in the past, delivered at once.
+func TestCLIDelayedMessages(t *testing.T) {
+	t.Parallel()
+	h := heraldtest.StartHerald(t, nil)
+	e := newCLIEnv(t, h.BaseURL)
+	e.env = append(e.env, "HERALD_TOKEN="+h.Token())
+	e.ok("topic", "create", "reminders", "--queues", "1")
+	recv := heraldtest.NewReceiver(t)
+	recv.SetSecret(jsonOf[client.Group](t, e.ok("group", "create", "app", "--endpoint", recv.URL, "--subscribe", "reminders", "--json")).SigningSecret)
+	key := jsonOf[struct{ Key string }](t, e.ok("key", "create", "--name", "ci", "--topics", "reminders", "--json")).Key
+
+	before := time.Now()
+	pub := jsonOf[client.Published](t, e.ok("message", "publish", "reminders", "--api-key", key, "--data", `{"user":7}`, "--delay", "1h", "--json"))
+	require.Regexp(t, `^dly_\d+$`, pub.ID)
+	at, err := time.Parse(time.RFC3339Nano, pub.DeliverAt)
+	require.NoError(t, err)
+	require.WithinDuration(t, before.Add(time.Hour), at, 5*time.Second)
+	m := jsonOf[client.MessageDetail](t, e.ok("message", "get", pub.ID, "--json"))
+	require.Equal(t, "waiting", m.State)
+	require.JSONEq(t, `{"user":7}`, string(m.Body))
+	require.Contains(t, e.ok("message", "get", pub.ID), "waiting, due "+pub.DeliverAt)
+	require.Contains(t, e.ok("message", "cancel", pub.ID), "cancelled "+pub.ID)
+	e.exit(exitNotFound, "message", "cancel", pub.ID)
+	e.exit(exitNotFound, "message", "get", pub.ID)
+	e.exit(exitUsage, "message", "publish", "reminders", "--api-key", key, "--data", "{}", "--delay", "-5s")
+	e.exit(exitUsage, "message", "publish", "reminders", "--api-key", key, "--data", "{}", "--deliver-at", "tomorrow")
+
+	now := jsonOf[client.Published](t, e.ok("message", "publish", "reminders", "--api-key", key, "--data", `{"user":8}`,
+		"--deliver-at", "2020-01-01T00:00:00Z", "--json"))
+	require.Regexp(t, `^dly_\d+$`, now.ID)
+	recv.WaitCount(1, 15*time.Second)
+	var id string
+	for got := range recv.All() {
+		id = got
+	}
+	require.Regexp(t, `^msg_\d+_\d+$`, id, "delivered from its queue")
+	require.JSONEq(t, `{"user":8}`, string(recv.Get(id)[0].Body))
+	require.Contains(t, e.exit(exitInvalid, "message", "cancel", id), "dly_")
+}
