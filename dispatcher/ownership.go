@@ -1,13 +1,12 @@
 package dispatcher
 
 import (
-	"time"
-
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/heraldhq/herald/internal/fence"
 	"github.com/heraldhq/herald/models"

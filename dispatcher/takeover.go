@@ -23,7 +23,8 @@ const (
 )
 
 // takeover marks a cursor claimed from another dispatcher: it is neither read nor
-// cut until at, when the reports the previous owner left for version (its last
+// cut until at and until the previous owner's jobs still running on workers have
+// ended (ghosts), when the reports the previous owner left for version (its last
 // one) are applied, so what it delivered but never committed is not sent again.
 type takeover struct {
 	from    string
@@ -55,6 +56,9 @@ type takeovers struct {
 // hold holds cs for hold (takeoverGrace, or orderedHold for an ordered group);
 // from "" holds without replaying reports (a release with a POST in flight).
 func (t *takeovers) hold(cs *cursorState, from string, version int64, hold time.Duration) {
+	if cs.takeover != nil {
+		settleGhosts(cs, nil) // held again: a new takeover counts its own
+	}
 	cs.takeover = &takeover{from: from, version: version, at: t.now().Add(hold)}
 	t.held[cs] = struct{}{}
 	t.wakeBy(cs.takeover.at)

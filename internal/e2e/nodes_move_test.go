@@ -180,8 +180,9 @@ func requireRetired(t *testing.T, h *heraldtest.Herald, topic string, old []int6
 // publishers posting to a second api process that does not make the moves. Then
 // draining node 2 moves it back to node 1 under the same traffic, and node 2 is
 // retired. Each time: no publish refused, every group gets every message, each
-// ordered group every key exactly in publish order, the old queues retired with
-// their tables dropped on their node, the new queues' tables on the target node.
+// ordered group every key exactly in publish order, the unordered group never more
+// POSTs open than its max_in_flight (3), the old queues retired with their tables
+// dropped on their node, the new queues' tables on the target node.
 func TestTopicMoveAcrossNodes(t *testing.T) {
 	t.Parallel()
 	nodeDSN := heraldtest.StartMariaDB(t, "herald_xmove")
@@ -208,7 +209,8 @@ func TestTopicMoveAcrossNodes(t *testing.T) {
 	free.respond(ru, 2*time.Millisecond, func([]orderedMsg, []int) bool { return false })
 	rk.SetSecret(h.CreateGroup(orderedGroup("by-key", rk.URL, "xm", map[string]any{"ordering": "key"})))
 	rq.SetSecret(h.CreateGroup(orderedGroup("by-queue", rq.URL, "xm", nil)))
-	unordered := orderedGroup("free", ru.URL, "xm", map[string]any{"ordered": false})
+	const freeInFlight = 3 // bursts of 20 messages every 50 ms fill it
+	unordered := orderedGroup("free", ru.URL, "xm", map[string]any{"ordered": false, "max_in_flight": freeInFlight})
 	delete(unordered, "ordering")
 	ru.SetSecret(h.CreateGroup(unordered))
 	// A second api process: half the publishers post to the first, which did not
@@ -226,6 +228,7 @@ func TestTopicMoveAcrossNodes(t *testing.T) {
 	})
 	require.Zero(t, load.refused.Load())
 	load.requireDelivered(t, byKey, byQueue, free)
+	require.LessOrEqual(t, ru.MaxInFlight(), freeInFlight, "POSTs open at once across the move")
 	onTwo := requireRetired(t, h, "xm", old, h.Store.DB(), db2, node.ID)
 	t.Logf("old queues on node 1 retired %v after the move began", time.Since(moveStart))
 
@@ -241,6 +244,8 @@ func TestTopicMoveAcrossNodes(t *testing.T) {
 	})
 	require.Zero(t, load.refused.Load())
 	load.requireDelivered(t, byKey, byQueue, free)
+	t.Logf("unordered group: at most %d POSTs open at once (max_in_flight %d)", ru.MaxInFlight(), freeInFlight)
+	require.LessOrEqual(t, ru.MaxInFlight(), freeInFlight, "POSTs open at once across the drain")
 	requireRetired(t, h, "xm", onTwo, db2, h.Store.DB(), models.PrimaryNodeID)
 	want, nKeyless := load.want()
 	total := nKeyless
