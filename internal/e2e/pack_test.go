@@ -47,6 +47,11 @@ func TestLostPackRedispatched(t *testing.T) {
 		recv[i] = r
 	}
 	key := h.CreateAPIKey("pack")
+	for i := range recv {
+		// Both cursors claimed before the publish, so one step cuts both jobs (a
+		// group adopted after the publish's notification would be cut alone).
+		groupOwner(t, h, "g"+string(rune('a'+i)))
+	}
 
 	worker := startRoleProcess(t, h, "worker", "HERALD_WORKER_PUSH_JOBS=false") // asynq alone: pushed jobs have TestPushedWorkerKilled
 	msg := h.Publish(key, "pack", map[string]any{"body": map[string]string{"hello": "pack"}})[0]
