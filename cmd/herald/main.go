@@ -190,6 +190,10 @@ func runRoles(ctx context.Context, log *slog.Logger, cmd string, args []string) 
 	}
 	a, err := app.Open(ctx, cfg, roles, log)
 	if err != nil {
+		if ctx.Err() != nil { // a stop signal while starting: nothing ran, nothing to drain
+			log.Info("herald stopped while starting", "roles", cmd, "err", err)
+			return nil
+		}
 		return err
 	}
 	defer a.Close()
