@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,6 +35,8 @@ func startRoleProcess(t *testing.T, h *heraldtest.Herald, role string, env ...st
 		cmd.Env = append(cmd.Env, h.WorkerEnv()...)
 	}
 	cmd.Env = append(cmd.Env, env...)
+	logs := &tailBuffer{max: 16 << 10}
+	cmd.Stderr = logs
 	if os.Getenv("HERALD_TEST_LOG") != "" {
 		cmd.Stderr = os.Stderr
 	}
@@ -43,9 +46,35 @@ func startRoleProcess(t *testing.T, h *heraldtest.Herald, role string, env ...st
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 		}
+		if t.Failed() && logs.Len() > 0 {
+			t.Logf("herald %s (pid %d), the end of its log:\n%s", role, cmd.Process.Pid, logs.String())
+		}
 	})
 	return cmd
 }
+
+// tailBuffer keeps the last max bytes written to it (a process's log, shown when
+// its test fails). Safe for concurrent use.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (w *tailBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b = append(w.b, p...)
+	if over := len(w.b) - w.max; over > 0 {
+		w.b = append(w.b[:0], w.b[over:]...)
+	}
+	return len(p), nil
+}
+
+// Len is how many bytes are kept.
+func (w *tailBuffer) Len() int { w.mu.Lock(); defer w.mu.Unlock(); return len(w.b) }
+
+func (w *tailBuffer) String() string { w.mu.Lock(); defer w.mu.Unlock(); return string(w.b) }
 
 // TestWorkerKilledMidPost kills a worker process while its POST is open. The asynq
 // task stays "active" forever; the dispatcher must re-dispatch the job under a new
