@@ -32,37 +32,26 @@ func (s *Store) DelayedInsert(ctx context.Context, msgs []models.DelayedMessage,
 		sb.WriteString("(?,?,?,?,?,?,?,?,?,?)")
 		args = append(args, m.TopicID, m.DeliverAt.UnixMilli(), []byte(m.Tag), []byte(m.Key), headersJSON(m.Headers), m.Body, m.ContentType, m.TraceID, m.CreatedAt, m.ProducerIP)
 	}
-	return s.withConnTx(ctx, func(tx execer) error {
-		ids, err := insertReturningIDs(ctx, tx, s.mariadb, sb.String(), args, len(msgs))
-		if err != nil {
-			return fmt.Errorf("park delayed messages: %w", err)
-		}
-		for i := range msgs {
-			msgs[i].ID = ids[i]
-		}
-		if idem == nil {
-			return nil
-		}
-		return insertIdempotency(ctx, tx, []*PublishRequest{{Idempotency: idem, Respond: func([]models.Message) (int, []byte) { return respond(msgs) }}})
-	})
-}
-
-// withConnTx runs fn in a transaction on the control database (the bound one when
-// s is bound by WithTx), committing when fn returns nil.
-func (s *Store) withConnTx(ctx context.Context, fn func(tx execer) error) error {
-	if s.tx != nil {
-		return fn(s.tx)
-	}
-	tx, err := s.pool.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return fmt.Errorf("begin parking delayed messages: %w", err)
 	}
 	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
+	ids, err := insertReturningIDs(ctx, tx, s.mariadb, sb.String(), args, len(msgs))
+	if err != nil {
+		return fmt.Errorf("park delayed messages: %w", err)
+	}
+	for i := range msgs {
+		msgs[i].ID = ids[i]
+	}
+	if idem != nil {
+		req := &PublishRequest{Idempotency: idem, Respond: func([]models.Message) (int, []byte) { return respond(msgs) }}
+		if err := insertIdempotency(ctx, tx, []*PublishRequest{req}); err != nil {
+			return err
+		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit parked delayed messages: %w", err)
 	}
 	return nil
 }
@@ -89,7 +78,7 @@ func (s *Store) DelayedDue(ctx context.Context, until time.Time, limit int) ([]m
 	for rows.Next() {
 		m, err := scanDelayed(rows)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("scan delayed message: %w", err)
 		}
 		out = append(out, m)
 	}
@@ -112,20 +101,9 @@ func (s *Store) DelayedNext(ctx context.Context) (time.Time, bool, error) {
 // DelayedGet returns parked message id, or models.ErrNotFound once it was moved
 // into its topic or cancelled (or never existed).
 func (s *Store) DelayedGet(ctx context.Context, id int64) (*models.DelayedMessage, error) {
-	rows, err := s.sql.QueryContext(ctx, "SELECT id, "+delayedColumns+" FROM delayed_messages WHERE id = ?", id)
+	m, err := scanDelayed(s.sql.QueryRowContext(ctx, "SELECT id, "+delayedColumns+" FROM delayed_messages WHERE id = ?", id))
 	if err != nil {
-		return nil, fmt.Errorf("read delayed message: %w", err)
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("delayed message %d: %w", id, models.ErrNotFound)
-	}
-	m, err := scanDelayed(rows)
-	if err != nil {
-		return nil, err
+		return nil, notFound(err, fmt.Sprintf("delayed message %d", id))
 	}
 	return &m, nil
 }
@@ -160,13 +138,15 @@ func (s *Store) DelayedCount(ctx context.Context, topicID int64) (int64, error) 
 	return n, nil
 }
 
-func scanDelayed(rows *sql.Rows) (models.DelayedMessage, error) {
+// scanDelayed reads one delayed_messages row (id, then delayedColumns) from a
+// *sql.Row or *sql.Rows.
+func scanDelayed(rows interface{ Scan(...any) error }) (models.DelayedMessage, error) {
 	var m models.DelayedMessage
 	var at int64
 	var tag, key []byte
 	var headers sql.NullString
 	if err := rows.Scan(&m.ID, &m.TopicID, &at, &tag, &key, &headers, &m.Body, &m.ContentType, &m.TraceID, &m.CreatedAt, &m.ProducerIP); err != nil {
-		return m, fmt.Errorf("scan delayed message: %w", err)
+		return m, err
 	}
 	m.DeliverAt = time.UnixMilli(at).UTC()
 	m.Tag, m.Key = string(tag), string(key)
