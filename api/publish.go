@@ -25,10 +25,10 @@ import (
 // Publish limits: per message, per request and per header set; larger requests answer 413.
 const (
 	MaxRequestBytes     = 5 << 20
-	MaxMessageBytes     = 1 << 20
+	MaxMessageBytes     = models.MaxMessageBytes
 	MaxMessagesPerReq   = 500
-	MaxHeadersPerMsg    = 32
-	MaxHeaderValueBytes = 1024
+	MaxHeadersPerMsg    = models.MaxHeadersPerMessage
+	MaxHeaderValueBytes = models.MaxHeaderValueBytes
 )
 
 // publishMessage is one message of a publish request.
@@ -290,37 +290,7 @@ func (s *Server) buildMessages(c echo.Context, topic *models.Topic, anyWritable,
 		if len(msg.Body) > MaxMessageBytes {
 			return nil, problem(ProblemPayloadTooLarge, fmt.Sprintf("%s is %d bytes; messages are limited to %d", p, len(msg.Body), MaxMessageBytes))
 		}
-		if !models.ValidLabel(m.Tag) {
-			v.Add(p+"/tag", "tags are at most 255 bytes of UTF-8 without control characters or leading or trailing spaces")
-		}
-		if !models.ValidLabel(m.Key) {
-			v.Add(p+"/key", "keys are at most 255 bytes of UTF-8 without control characters or leading or trailing spaces")
-		}
-		if _, _, err := mime.ParseMediaType(msg.ContentType); err != nil || len(msg.ContentType) > 255 || !printableASCII(msg.ContentType) || models.Padded(msg.ContentType) {
-			v.Add(p+"/content_type", "must be a media type such as application/json")
-		}
-		if len(m.Headers) > MaxHeadersPerMsg {
-			v.Add(p+"/headers", fmt.Sprintf("at most %d headers", MaxHeadersPerMsg))
-		}
-		for name, val := range models.CanonicalHeaders(m.Headers) {
-			hp := p + "/headers/" + pointerEscape(name)
-			if !models.ValidMessageHeaderName(name) {
-				v.Add(hp, "header names are x- followed by letters, digits and dashes (other names are reserved)")
-				continue
-			}
-			if name != models.CanonicalHeaderName(name) {
-				v.Add(hp, "this name is given twice (header names are case-insensitive)")
-				continue
-			}
-			if len(val) > MaxHeaderValueBytes || !models.ValidHeaderValue(val) || models.Padded(val) {
-				v.Add(hp, "header values are at most 1024 bytes of UTF-8 without control characters or leading or trailing spaces")
-				continue
-			}
-			if msg.Headers == nil {
-				msg.Headers = map[string]string{}
-			}
-			msg.Headers[name] = val
-		}
+		models.CheckMessageFields(p, &msg, m.Headers, &v)
 		if !route {
 			out[i] = msg
 			continue
@@ -352,19 +322,6 @@ func writable(t *models.Topic) []int64 {
 		}
 	}
 	return out
-}
-
-func printableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
-func pointerEscape(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 // traceIDFrom takes the trace id from a W3C traceparent header, or "".

@@ -82,6 +82,13 @@ var routeTable = []route{
 	{http.MethodPost, "/api/v1/groups/:group/dead-letters/redrive", (*Server).deadLetterRedrive, operator},
 	{http.MethodPost, "/api/v1/groups/:group/dead-letters/purge", (*Server).deadLetterPurge, operator},
 
+	{http.MethodGet, "/api/v1/schedules", (*Server).scheduleList, viewer},
+	{http.MethodPost, "/api/v1/schedules", (*Server).scheduleCreate, operator},
+	{http.MethodGet, "/api/v1/schedules/:schedule", (*Server).scheduleGet, viewer},
+	{http.MethodDelete, "/api/v1/schedules/:schedule", (*Server).scheduleDelete, operator},
+	{http.MethodPost, "/api/v1/schedules/:schedule/pause", (*Server).schedulePause, operator},
+	{http.MethodPost, "/api/v1/schedules/:schedule/resume", (*Server).scheduleResume, operator},
+
 	{http.MethodPost, "/api/v1/push-keys/rotate", (*Server).pushKeyRotate, admin},
 
 	{http.MethodGet, "/api/v1/api-keys", (*Server).apiKeyList, viewer},

@@ -45,7 +45,7 @@ func invalidTextPointer(body []byte) (pointer string, bad bool) {
 		for _, f := range st {
 			b = append(b, '/')
 			if f.obj {
-				b = append(b, pointerEscape(f.key)...)
+				b = append(b, models.PointerEscape(f.key)...)
 			} else {
 				b = strconv.AppendInt(b, int64(f.idx), 10)
 			}

@@ -26,17 +26,31 @@ const (
 	delayedRetry = time.Second
 )
 
-// runDelayed moves the parked messages that are due into their topics' queues and
-// returns when to run again: at the next due time, at once after a full batch, at
-// most delayedRecheck later. Only the leader moves; a new parked message earlier
-// than that wakes it (Run, on its notification), so an idle leader issues no
-// statement between rechecks.
+// runDelayed fires the schedules that are due (schedules.go), which parks their
+// messages, then moves the parked messages that are due into their topics' queues,
+// and returns when to run again: at the next due time or schedule tick, at once
+// after a full batch, at most delayedRecheck later. Only the leader works; a new
+// parked message or schedule earlier than that wakes it (Run, on its
+// notification), so an idle leader issues no statement between rechecks.
 func (m *Maintainer) runDelayed(ctx context.Context) time.Duration {
 	if !m.Leader() {
 		return delayedRetry
 	}
 	defer m.TestSignals.DutyRan.Signal(DutyDelayed)
 	now := m.now()
+	tick, again := m.fireSchedules(ctx, now)
+	wait := m.moveDue(ctx, now)
+	if again {
+		return 0
+	}
+	if !tick.IsZero() {
+		wait = min(wait, max(tick.Sub(m.now()), 0))
+	}
+	return wait
+}
+
+// moveDue moves the parked messages due at now and returns when to look again.
+func (m *Maintainer) moveDue(ctx context.Context, now time.Time) time.Duration {
 	parked, err := m.st.DelayedDue(ctx, now.Add(delayedAhead), delayedBatch)
 	if err != nil {
 		if ctx.Err() == nil {

@@ -12,8 +12,8 @@ import (
 // the live dispatchers, queues and their retention (pruning, expired cursors), queue
 // moves (seal, retire), retry and dead-letter upkeep (the outbox, expiry), deleted
 // groups, idempotency keys, attempt partitions, the stats series, and the db
-// nodes' health (for node.down and node.up events), and the delayed messages it
-// moves into their topics when due. *store.Store
+// nodes' health (for node.down and node.up events), the delayed messages it
+// moves into their topics when due, and the schedules whose ticks it fires. *store.Store
 // implements it; the errors are the store's.
 type Store interface {
 	AttemptsPartitions(ctx context.Context, now time.Time, retention time.Duration) error
@@ -43,6 +43,9 @@ type Store interface {
 	QueueRetire(ctx context.Context, m models.QueueMove, nodeID int64) (groups []int64, retired bool, err error)
 	QueueSeal(ctx context.Context, m models.QueueMove, nodeID int64) (int64, error)
 	QueueTopics(ctx context.Context) (map[int64]string, error)
+	ScheduleFire(ctx context.Context, sc *models.Schedule, next time.Time) (bool, error)
+	ScheduleNext(ctx context.Context) (time.Time, bool, error)
+	SchedulesDue(ctx context.Context, now time.Time, limit int) ([]models.Schedule, error)
 	StatsPrune(ctx context.Context, now time.Time) error
 	StatsSampleLag(ctx context.Context, minute time.Time, lags map[int64]int64) error
 	TopicGetByID(ctx context.Context, id int64) (*models.Topic, error)

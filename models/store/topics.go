@@ -382,7 +382,8 @@ func (s *Store) TopicSubscriberIDs(ctx context.Context, topicID int64) ([]int64,
 // changes nothing, unless force is set: then it first removes those subscriptions
 // with the groups' cursors and retry rows on its queues (bumping each group's
 // config_version), and returns the names of the groups that lost them. ErrNotFound
-// for an unknown name. Dropping the tables deletes the messages: it cannot be undone.
+// for an unknown name. Dropping the tables deletes the messages, and the topic's schedules and parked
+// (delayed) messages go too: it cannot be undone.
 func (s *Store) TopicDelete(ctx context.Context, name string, force bool) (unsubscribed []string, err error) {
 	t, err := s.TopicGetByName(ctx, name)
 	if err != nil {
@@ -423,6 +424,13 @@ func (s *Store) TopicDelete(ctx context.Context, name string, force bool) (unsub
 		}
 		if err := tx.db.Exec("DELETE FROM queue_moves WHERE topic_id = ?", t.ID).Error; err != nil {
 			return fmt.Errorf("delete queue moves: %w", err)
+		}
+		// Its schedules and the messages parked for it (delayed, or a schedule's
+		// tick) go with it: nothing can deliver them any more.
+		for _, stmt := range []string{"DELETE FROM schedules WHERE topic_id = ?", "DELETE FROM delayed_messages WHERE topic_id = ?"} {
+			if err := tx.db.Exec(stmt, t.ID).Error; err != nil {
+				return fmt.Errorf("delete the topic's schedules and parked messages: %w", err)
+			}
 		}
 		if err := tx.db.Exec("DELETE FROM queues WHERE topic_id = ?", t.ID).Error; err != nil {
 			return fmt.Errorf("delete queues: %w", err)
