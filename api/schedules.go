@@ -78,6 +78,9 @@ func (s *Server) scheduleCreate(c echo.Context) error {
 	if err := bodyOf(c, MaxMessageBytes*2, &req); err != nil {
 		return err
 	}
+	if string(req.Body) == "null" {
+		req.Body = nil // as absent
+	}
 	msg := models.Message{Tag: req.Tag, Key: req.Key, ContentType: req.ContentType}
 	switch {
 	case len(req.Body) > 0 && req.BodyBase64 != nil:
