@@ -82,6 +82,7 @@ var cliResources = map[string][]cliCommand{}
 func init() {
 	cliResources["message"] = messageCommands
 	cliResources["topic"] = topicCommands
+	cliResources["schedule"] = scheduleCommands
 	cliResources["group"] = append(groupCommands, groupActionCommands...)
 	cliResources["dead-letters"] = deadLetterCommands
 	cliResources["key"] = keyCommands

@@ -17,6 +17,13 @@ var commandOperations = map[string][]string{
 	"message get":     {"GET /api/v1/messages/:id"},
 	"message cancel":  {"DELETE /api/v1/messages/:id"},
 
+	"schedule create": {"POST /api/v1/schedules"},
+	"schedule list":   {"GET /api/v1/schedules"},
+	"schedule get":    {"GET /api/v1/schedules/:schedule"},
+	"schedule pause":  {"POST /api/v1/schedules/:schedule/pause"},
+	"schedule resume": {"POST /api/v1/schedules/:schedule/resume"},
+	"schedule delete": {"DELETE /api/v1/schedules/:schedule"},
+
 	"topic list":   {"GET /api/v1/topics"},
 	"topic create": {"POST /api/v1/topics"},
 	"topic get":    {"GET /api/v1/topics/:topic"},
