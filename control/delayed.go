@@ -72,3 +72,14 @@ func (c *Control) CancelDelayed(ctx context.Context, a Actor, id string) error {
 	c.Record(ctx, a, "message.cancel", id, map[string]any{"topic_id": m.TopicID, "deliver_at": m.DeliverAt}, nil)
 	return nil
 }
+
+// WaitingDelayed returns the first limit delayed messages of topic t that wait
+// for their time, earliest due first, and how many wait in all.
+func (c *Control) WaitingDelayed(ctx context.Context, t *models.Topic, limit int) ([]models.DelayedMessage, int64, error) {
+	ms, err := c.st.DelayedList(ctx, t.ID, limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := c.st.DelayedCount(ctx, t.ID)
+	return ms, n, err
+}

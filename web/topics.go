@@ -123,6 +123,10 @@ type topicPage struct {
 	Moves []control.MoveProgress
 	// NodesDown words each down db node holding the topic's queues (nodesDownLines).
 	NodesDown []string
+	// Waiting are the first delayed messages waiting for their time, of
+	// WaitingCount in all.
+	Waiting      []delayedView
+	WaitingCount int64
 }
 
 func (s *Console) consoleTopic(c echo.Context) error {
@@ -153,6 +157,14 @@ func (s *Console) renderTopic(c echo.Context, status int, errs map[string]string
 	}
 	if page.Moves, err = s.ctl.TopicMoveProgress(ctx, d.Topic); err != nil {
 		return err
+	}
+	waiting, n, err := s.ctl.WaitingDelayed(ctx, d.Topic, waitingShown)
+	if err != nil {
+		return err
+	}
+	page.WaitingCount = n
+	for i := range waiting {
+		page.Waiting = append(page.Waiting, delayedViewOf(&waiting[i]))
 	}
 	return s.render(c, status, "topic", "topics", "Topic "+name, page, "", errLine)
 }
@@ -232,6 +244,9 @@ type messagePage struct {
 func (s *Console) consoleMessage(c echo.Context) error {
 	if models.IsBatchID(c.Param("id")) {
 		return s.consoleBatch(c)
+	}
+	if models.IsDelayedID(c.Param("id")) {
+		return s.consoleDelayed(c)
 	}
 	m, err := s.ctl.GetMessage(c.Request().Context(), c.Param("id"))
 	if err != nil {

@@ -155,3 +155,22 @@ func scanDelayed(rows interface{ Scan(...any) error }) (models.DelayedMessage, e
 	}
 	return m, nil
 }
+
+// DelayedList returns up to limit parked messages of topicID, earliest due first,
+// with their bodies.
+func (s *Store) DelayedList(ctx context.Context, topicID int64, limit int) ([]models.DelayedMessage, error) {
+	rows, err := s.sql.QueryContext(ctx, "SELECT id, "+delayedColumns+" FROM delayed_messages WHERE topic_id = ? ORDER BY deliver_at_ms, id LIMIT ?", topicID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list delayed messages: %w", err)
+	}
+	defer rows.Close()
+	var out []models.DelayedMessage
+	for rows.Next() {
+		m, err := scanDelayed(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan delayed message: %w", err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
