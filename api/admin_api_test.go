@@ -115,6 +115,7 @@ func TestAdminAPIMatchesSpec(t *testing.T) {
 	sc.do("DELETE", "/api/v1/messages/"+pub.Messages[0].ID, tok, nil, 422)
 	sc.do("DELETE", "/api/v1/messages/"+later.Messages[0].ID, tok, nil, 204)
 	sc.do("DELETE", "/api/v1/messages/"+later.Messages[0].ID, tok, nil, 404)
+	exerciseSchedules(t, sc, tok)
 
 	require.Eventually(t, func() bool {
 		cs := decode[cursors](t, sc.do("GET", "/api/v1/groups/billing/offsets", tok, nil, 200))

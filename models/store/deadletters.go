@@ -170,6 +170,13 @@ func (s *Store) DeadLetterOutbox(ctx context.Context, limit int) ([]int64, error
 		}
 		dlq, err := s.TopicGetByName(ctx, it.groupName+models.DeadLetterSuffix)
 		if errors.Is(err, models.ErrNotFound) {
+			var live int
+			if err := s.sql.QueryRowContext(ctx, "SELECT COUNT(*) FROM consumer_groups WHERE id = ?", it.group).Scan(&live); err != nil {
+				return touched, fmt.Errorf("dead-letter topic of group %d: %w", it.group, err)
+			}
+			if live == 0 {
+				continue // the group was deleted since the read, its topic with it: not created again
+			}
 			dlq, err = s.TopicCreateReserved(ctx, it.groupName+models.DeadLetterSuffix, 1)
 			if errors.Is(err, models.ErrConflict) {
 				dlq, err = s.TopicGetByName(ctx, it.groupName+models.DeadLetterSuffix)
