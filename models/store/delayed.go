@@ -68,21 +68,7 @@ func headersJSON(h map[string]string) any {
 // DelayedDue returns up to limit parked messages due by until (DeliverAt ≤ until),
 // earliest first, with their bodies.
 func (s *Store) DelayedDue(ctx context.Context, until time.Time, limit int) ([]models.DelayedMessage, error) {
-	rows, err := s.sql.QueryContext(ctx, "SELECT id, "+delayedColumns+" FROM delayed_messages WHERE deliver_at_ms <= ? ORDER BY deliver_at_ms, id LIMIT ?",
-		until.UnixMilli(), limit)
-	if err != nil {
-		return nil, fmt.Errorf("read due delayed messages: %w", err)
-	}
-	defer rows.Close()
-	var out []models.DelayedMessage
-	for rows.Next() {
-		m, err := scanDelayed(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan delayed message: %w", err)
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return s.delayedQuery(ctx, "WHERE deliver_at_ms <= ? ORDER BY deliver_at_ms, id LIMIT ?", until.UnixMilli(), limit)
 }
 
 // DelayedNext returns the earliest due time of any parked message, and false when
@@ -159,9 +145,15 @@ func scanDelayed(rows interface{ Scan(...any) error }) (models.DelayedMessage, e
 // DelayedList returns up to limit parked messages of topicID, earliest due first,
 // with their bodies.
 func (s *Store) DelayedList(ctx context.Context, topicID int64, limit int) ([]models.DelayedMessage, error) {
-	rows, err := s.sql.QueryContext(ctx, "SELECT id, "+delayedColumns+" FROM delayed_messages WHERE topic_id = ? ORDER BY deliver_at_ms, id LIMIT ?", topicID, limit)
+	return s.delayedQuery(ctx, "WHERE topic_id = ? ORDER BY deliver_at_ms, id LIMIT ?", topicID, limit)
+}
+
+// delayedQuery reads the parked messages that where (a WHERE clause with its
+// order and limit) selects, with their bodies.
+func (s *Store) delayedQuery(ctx context.Context, where string, args ...any) ([]models.DelayedMessage, error) {
+	rows, err := s.sql.QueryContext(ctx, "SELECT id, "+delayedColumns+" FROM delayed_messages "+where, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list delayed messages: %w", err)
+		return nil, fmt.Errorf("read delayed messages: %w", err)
 	}
 	defer rows.Close()
 	var out []models.DelayedMessage

@@ -51,20 +51,12 @@ func (s *Store) ScheduleGet(ctx context.Context, name string) (*models.Schedule,
 
 // ScheduleList returns up to limit schedules with ids above after, by id.
 func (s *Store) ScheduleList(ctx context.Context, after int64, limit int) ([]*models.Schedule, error) {
-	rows, err := s.sql.QueryContext(ctx, "SELECT "+scheduleColumns+scheduleFrom+" WHERE s.id > ? ORDER BY s.id LIMIT ?", after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("list schedules: %w", err)
+	ss, err := s.scheduleQuery(ctx, " WHERE s.id > ? ORDER BY s.id LIMIT ?", after, limit)
+	out := make([]*models.Schedule, len(ss))
+	for i := range ss {
+		out[i] = &ss[i]
 	}
-	defer rows.Close()
-	var out []*models.Schedule
-	for rows.Next() {
-		sc, err := scanSchedule(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan schedule: %w", err)
-		}
-		out = append(out, &sc)
-	}
-	return out, rows.Err()
+	return out, err
 }
 
 // SchedulePause pauses schedule name (paused true) or resumes it with its next
@@ -101,10 +93,15 @@ func (s *Store) ScheduleDelete(ctx context.Context, name string) error {
 // SchedulesDue returns up to limit schedules not paused whose next tick is at or
 // before now, earliest first.
 func (s *Store) SchedulesDue(ctx context.Context, now time.Time, limit int) ([]models.Schedule, error) {
-	rows, err := s.sql.QueryContext(ctx, "SELECT "+scheduleColumns+scheduleFrom+" WHERE s.paused = 0 AND s.next_run_ms <= ? ORDER BY s.next_run_ms, s.id LIMIT ?",
-		now.UnixMilli(), limit)
+	return s.scheduleQuery(ctx, " WHERE s.paused = 0 AND s.next_run_ms <= ? ORDER BY s.next_run_ms, s.id LIMIT ?", now.UnixMilli(), limit)
+}
+
+// scheduleQuery reads the schedules that where (a WHERE clause with its order and
+// limit, on alias s) selects, with their topics' names.
+func (s *Store) scheduleQuery(ctx context.Context, where string, args ...any) ([]models.Schedule, error) {
+	rows, err := s.sql.QueryContext(ctx, "SELECT "+scheduleColumns+scheduleFrom+where, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read due schedules: %w", err)
+		return nil, fmt.Errorf("read schedules: %w", err)
 	}
 	defer rows.Close()
 	var out []models.Schedule
