@@ -70,7 +70,8 @@ func TestScheduleTicksOnceEach(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // absence: no further message for the missed ticks or the paused schedule
 	require.Equal(t, 2, count("SELECT COUNT(*) FROM "+table), "the race's tick and one for the three missed ones")
 	require.Equal(t, 0, count("SELECT COUNT(*) FROM delayed_messages"))
-	require.Equal(t, 1, count("SELECT COUNT(*) FROM "+table+" WHERE body = ? AND tag = 'cron' AND headers LIKE '%X-Job%'", `{"job":"missed"}`))
+	require.Equal(t, 1, count("SELECT COUNT(*) FROM "+table+" WHERE body = ? AND tag = 'cron' AND headers LIKE '%X-Job%' AND JSON_VALUE(headers, '$.\"herald-schedule\"') = 'missed' AND JSON_VALUE(headers, '$.\"herald-schedule-tick\"') = ?",
+		`{"job":"missed"}`, missedTick.Format("2006-01-02T15:04:05.000Z07:00")))
 
 	got, err := b.st.ScheduleGet(ctx, "missed")
 	require.NoError(t, err)

@@ -76,10 +76,21 @@ const (
 	HeaderLastError = "herald-last-error"
 )
 
-// IsOriginHeader reports whether name is one of the dead-letter origin headers.
-func IsOriginHeader(name string) bool {
+// Headers Herald adds to the message a schedule publishes at each tick, naming the
+// schedule and the tick. Workers forward them as they do the origin headers.
+const (
+	// HeaderSchedule is the name of the schedule that published the message.
+	HeaderSchedule = "herald-schedule"
+	// HeaderScheduleTick is the tick it was published for (RFC 3339, UTC, ms).
+	HeaderScheduleTick = "herald-schedule-tick"
+)
+
+// IsHeraldHeader reports whether name is one of the herald-* headers Herald itself
+// stores on a message (the dead-letter origin headers, the schedule headers), which
+// workers forward like publisher x-* headers.
+func IsHeraldHeader(name string) bool {
 	switch name {
-	case HeaderOriginID, HeaderOriginTopic, HeaderOriginGroup, HeaderAttempts, HeaderLastError:
+	case HeaderOriginID, HeaderOriginTopic, HeaderOriginGroup, HeaderAttempts, HeaderLastError, HeaderSchedule, HeaderScheduleTick:
 		return true
 	}
 	return false

@@ -24,7 +24,8 @@ type scheduleView struct {
 // TestScheduleAcrossTwoProcesses: a schedule ticking every second, with two
 // `herald all` processes competing for the maintenance lease, publishes one
 // message per tick: after ten ticks and a pause, exactly ten messages were
-// delivered, each once, spread over the ten seconds. Bad schedules are refused
+// delivered, each once, for ten distinct ticks, each within 2 s after its tick,
+// with the herald-schedule and herald-schedule-tick headers. Bad schedules are refused
 // with 422 naming the field, a taken name with 409; resume, delete and the
 // reads answer as documented.
 func TestScheduleAcrossTwoProcesses(t *testing.T) {
@@ -89,17 +90,26 @@ func TestScheduleAcrossTwoProcesses(t *testing.T) {
 	require.Equal(t, 10, r.Count(), "one message per tick, no more")
 	require.Len(t, r.All(), 10, "ten distinct messages")
 	var at []time.Time
+	var late []time.Duration
+	ticks := map[string]bool{}
 	for id := range r.All() {
 		d := r.Get(id)[0]
 		require.JSONEq(t, `{"beat":true}`, string(d.Body))
+		require.Equal(t, "beat", d.Header.Get("Herald-Schedule"))
+		require.Equal(t, "beat", d.Header.Get("X-Job"))
+		tick, err := time.Parse(time.RFC3339Nano, d.Header.Get("Herald-Schedule-Tick"))
+		require.NoError(t, err)
+		require.Zero(t, tick.Nanosecond(), "ticks fall on whole seconds")
+		require.False(t, ticks[tick.String()], "tick %v published twice", tick)
+		ticks[tick.String()] = true
+		require.False(t, d.At.Before(tick), "not before its tick")
+		late = append(late, d.At.Sub(tick).Round(time.Millisecond))
 		at = append(at, d.At)
 	}
 	slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
-	var late []time.Duration
-	for _, a := range at {
-		late = append(late, a.Sub(a.Truncate(time.Second)).Round(time.Millisecond)) // ticks fall on whole seconds
-	}
-	t.Logf("arrival after each tick: %v", late)
+	slices.Sort(late)
+	t.Logf("arrival after each tick, sorted: %v", late)
+	require.Less(t, late[len(late)-1], 2*time.Second, "each within 2 s of its tick")
 	require.Greater(t, at[9].Sub(at[0]), 8*time.Second, "ten ticks a second apart")
 
 	require.NoError(t, json.Unmarshal(h.Admin("POST", "/schedules/beat/resume", nil, 200), &sc))

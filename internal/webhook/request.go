@@ -79,7 +79,7 @@ func (p *Post) Request(ctx context.Context, now time.Time) (*http.Request, error
 	}
 	if m := p.Message; m != nil {
 		for k, v := range m.Headers {
-			if (strings.HasPrefix(k, "x-") && !deniedHeaders[k]) || models.IsOriginHeader(k) {
+			if (strings.HasPrefix(k, "x-") && !deniedHeaders[k]) || models.IsHeraldHeader(k) {
 				h[http.CanonicalHeaderKey(k)] = []string{v}
 			}
 		}

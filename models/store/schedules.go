@@ -130,7 +130,8 @@ func (s *Store) ScheduleNext(ctx context.Context) (time.Time, bool, error) {
 
 // ScheduleFire publishes sc's tick (sc.NextRun, as read): in one transaction it
 // moves next_run_ms on to next, only if it still holds that tick and sc is not
-// paused, and then parks sc's message in delayed_messages due at the tick, for the
+// paused, and then parks sc's message in delayed_messages due at the tick, with
+// the headers models.HeaderSchedule and HeaderScheduleTick added, for the
 // delayed-message mover to put into the topic. It returns false, having stored
 // nothing, when another process fired the tick first or sc was paused, changed
 // or deleted meanwhile: one message per tick, however many processes try.
@@ -150,8 +151,14 @@ func (s *Store) ScheduleFire(ctx context.Context, sc *models.Schedule, next time
 		return false, err
 	}
 	m := sc.Message
+	h := make(map[string]string, len(m.Headers)+2)
+	for k, v := range m.Headers {
+		h[k] = v
+	}
+	h[models.HeaderSchedule] = sc.Name
+	h[models.HeaderScheduleTick] = sc.NextRun.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	if _, err := tx.ExecContext(ctx, "INSERT INTO delayed_messages ("+delayedColumns+") VALUES (?,?,?,?,?,?,?,?,?,?)",
-		sc.TopicID, tick, []byte(m.Tag), []byte(m.Key), headersJSON(m.Headers), m.Body, m.ContentType, "", tick, ""); err != nil {
+		sc.TopicID, tick, []byte(m.Tag), []byte(m.Key), headersJSON(h), m.Body, m.ContentType, "", tick, ""); err != nil {
 		return false, fmt.Errorf("park schedule %s's message: %w", sc.Name, err)
 	}
 	if err := tx.Commit(); err != nil {
