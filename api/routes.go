@@ -85,6 +85,7 @@ var routeTable = []route{
 	{http.MethodGet, "/api/v1/schedules", (*Server).scheduleList, viewer},
 	{http.MethodPost, "/api/v1/schedules", (*Server).scheduleCreate, operator},
 	{http.MethodGet, "/api/v1/schedules/:schedule", (*Server).scheduleGet, viewer},
+	{http.MethodPatch, "/api/v1/schedules/:schedule", (*Server).scheduleUpdate, operator},
 	{http.MethodDelete, "/api/v1/schedules/:schedule", (*Server).scheduleDelete, operator},
 	{http.MethodPost, "/api/v1/schedules/:schedule/pause", (*Server).schedulePause, operator},
 	{http.MethodPost, "/api/v1/schedules/:schedule/resume", (*Server).scheduleResume, operator},

@@ -78,31 +78,104 @@ func (s *Server) scheduleCreate(c echo.Context) error {
 	if err := bodyOf(c, MaxMessageBytes*2, &req); err != nil {
 		return err
 	}
+	spec, err := req.spec()
+	if err != nil {
+		return err
+	}
+	sc, err := s.ctl.CreateSchedule(c.Request().Context(), actor(c), spec)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, scheduleDTO(sc))
+}
+
+// spec is the request as control takes it, its body decoded (a 422 for bad
+// base64 or both body forms).
+func (req scheduleCreateRequest) spec() (control.ScheduleSpec, error) {
 	if string(req.Body) == "null" {
 		req.Body = nil // as absent
 	}
 	msg := models.Message{Tag: req.Tag, Key: req.Key, ContentType: req.ContentType}
 	switch {
 	case len(req.Body) > 0 && req.BodyBase64 != nil:
-		return &models.ValidationError{Errors: []models.FieldError{{Pointer: "/body", Detail: "give body or body_base64, not both"}}}
+		return control.ScheduleSpec{}, invalidField("/body", "give body or body_base64, not both")
 	case len(req.Body) > 0:
 		msg.Body = req.Body
 	case req.BodyBase64 != nil:
 		b, err := base64.StdEncoding.DecodeString(*req.BodyBase64)
 		if err != nil {
-			return &models.ValidationError{Errors: []models.FieldError{{Pointer: "/body_base64", Detail: "not valid base64 (standard alphabet, padded)"}}}
+			return control.ScheduleSpec{}, invalidField("/body_base64", "not valid base64 (standard alphabet, padded)")
 		}
 		msg.Body = b
 		if msg.ContentType == "" {
 			msg.ContentType = "application/octet-stream"
 		}
 	}
-	sc, err := s.ctl.CreateSchedule(c.Request().Context(), actor(c), control.ScheduleSpec{Name: req.Name, Topic: req.Topic, Cron: req.Cron,
-		Timezone: req.Timezone, Message: msg, Headers: req.Headers, Paused: req.Paused})
+	return control.ScheduleSpec{Name: req.Name, Topic: req.Topic, Cron: req.Cron, Timezone: req.Timezone, Message: msg,
+		Headers: req.Headers, Paused: req.Paused}, nil
+}
+
+// invalidField is a 422 naming one field.
+func invalidField(pointer, detail string) error {
+	return &models.ValidationError{Errors: []models.FieldError{{Pointer: pointer, Detail: detail}}}
+}
+
+// scheduleUpdate answers PATCH /api/v1/schedules/{schedule}: a JSON merge patch
+// (RFC 7386) of the schedule as created (topic, cron, timezone, body or
+// body_base64, content_type, tag, key, headers; the body and the headers are
+// replaced whole). The name cannot change, and pause and resume are their own
+// actions (422 for either in the patch).
+func (s *Server) scheduleUpdate(c echo.Context) error {
+	body, err := readBody(c, MaxMessageBytes*2)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, scheduleDTO(sc))
+	ctx := c.Request().Context()
+	sc, err := s.ctl.GetSchedule(ctx, c.Param("schedule"))
+	if err != nil {
+		return err
+	}
+	var patch map[string]any
+	if err := decodeStrict(body, &patch); err != nil {
+		return err
+	}
+	if n, ok := patch["name"]; ok && n != sc.Name {
+		return invalidField("/name", "a schedule's name cannot change; create another and delete this one")
+	}
+	if _, ok := patch["paused"]; ok {
+		return invalidField("/paused", "pause and resume a schedule with POST …/pause and …/resume")
+	}
+	// A new body replaces the stored one whole, in either form.
+	if patch["body"] != nil {
+		patch["body_base64"] = nil
+	} else if patch["body_base64"] != nil {
+		patch["body"] = nil
+	}
+	cur := scheduleDTO(sc)
+	doc := map[string]any{"name": sc.Name, "topic": sc.Topic, "cron": sc.Cron, "timezone": sc.Timezone, "content_type": sc.Message.ContentType,
+		"tag": sc.Message.Tag, "key": sc.Message.Key, "headers": cur.Headers}
+	if cur.BodyBase64 != nil {
+		doc["body_base64"] = *cur.BodyBase64
+	} else {
+		doc["body"] = cur.Body
+	}
+	merged, err := json.Marshal(mergePatch(doc, patch))
+	if err != nil {
+		return err
+	}
+	var req scheduleCreateRequest
+	if err := decodeStrict(merged, &req); err != nil {
+		return err
+	}
+	spec, err := req.spec()
+	if err != nil {
+		return err
+	}
+	up, err := s.ctl.UpdateSchedule(ctx, actor(c), sc.Name, spec)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, scheduleDTO(up))
 }
 
 func (s *Server) scheduleList(c echo.Context) error {

@@ -7,7 +7,8 @@ import (
 )
 
 // exerciseSchedules drives every schedule operation against the spec: create
-// (and a taken name, a bad expression), list, get, pause, resume, delete.
+// (and a taken name, a bad expression), list, get, patch (and a bad expression,
+// a rename, a pause by patch, an unknown schedule), pause, resume, delete.
 func exerciseSchedules(t *testing.T, sc *specClient, tok string) {
 	t.Helper()
 	type schedule struct {
@@ -27,6 +28,13 @@ func exerciseSchedules(t *testing.T, sc *specClient, tok string) {
 	list := decode[struct{ Items []schedule }](t, sc.do("GET", "/api/v1/schedules", tok, nil, 200))
 	require.Len(t, list.Items, 1)
 	require.Equal(t, map[string]any{"n": float64(1)}, decode[schedule](t, sc.do("GET", "/api/v1/schedules/nightly", tok, nil, 200)).Body)
+	patched := decode[schedule](t, sc.do("PATCH", "/api/v1/schedules/nightly", tok, map[string]any{"cron": "30 4 * * *", "body": map[string]int{"n": 2}}, 200))
+	require.Equal(t, map[string]any{"n": float64(2)}, patched.Body)
+	require.Contains(t, patched.NextRuns[0], ":30:00.000Z", "the next runs follow the new expression")
+	sc.do("PATCH", "/api/v1/schedules/nightly", tok, map[string]any{"cron": "0 99 * * *"}, 422)
+	sc.do("PATCH", "/api/v1/schedules/nightly", tok, map[string]any{"name": "other"}, 422)
+	sc.do("PATCH", "/api/v1/schedules/nightly", tok, map[string]any{"paused": true}, 422)
+	sc.do("PATCH", "/api/v1/schedules/nowhere", tok, map[string]any{"tag": "x"}, 404)
 	require.Empty(t, decode[schedule](t, sc.do("POST", "/api/v1/schedules/nightly/pause", tok, nil, 200)).NextRuns)
 	require.Equal(t, "active", decode[schedule](t, sc.do("POST", "/api/v1/schedules/nightly/resume", tok, nil, 200)).State)
 	sc.do("DELETE", "/api/v1/schedules/nightly", tok, nil, 204)

@@ -66,6 +66,48 @@ func (c *Client) CreateSchedule(ctx context.Context, spec ScheduleSpec) (*Schedu
 	return &s, c.do(ctx, request{method: "POST", path: "/api/v1/schedules", body: body}, &s)
 }
 
+// SchedulePatch changes a schedule; nil fields stay. Message replaces the
+// message whole (body, content type, tag, key and headers) when set; its Delay and
+// DeliverAt must be zero. A new Cron or Timezone starts from its first tick after
+// now.
+type SchedulePatch struct {
+	Topic    *string
+	Cron     *string
+	Timezone *string
+	Message  *Message
+}
+
+// UpdateSchedule changes a schedule (PATCH /api/v1/schedules/{name}, a JSON merge
+// patch; operator or admin) and returns it. Errors: ErrNotFound, ErrInvalid.
+func (c *Client) UpdateSchedule(ctx context.Context, name string, p SchedulePatch) (*Schedule, error) {
+	body := map[string]any{}
+	for k, v := range map[string]*string{"topic": p.Topic, "cron": p.Cron, "timezone": p.Timezone} {
+		if v != nil {
+			body[k] = *v
+		}
+	}
+	if m := p.Message; m != nil {
+		w := m.wire()
+		body["content_type"], body["tag"], body["key"], body["headers"] = w.ContentType, w.Tag, w.Key, w.Headers
+		if w.Headers == nil {
+			body["headers"] = map[string]string{}
+		}
+		if w.BodyBase64 != nil {
+			body["body_base64"] = *w.BodyBase64
+		} else {
+			body["body"] = w.Body
+		}
+		if w.ContentType == "" {
+			body["content_type"] = nil // the server's default for the body's form
+		}
+	}
+	if err := checkText(body); err != nil {
+		return nil, err
+	}
+	var s Schedule
+	return &s, c.do(ctx, request{method: "PATCH", path: schedulePath(name), body: body}, &s)
+}
+
 // ListSchedules returns one page of schedules, oldest first.
 func (c *Client) ListSchedules(ctx context.Context, o ListOptions) (*Page[Schedule], error) {
 	var p Page[Schedule]

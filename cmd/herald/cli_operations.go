@@ -20,6 +20,7 @@ var commandOperations = map[string][]string{
 	"schedule create": {"POST /api/v1/schedules"},
 	"schedule list":   {"GET /api/v1/schedules"},
 	"schedule get":    {"GET /api/v1/schedules/:schedule"},
+	"schedule patch":  {"GET /api/v1/schedules/:schedule", "PATCH /api/v1/schedules/:schedule"},
 	"schedule pause":  {"POST /api/v1/schedules/:schedule/pause"},
 	"schedule resume": {"POST /api/v1/schedules/:schedule/resume"},
 	"schedule delete": {"DELETE /api/v1/schedules/:schedule"},

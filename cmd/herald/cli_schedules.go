@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -125,6 +126,79 @@ var scheduleCommands = []cliCommand{
 				return nil
 			}
 		}},
+	{name: "schedule patch", args: "<name>", nargs: 1,
+		summary: "Change a schedule's --topic, --cron, --timezone or message (--data, --content-type, --key, --tag, --header;\n" +
+			"the flags not given keep their value, but --header replaces every header). A new --cron or --timezone\n" +
+			"starts from its first tick after now. Operators and admins.",
+		example: "  herald schedule patch daily-digest --cron '0 8 * * 1-5'\n  herald schedule patch daily-digest --data '{\"job\":\"digest\",\"v\":2}'",
+		setup: func(fs *flag.FlagSet) func(context.Context, *session, []string) error {
+			topic := fs.String("topic", "", "the topic each tick publishes to")
+			cron := fs.String("cron", "", "cron expression (see 'herald schedule create --help')")
+			tz := fs.String("timezone", "", "IANA time zone the expression is read in")
+			data := fs.String("data", "", "the message body (- reads it from standard input)")
+			ct := fs.String("content-type", "", "the body's content type")
+			mkey := fs.String("key", "", "message key")
+			tag := fs.String("tag", "", "tag that subscriptions filter on")
+			headers := headersFlag{}
+			fs.Var(headers, "header", "x-name=value: an x-* header passed to receivers (repeatable; replaces them all)")
+			return func(ctx context.Context, s *session, a []string) error {
+				set := setFlags(fs)
+				var p client.SchedulePatch
+				if set["topic"] {
+					p.Topic = topic
+				}
+				if set["cron"] {
+					p.Cron = cron
+				}
+				if set["timezone"] {
+					p.Timezone = tz
+				}
+				message := set["data"] || set["content-type"] || set["key"] || set["tag"] || set["header"]
+				if p == (client.SchedulePatch{}) && !message {
+					return usagef("herald schedule patch needs --topic, --cron, --timezone or a message flag")
+				}
+				if err := s.auth(ctx); err != nil {
+					return err
+				}
+				if message {
+					cur, err := s.c.GetSchedule(ctx, a[0])
+					if err != nil {
+						return err
+					}
+					m, err := scheduleMessage(cur)
+					if err != nil {
+						return err
+					}
+					if set["data"] {
+						if m.Body, err = readBody(*data); err != nil {
+							return err
+						}
+						m.ContentType = ""
+						if !json.Valid(m.Body) {
+							m.ContentType = "text/plain; charset=utf-8"
+						}
+					}
+					if set["content-type"] {
+						m.ContentType = *ct
+					}
+					if set["key"] {
+						m.Key = *mkey
+					}
+					if set["tag"] {
+						m.Tag = *tag
+					}
+					if set["header"] {
+						m.Headers = headers
+					}
+					p.Message = &m
+				}
+				sc, err := s.c.UpdateSchedule(ctx, a[0], p)
+				if err != nil {
+					return err
+				}
+				return s.print(sc, scheduleHead, scheduleRows(*sc))
+			}
+		}},
 	scheduleAction("schedule pause", "Pause a schedule: ticks that fall while it is paused are skipped. Operators and admins.",
 		"  herald schedule pause daily-digest", (*client.Client).PauseSchedule),
 	scheduleAction("schedule resume", "Resume a paused schedule from its first tick after now. Operators and admins.",
@@ -144,4 +218,18 @@ var scheduleCommands = []cliCommand{
 				return nil
 			}
 		}},
+}
+
+// scheduleMessage is the message schedule sc publishes, as the client sends one
+// (the headers Herald adds at each tick are not part of it).
+func scheduleMessage(sc *client.Schedule) (client.Message, error) {
+	m := client.Message{Body: sc.Body, ContentType: sc.ContentType, Key: sc.Key, Tag: sc.Tag, Headers: sc.Headers}
+	if sc.BodyBase64 != "" {
+		b, err := base64.StdEncoding.DecodeString(sc.BodyBase64)
+		if err != nil {
+			return m, fmt.Errorf("schedule %s: its body_base64: %w", sc.Name, err)
+		}
+		m.Body = b
+	}
+	return m, nil
 }

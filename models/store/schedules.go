@@ -189,3 +189,19 @@ func scanSchedule(rows interface{ Scan(...any) error }) (models.Schedule, error)
 	sc.CreatedAt = sc.CreatedAt.UTC()
 	return sc, nil
 }
+
+// ScheduleUpdate writes sc's topic, expression, time zone, message and next tick
+// over the stored schedule sc.ID (its name, state, runs and creator stay) and
+// returns it as stored. A tick the leader is firing from the old next tick at
+// the same time fails its compare-and-set when the next tick changed. Errors:
+// models.ErrNotFound once it was deleted.
+func (s *Store) ScheduleUpdate(ctx context.Context, sc *models.Schedule) (*models.Schedule, error) {
+	m := sc.Message
+	_, err := s.sql.ExecContext(ctx, `UPDATE schedules SET topic_id = ?, cron_expr = ?, timezone = ?, tag = ?, msg_key = ?, headers = ?, body = ?,
+		content_type = ?, next_run_ms = ? WHERE id = ?`,
+		sc.TopicID, sc.Cron, sc.Timezone, []byte(m.Tag), []byte(m.Key), headersJSON(m.Headers), m.Body, m.ContentType, sc.NextRun.UnixMilli(), sc.ID)
+	if err != nil {
+		return nil, fmt.Errorf("update schedule %s: %w", sc.Name, err)
+	}
+	return s.ScheduleGet(ctx, sc.Name) // ErrNotFound when it was deleted meanwhile
+}
