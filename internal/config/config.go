@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -247,6 +248,11 @@ func Load() (Config, error) {
 	var c Config
 	if err := env.ParseWithOptions(&c, env.Options{Prefix: "HERALD_"}); err != nil {
 		return c, fmt.Errorf("read HERALD_* settings: %w", err)
+	}
+	// envDefault also fills a variable set to the empty string; for the metrics
+	// listener, empty means none.
+	if v, set := os.LookupEnv("HERALD_METRICS_ADDR"); set && v == "" {
+		c.MetricsAddr = ""
 	}
 	return c, nil
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -103,4 +104,21 @@ func TestRedisWorkerVariables(t *testing.T) {
 		"HERALD_WORKER_HEARTBEAT_TTL=5s", "HERALD_WORKER_PUSH_JOBS=true"})
 	require.Equal(t, []string{"HERALD_WORKER_HEARTBEAT_TTL", "HERALD_WORKER_PUSH_JOBS"}, got)
 	require.Empty(t, RedisWorkerVariables([]string{"HERALD_WORKER_CONCURRENCY=4"}))
+}
+
+// TestMetricsAddrEmptyDisables: HERALD_METRICS_ADDR set to the empty string turns
+// the metrics listener off; unset, it is the default.
+func TestMetricsAddrEmptyDisables(t *testing.T) {
+	t.Setenv("HERALD_METRICS_ADDR", "")
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MetricsAddr != "" {
+		t.Fatalf("empty HERALD_METRICS_ADDR gave %q", c.MetricsAddr)
+	}
+	os.Unsetenv("HERALD_METRICS_ADDR")
+	if c, _ = Load(); c.MetricsAddr != "127.0.0.1:9090" {
+		t.Fatalf("unset HERALD_METRICS_ADDR gave %q", c.MetricsAddr)
+	}
 }
