@@ -109,10 +109,18 @@ func decodeStrict(body []byte, v any) error {
 			return problem(ProblemUnknownField, strings.TrimPrefix(err.Error(), "json: "))
 		}
 		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field == "" {
+			p := problem(ProblemValidation, "the body must be a JSON object")
+			p.Errors = []models.FieldError{{Pointer: "", Detail: "must be a JSON object"}}
+			return p
+		}
 		if errors.As(err, &te) {
 			p := problem(ProblemValidation, fmt.Sprintf("%s must be %s", te.Field, te.Type))
 			p.Errors = []models.FieldError{{Pointer: "/" + strings.ReplaceAll(te.Field, ".", "/"), Detail: "must be " + te.Type.String()}}
 			return p
+		}
+		if errors.Is(err, io.EOF) {
+			return problem(ProblemMalformedRequest, "the body is empty; a JSON object is required")
 		}
 		return problem(ProblemMalformedRequest, err.Error())
 	}

@@ -135,9 +135,13 @@ func (s *Server) scheduleUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var patch map[string]any
-	if err := decodeStrict(body, &patch); err != nil {
+	var raw any
+	if err := decodeStrict(body, &raw); err != nil {
 		return err
+	}
+	patch, ok := raw.(map[string]any)
+	if !ok {
+		return invalidField("", "a merge patch of a schedule is a JSON object of the members to change")
 	}
 	if n, ok := patch["name"]; ok && n != sc.Name {
 		return invalidField("/name", "a schedule's name cannot change; create another and delete this one")
@@ -145,13 +149,22 @@ func (s *Server) scheduleUpdate(c echo.Context) error {
 	if _, ok := patch["paused"]; ok {
 		return invalidField("/paused", "pause and resume a schedule with POST …/pause and …/resume")
 	}
-	// A new body replaces the stored one whole, in either form.
-	if patch["body"] != nil {
-		patch["body_base64"] = nil
-	} else if patch["body_base64"] != nil {
-		patch["body"] = nil
-	}
+	// A new body replaces the stored one whole, in either form; a body changing form
+	// without a content_type takes that form's default, as a publish would.
 	cur := scheduleDTO(sc)
+	_, typed := patch["content_type"]
+	switch {
+	case patch["body"] != nil:
+		patch["body_base64"] = nil
+		if cur.BodyBase64 != nil && !typed {
+			patch["content_type"] = nil
+		}
+	case patch["body_base64"] != nil:
+		patch["body"] = nil
+		if cur.BodyBase64 == nil && !typed {
+			patch["content_type"] = nil
+		}
+	}
 	doc := map[string]any{"name": sc.Name, "topic": sc.Topic, "cron": sc.Cron, "timezone": sc.Timezone, "content_type": sc.Message.ContentType,
 		"tag": sc.Message.Tag, "key": sc.Message.Key, "headers": cur.Headers}
 	if cur.BodyBase64 != nil {

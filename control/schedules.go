@@ -39,7 +39,7 @@ func (c *Control) CreateSchedule(ctx context.Context, a Actor, spec ScheduleSpec
 	}
 	sc.Paused, sc.NextRun, sc.CreatedBy = spec.Paused, cr.Next(time.Now()), a.Username
 	if err := c.st.ScheduleCreate(ctx, sc); err != nil {
-		return nil, err
+		return nil, c.topicGone(ctx, sc, err)
 	}
 	c.Record(ctx, a, "schedule.create", sc.Name, nil, recordOfSchedule(sc))
 	if !sc.Paused {
@@ -70,13 +70,26 @@ func (c *Control) UpdateSchedule(ctx context.Context, a Actor, name string, spec
 	}
 	after, err := c.st.ScheduleUpdate(ctx, sc)
 	if err != nil {
-		return nil, err
+		return nil, c.topicGone(ctx, sc, err)
 	}
 	c.Record(ctx, a, "schedule.update", name, recordOfSchedule(before), recordOfSchedule(after))
 	if retimed && !after.Paused {
 		c.wakeScheduler(ctx, after.NextRun)
 	}
 	return after, nil
+}
+
+// topicGone turns err, a store error writing sc, into a 422 on /topic when it
+// failed because sc's topic was deleted meanwhile; any other error is returned
+// as it is.
+func (c *Control) topicGone(ctx context.Context, sc *models.Schedule, err error) error {
+	if !errors.Is(err, models.ErrNotFound) {
+		return err
+	}
+	if _, terr := c.st.TopicGetByID(ctx, sc.TopicID); errors.Is(terr, models.ErrNotFound) {
+		return invalid("/topic", "no topic named "+sc.Topic+": it was deleted")
+	}
+	return err
 }
 
 // checkSchedule validates spec's topic, expression, zone and message, adding each

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"fmt"
 	"strings"
 	"time"
 	_ "time/tzdata" // schedules name IANA zones; a host without zoneinfo still resolves them
@@ -34,6 +35,9 @@ type Schedule struct {
 	CreatedAt time.Time
 }
 
+// MaxCronBytes is the longest cron expression a schedule takes.
+const MaxCronBytes = 255
+
 // cronParser reads standard five-field expressions (minute hour day-of-month month
 // day-of-week), six fields with a leading seconds field, and the descriptors
 // @yearly, @monthly, @weekly, @daily, @hourly and @every <duration>.
@@ -47,8 +51,10 @@ type Cron struct {
 
 // ParseCron parses expr (see cronParser; robfig/cron v3) in time zone tz (an IANA
 // name such as Europe/Paris; empty means UTC). It returns a *ValidationError
-// naming /cron or /timezone for an expression that does not parse, carries its own
-// TZ= prefix, or never fires, and for an unknown zone.
+// naming /cron or /timezone for an expression that does not parse, is longer than
+// MaxCronBytes or padded with spaces, carries its own TZ= prefix, asks @every for
+// less than a second or a fraction of one, or never fires, and for an unknown
+// zone.
 func ParseCron(expr, tz string) (Cron, error) {
 	var v ValidationError
 	if tz == "" {
@@ -58,10 +64,24 @@ func ParseCron(expr, tz string) (Cron, error) {
 	if err != nil || strings.EqualFold(tz, "local") {
 		v.Add("/timezone", "must be an IANA time zone such as UTC or Europe/Paris")
 	}
-	up := strings.ToUpper(strings.TrimSpace(expr))
-	if strings.HasPrefix(up, "TZ=") || strings.HasPrefix(up, "CRON_TZ=") {
+	up := strings.ToUpper(expr)
+	switch {
+	case len(expr) > MaxCronBytes:
+		v.Add("/cron", fmt.Sprintf("at most %d bytes", MaxCronBytes))
+	case Padded(expr) || expr == "":
+		v.Add("/cron", "must be a cron expression without leading or trailing spaces")
+	case strings.HasPrefix(up, "TZ=") || strings.HasPrefix(up, "CRON_TZ="):
 		v.Add("/cron", "give the time zone in timezone, not in the expression")
-		return Cron{}, v.Err()
+	}
+	if every, ok := strings.CutPrefix(expr, "@every "); ok && v.Err() == nil {
+		// robfig/cron rounds a shorter or fractional interval to whole seconds,
+		// so it would not do what was written.
+		if d, err := time.ParseDuration(every); err == nil && (d < time.Second || d%time.Second != 0) {
+			v.Add("/cron", "@every takes whole seconds, at least 1s")
+		}
+	}
+	if err := v.Err(); err != nil {
+		return Cron{}, err
 	}
 	s, err := cronParser.Parse(expr)
 	if err != nil {

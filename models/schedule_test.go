@@ -2,6 +2,7 @@ package models
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,13 @@ func TestParseCron(t *testing.T) {
 		{"TZ=UTC 0 9 * * *", "UTC", "/cron"},
 		{"CRON_TZ=Europe/Paris 0 9 * * *", "UTC", "/cron"},
 		{"0 0 30 2 *", "UTC", "/cron"},
+		{"@every 0s", "UTC", "/cron"},
+		{"@every 500ms", "UTC", "/cron"},
+		{"@every -5s", "UTC", "/cron"},
+		{"@every 1.5s", "UTC", "/cron"},
+		{" @daily", "UTC", "/cron"},
+		{"0 0 1 1 *" + strings.Repeat(" ", 300), "UTC", "/cron"},
+		{"0 " + strings.Repeat("1,", 200) + "1 * * *", "UTC", "/cron"},
 		{"0 9 * * *", "Mars/Olympus", "/timezone"},
 		{"0 9 * * *", "Local", "/timezone"},
 	} {

@@ -15,27 +15,52 @@ const scheduleColumns = "s.id, s.name, s.topic_id, COALESCE(t.name, ''), s.cron_
 const scheduleFrom = " FROM schedules s LEFT JOIN topics t ON t.id = s.topic_id"
 
 // ScheduleCreate stores sc (its Name, TopicID, Cron, Timezone, Message, Paused,
-// NextRun and CreatedBy) and fills its ID and CreatedAt. A taken name fails with
-// models.ErrConflict.
+// NextRun and CreatedBy) and fills it as stored (ID, Topic, CreatedAt). It holds
+// a shared lock on the topic's row while it writes, so a concurrent topic delete
+// either finds the schedule and deletes it or has already removed the topic. A
+// taken name fails with models.ErrConflict, a topic deleted meanwhile with
+// models.ErrNotFound.
 func (s *Store) ScheduleCreate(ctx context.Context, sc *models.Schedule) error {
 	m := sc.Message
-	res, err := s.sql.ExecContext(ctx, `INSERT INTO schedules (name, topic_id, cron_expr, timezone, tag, msg_key, headers, body, content_type, paused, next_run_ms, created_by)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
-		sc.Name, sc.TopicID, sc.Cron, sc.Timezone, []byte(m.Tag), []byte(m.Key), headersJSON(m.Headers), m.Body, m.ContentType, sc.Paused, sc.NextRun.UnixMilli(), sc.CreatedBy)
-	if isDuplicate(err) {
-		return fmt.Errorf("schedule %s: %w", sc.Name, models.ErrConflict)
-	}
+	return s.scheduleWrite(ctx, sc, func(tx txConn) (int64, error) {
+		res, err := tx.ExecContext(ctx, `INSERT INTO schedules (name, topic_id, cron_expr, timezone, tag, msg_key, headers, body, content_type, paused, next_run_ms, created_by)
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+			sc.Name, sc.TopicID, sc.Cron, sc.Timezone, []byte(m.Tag), []byte(m.Key), headersJSON(m.Headers), m.Body, m.ContentType, sc.Paused, sc.NextRun.UnixMilli(), sc.CreatedBy)
+		if isDuplicate(err) {
+			return 0, fmt.Errorf("schedule %s: %w", sc.Name, models.ErrConflict)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("create schedule: %w", err)
+		}
+		return res.LastInsertId()
+	})
+}
+
+// scheduleWrite runs write (which returns the written schedule's id) in a
+// transaction holding a shared lock on sc's topic row, and fills sc with the row as
+// stored before the commit. models.ErrNotFound when the topic is gone.
+func (s *Store) scheduleWrite(ctx context.Context, sc *models.Schedule, write func(tx txConn) (int64, error)) error {
+	tx, err := s.begin(ctx)
 	if err != nil {
-		return fmt.Errorf("create schedule: %w", err)
+		return fmt.Errorf("begin writing schedule %s: %w", sc.Name, err)
 	}
-	if sc.ID, err = res.LastInsertId(); err != nil {
-		return fmt.Errorf("create schedule: %w", err)
+	defer tx.Rollback()
+	var topic int64
+	if err := tx.QueryRowContext(ctx, "SELECT id FROM topics WHERE id = ? LOCK IN SHARE MODE", sc.TopicID).Scan(&topic); err != nil {
+		return notFound(err, fmt.Sprintf("topic %d of schedule %s", sc.TopicID, sc.Name))
 	}
-	got, err := s.ScheduleGet(ctx, sc.Name)
+	id, err := write(tx)
 	if err != nil {
 		return err
 	}
-	*sc = *got
+	got, err := scanSchedule(tx.QueryRowContext(ctx, "SELECT "+scheduleColumns+scheduleFrom+" WHERE s.id = ?", id))
+	if err != nil {
+		return notFound(err, "schedule "+sc.Name)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit schedule %s: %w", sc.Name, err)
+	}
+	*sc = got
 	return nil
 }
 
@@ -192,16 +217,25 @@ func scanSchedule(rows interface{ Scan(...any) error }) (models.Schedule, error)
 
 // ScheduleUpdate writes sc's topic, expression, time zone, message and next tick
 // over the stored schedule sc.ID (its name, state, runs and creator stay) and
-// returns it as stored. A tick the leader is firing from the old next tick at
-// the same time fails its compare-and-set when the next tick changed. Errors:
-// models.ErrNotFound once it was deleted.
+// returns it as stored, under the same topic lock as ScheduleCreate. A tick the
+// leader is firing from the old next tick at the same time fails its
+// compare-and-set when the next tick changed. Errors: models.ErrNotFound when the
+// schedule or its new topic was deleted meanwhile.
 func (s *Store) ScheduleUpdate(ctx context.Context, sc *models.Schedule) (*models.Schedule, error) {
 	m := sc.Message
-	_, err := s.sql.ExecContext(ctx, `UPDATE schedules SET topic_id = ?, cron_expr = ?, timezone = ?, tag = ?, msg_key = ?, headers = ?, body = ?,
-		content_type = ?, next_run_ms = ? WHERE id = ?`,
-		sc.TopicID, sc.Cron, sc.Timezone, []byte(m.Tag), []byte(m.Key), headersJSON(m.Headers), m.Body, m.ContentType, sc.NextRun.UnixMilli(), sc.ID)
+	out := *sc
+	err := s.scheduleWrite(ctx, &out, func(tx txConn) (int64, error) {
+		res, err := tx.ExecContext(ctx, `UPDATE schedules SET topic_id = ?, cron_expr = ?, timezone = ?, tag = ?, msg_key = ?, headers = ?, body = ?,
+			content_type = ?, next_run_ms = ? WHERE id = ?`,
+			sc.TopicID, sc.Cron, sc.Timezone, []byte(m.Tag), []byte(m.Key), headersJSON(m.Headers), m.Body, m.ContentType, sc.NextRun.UnixMilli(), sc.ID)
+		if err != nil {
+			return 0, fmt.Errorf("update schedule %s: %w", sc.Name, err)
+		}
+		_, err = res.RowsAffected()
+		return sc.ID, err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("update schedule %s: %w", sc.Name, err)
+		return nil, err
 	}
-	return s.ScheduleGet(ctx, sc.Name) // ErrNotFound when it was deleted meanwhile
+	return &out, nil
 }
