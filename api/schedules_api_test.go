@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -35,6 +36,17 @@ func exerciseSchedules(t *testing.T, sc *specClient, tok string) {
 	sc.do("PATCH", "/api/v1/schedules/nightly", tok, map[string]any{"name": "other"}, 422)
 	sc.do("PATCH", "/api/v1/schedules/nightly", tok, map[string]any{"paused": true}, 422)
 	sc.do("PATCH", "/api/v1/schedules/nowhere", tok, map[string]any{"tag": "x"}, 404)
+	sc.do("PATCH", "/api/v1/schedules/nightly", tok, json.RawMessage(`null`), 422)
+	sc.do("PATCH", "/api/v1/schedules/nightly", tok, json.RawMessage(`[]`), 422)
+	sc.do("POST", "/api/v1/schedules", tok, json.RawMessage(`[1]`), 422)
+	type typed struct {
+		ContentType string `json:"content_type"`
+		BodyBase64  string `json:"body_base64"`
+	}
+	bin := decode[typed](t, sc.do("PATCH", "/api/v1/schedules/nightly", tok, map[string]any{"body_base64": "aGVsbG8="}, 200))
+	require.Equal(t, "application/octet-stream", bin.ContentType, "a body changing form takes that form's default type")
+	require.Equal(t, "aGVsbG8=", bin.BodyBase64)
+	require.Equal(t, "application/json", decode[typed](t, sc.do("PATCH", "/api/v1/schedules/nightly", tok, map[string]any{"body": map[string]int{"n": 3}}, 200)).ContentType)
 	require.Empty(t, decode[schedule](t, sc.do("POST", "/api/v1/schedules/nightly/pause", tok, nil, 200)).NextRuns)
 	require.Equal(t, "active", decode[schedule](t, sc.do("POST", "/api/v1/schedules/nightly/resume", tok, nil, 200)).State)
 	sc.do("DELETE", "/api/v1/schedules/nightly", tok, nil, 204)

@@ -21,16 +21,16 @@ func TestScheduleCreateRacesTopicDelete(t *testing.T) {
 	t.Parallel()
 	_, st := heraldtest.Database(t)
 	ctx := context.Background()
-	for round := range 10 {
+	for round := range 40 {
 		name := fmt.Sprintf("r%d", round)
 		topic, err := st.TopicCreate(ctx, name, 1)
 		require.NoError(t, err)
 		var wg sync.WaitGroup
-		for i := range 6 {
+		for i := range 16 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if i == 3 {
+				if i == 8 {
 					_, err := st.TopicDelete(ctx, name, false)
 					require.NoError(t, err)
 					return
