@@ -152,14 +152,19 @@ var messageCommands = []cliCommand{
 				if err != nil {
 					return err
 				}
+				waiting := m.State != ""
+				if s.json && waiting {
+					return s.print(waitingMessage(m), nil, nil)
+				}
 				if s.json {
 					return s.print(m, nil, nil)
 				}
-				if m.State != "" {
+				row := messageSummaryRow(m.MessageSummary)
+				if waiting {
 					fmt.Fprintf(s.out, "%s: %s, due %s\n", m.ID, m.State, m.DeliverAt)
+					row[1], row[2] = "-", "-" // its queue and offset are chosen when it is due
 				}
-				if err := s.print(nil, append([]string{"TOPIC"}, messageSummaryHead...),
-					[][]string{append([]string{m.Topic}, messageSummaryRow(m.MessageSummary)...)}); err != nil {
+				if err := s.print(nil, append([]string{"TOPIC"}, messageSummaryHead...), [][]string{append([]string{m.Topic}, row...)}); err != nil {
 					return err
 				}
 				body := string(m.Body)
@@ -167,6 +172,9 @@ var messageCommands = []cliCommand{
 					body = "(base64) " + *m.BodyBase64
 				}
 				fmt.Fprintf(s.out, "\nbody: %s\n\n", body)
+				if waiting {
+					return nil // not sent yet: no attempts
+				}
 				rows := make([][]string, 0, len(m.DeliveryAttempts))
 				for _, at := range m.DeliveryAttempts {
 					rows = append(rows, append([]string{at.Group}, attemptRow(at.Attempt)...))
@@ -209,4 +217,24 @@ func printBatch(ctx context.Context, s *session, id string) error {
 		rows = append(rows, append([]string{at.Message}, attemptRow(at.Attempt)...))
 	}
 	return s.print(nil, append([]string{"MESSAGE"}, attemptHead...), rows)
+}
+
+// waitingMessage is a delayed message (dly_…) as --json shows it: the fields the
+// API gives one that waits, without a queue, offset or attempts it does not have.
+func waitingMessage(m *client.MessageDetail) any {
+	return struct {
+		ID          string            `json:"id"`
+		State       string            `json:"state"`
+		DeliverAt   string            `json:"deliver_at"`
+		Topic       string            `json:"topic"`
+		Tag         string            `json:"tag"`
+		Key         string            `json:"key"`
+		ContentType string            `json:"content_type"`
+		BodyBytes   int64             `json:"body_bytes"`
+		PublishedAt string            `json:"published_at"`
+		Headers     map[string]string `json:"headers"`
+		TraceID     string            `json:"trace_id"`
+		Body        json.RawMessage   `json:"body,omitempty"`
+		BodyBase64  *string           `json:"body_base64,omitempty"`
+	}{m.ID, m.State, m.DeliverAt, m.Topic, m.Tag, m.Key, m.ContentType, m.BodyBytes, m.PublishedAt, m.Headers, m.TraceID, m.Body, m.BodyBase64}
 }

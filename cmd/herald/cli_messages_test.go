@@ -176,6 +176,7 @@ func TestCLIDelayedMessages(t *testing.T) {
 	require.Equal(t, "waiting", m.State)
 	require.JSONEq(t, `{"user":7}`, string(m.Body))
 	require.Contains(t, e.ok("message", "get", pub.ID), "waiting, due "+pub.DeliverAt)
+	require.NotContains(t, e.ok("message", "get", pub.ID, "--json"), `"offset"`, "a waiting message has no offset yet")
 	require.Contains(t, e.ok("message", "cancel", pub.ID), "cancelled "+pub.ID)
 	e.exit(exitNotFound, "message", "cancel", pub.ID)
 	e.exit(exitNotFound, "message", "get", pub.ID)
