@@ -93,8 +93,8 @@ func (c *Control) topicGone(ctx context.Context, sc *models.Schedule, err error)
 }
 
 // checkSchedule validates spec's topic, expression, zone and message, adding each
-// problem to v, and returns the schedule they make (without name, state or next
-// tick) with its parsed expression. Errors: v when it holds any problem, the
+// problem to v, and returns the schedule they make (spec's name; no state or next
+// tick yet) with its parsed expression. Errors: v when it holds any problem, the
 // store's otherwise.
 func (c *Control) checkSchedule(ctx context.Context, spec ScheduleSpec, v *models.ValidationError) (*models.Schedule, models.Cron, error) {
 	if spec.Timezone == "" {

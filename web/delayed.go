@@ -1,11 +1,7 @@
 package web
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -43,13 +39,7 @@ func (s *Console) consoleDelayed(c echo.Context) error {
 		return err
 	}
 	page := delayedPage{M: delayedViewOf(m), Topic: topic, Headers: m.Headers}
-	ct := strings.ToLower(m.ContentType)
-	var buf bytes.Buffer
-	if (strings.HasPrefix(ct, "application/json") || strings.Contains(ct, "+json")) && json.Indent(&buf, m.Body, "", "  ") == nil {
-		page.Body = buf.String()
-	} else {
-		page.Body, page.Base64 = base64.StdEncoding.EncodeToString(m.Body), true
-	}
+	page.Body, page.Base64 = bodyText(m.ContentType, m.Body)
 	return s.render(c, http.StatusOK, "delayed", "topics", "Delayed message "+page.M.ID, page, "", "")
 }
 

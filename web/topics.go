@@ -260,13 +260,17 @@ func (s *Console) consoleMessage(c echo.Context) error {
 	if page.Groups, err = s.subscriberNames(c, m.Topic); err != nil {
 		return err
 	}
-	ct := strings.ToLower(m.Message.ContentType)
-	var buf bytes.Buffer
-	switch {
-	case (strings.HasPrefix(ct, "application/json") || strings.Contains(ct, "+json")) && json.Indent(&buf, m.Message.Body, "", "  ") == nil:
-		page.Body = buf.String()
-	default:
-		page.Body, page.Base64 = base64.StdEncoding.EncodeToString(m.Message.Body), true
-	}
+	page.Body, page.Base64 = bodyText(m.Message.ContentType, m.Message.Body)
 	return s.render(c, http.StatusOK, "message", "topics", "Message "+v.ID, page, "", "")
+}
+
+// bodyText is a message body as a page shows it: indented JSON for a JSON content
+// type that holds valid JSON, else base64 (b64 true).
+func bodyText(contentType string, body []byte) (text string, b64 bool) {
+	ct := strings.ToLower(contentType)
+	var buf bytes.Buffer
+	if (strings.HasPrefix(ct, "application/json") || strings.Contains(ct, "+json")) && json.Indent(&buf, body, "", "  ") == nil {
+		return buf.String(), false
+	}
+	return base64.StdEncoding.EncodeToString(body), true
 }

@@ -225,14 +225,13 @@ func (s *Store) ScheduleUpdate(ctx context.Context, sc *models.Schedule) (*model
 	m := sc.Message
 	out := *sc
 	err := s.scheduleWrite(ctx, &out, func(tx txConn) (int64, error) {
-		res, err := tx.ExecContext(ctx, `UPDATE schedules SET topic_id = ?, cron_expr = ?, timezone = ?, tag = ?, msg_key = ?, headers = ?, body = ?,
+		_, err := tx.ExecContext(ctx, `UPDATE schedules SET topic_id = ?, cron_expr = ?, timezone = ?, tag = ?, msg_key = ?, headers = ?, body = ?,
 			content_type = ?, next_run_ms = ? WHERE id = ?`,
 			sc.TopicID, sc.Cron, sc.Timezone, []byte(m.Tag), []byte(m.Key), headersJSON(m.Headers), m.Body, m.ContentType, sc.NextRun.UnixMilli(), sc.ID)
 		if err != nil {
 			return 0, fmt.Errorf("update schedule %s: %w", sc.Name, err)
 		}
-		_, err = res.RowsAffected()
-		return sc.ID, err
+		return sc.ID, nil
 	})
 	if err != nil {
 		return nil, err
