@@ -61,6 +61,15 @@ func (a cpuSnap) until(b cpuSnap) cpuUse {
 		self: d(a.self, b.self), busy: d(a.busy, b.busy), total: d(a.total, b.total)}
 }
 
+// perMessage is the CPU-ms of Herald + MariaDB + Redis together per one of n units;
+// 0 when any of the three is unknown or n is not positive.
+func (u cpuUse) perMessage(n int) float64 {
+	if u.herald < 0 || u.mariadb < 0 || u.redis < 0 || n <= 0 {
+		return 0
+	}
+	return float64(u.herald+u.mariadb+u.redis) / float64(time.Millisecond) / float64(n)
+}
+
 // addCPURows adds one row per process and one for Herald + MariaDB + Redis together:
 // CPU ms per p.unit and cores busy. A positive goalMs (CPU-ms per unit of the three
 // processes together) makes the last a checked row.

@@ -19,6 +19,9 @@ const (
 	splitRedisGoal = 3
 	splitMySQLGoal = 1.1
 	splitCPUGoal   = 0.9
+	// splitCPURatioGoal bounds the split deployment's Herald + MariaDB + Redis CPU
+	// per message as a multiple of `herald all`'s in the same run.
+	splitCPURatioGoal = 1.5
 )
 
 // splitRoles are the processes of (x)'s separate-role deployment, in start order.
@@ -31,7 +34,8 @@ var splitRoles = []string{"api", "dispatcher", "worker"}
 // (same MariaDB and Redis servers). Both report Redis commands by name, MySQL Com_*
 // and CPU per message (per process for the three roles) and latency; the split
 // deployment is checked against ≤ 3 Redis commands, ≤ 1.1 MySQL statements and
-// ≤ 0.9 CPU-ms per message of all processes together.
+// ≤ 0.9 CPU-ms per message of all processes together, and against ≤ 1.5 × the
+// CPU-ms per message of the `herald all` phase of the same run.
 func (b *bench) scenarioSplit(ctx context.Context) *result {
 	rate := b.opts.trickleRate
 	r := &result{key: "x", title: fmt.Sprintf("separate api, dispatcher and worker processes beside herald all: paced %d msg/s single-message publishes, one group, batch 1 (%s)", rate, b.opts.trickleDur)}
@@ -39,7 +43,7 @@ func (b *bench) scenarioSplit(ctx context.Context) *result {
 	if err != nil {
 		return r.fail(err)
 	}
-	b.pacedPhase(ctx, r, lt, " (herald all)", liveGoals{})
+	allCPU := b.pacedPhase(ctx, r, lt, " (herald all)", liveGoals{})
 	if err := b.c.pauseGroup(ctx, "bench-x"); err != nil {
 		r.note("pause bench-x: %v", err)
 	}
@@ -94,6 +98,13 @@ func (b *bench) scenarioSplit(ctx context.Context) *result {
 		r.info(metric, cpuPer(roles[i], use.cpu.wall, len(ps.ids)))
 	}
 	r.addLiveRows(phase, use, perMessage(len(ps.ids)), liveGoals{counts: countGoals{redis: splitRedisGoal, mysql: splitMySQLGoal}, cpuMs: splitCPUGoal})
+	metric := "Herald + MariaDB + Redis CPU per message, api + dispatcher + worker ÷ herald all"
+	if split := use.cpu.perMessage(len(ps.ids)); split > 0 && allCPU > 0 {
+		x := split / allCPU
+		r.ceiling(metric, fmt.Sprintf("%.2f × (%.4f ms ÷ %.4f ms)", x, split, allCPU), x, splitCPURatioGoal, " ×")
+	} else {
+		r.check(metric, "n/a", fmt.Sprintf("≤ %g ×", splitCPURatioGoal), false)
+	}
 	r.note("the `herald all` under test stays up and idle during the split phase: its idle commands (about 8 Redis and 3 MySQL per second, scenario e) are in the split counts")
 	if err := sb.c.pauseGroup(ctx, "bench-x"); err != nil {
 		r.note("pause bench-x (split): %v", err)
@@ -105,8 +116,9 @@ func (b *bench) scenarioSplit(ctx context.Context) *result {
 }
 
 // pacedPhase publishes (h)'s paced series through lt and adds latency, counts and
-// CPU per message with phase appended to every metric.
-func (b *bench) pacedPhase(ctx context.Context, r *result, lt *latencyRun, phase string, g liveGoals) {
+// CPU per message with phase appended to every metric. It returns the CPU-ms per
+// message of Herald + MariaDB + Redis (0: unknown).
+func (b *bench) pacedPhase(ctx context.Context, r *result, lt *latencyRun, phase string, g liveGoals) float64 {
 	rate := b.opts.trickleRate
 	n := rate * int(b.opts.trickleDur/time.Second)
 	end := b.startWindow(ctx)
@@ -118,6 +130,7 @@ func (b *bench) pacedPhase(ctx context.Context, r *result, lt *latencyRun, phase
 	lt.latencyInfo(r, ps, phase)
 	r.publishRows(ps, lt.firstErr)
 	r.addLiveRows(phase, use, perMessage(len(ps.ids)), g)
+	return use.cpu.perMessage(len(ps.ids))
 }
 
 // latencyInfo adds the messages row and latency p50 / p99 of a paced series.
