@@ -2,6 +2,8 @@ package bus
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -66,59 +68,93 @@ func (s *RedisSource) listenPushedOnce(ctx context.Context, stop <-chan struct{}
 	default:
 		close(s.ready)
 	}
-	tick := time.NewTicker(WorkerRefresh)
-	defer tick.Stop()
-	ch := ps.ChannelWithSubscriptions(redis.WithChannelSize(pushChannelSize), redis.WithChannelHealthCheckInterval(30*time.Second))
-	for {
-		select {
-		case <-ctx.Done():
-			return true
-		case <-stop:
-			s.stopPushed(ctx, ps, ch, channel)
-			return true
-		case <-tick.C:
-			announce()
-		case m, ok := <-ch:
-			if !ok {
-				return false
+	// While the loop below reads the subscription, one goroutine announces the
+	// worker every WorkerRefresh and another unsubscribes when stop closes.
+	sub, endSub := context.WithCancel(ctx)
+	var helpers sync.WaitGroup
+	defer helpers.Wait()
+	defer endSub()
+	helpers.Go(func() {
+		tick := time.NewTicker(WorkerRefresh)
+		defer tick.Stop()
+		for {
+			select {
+			case <-sub.Done():
+				return
+			case <-tick.C:
+				announce()
 			}
-			if delivery.Unsubscribed(m) {
-				delivery.SlotMoved(s.rdb)
-				return false
-			}
-			s.takePushed(m)
 		}
+	})
+	var stopping atomic.Bool
+	helpers.Go(func() {
+		select {
+		case <-sub.Done():
+		case <-stop:
+			stopping.Store(true)
+			s.unsubscribePushed(sub, ps, channel)
+		}
+	})
+	moved, confirmed := false, false
+	err = delivery.Receive(ctx, ps, pushHealthCheck, func(m any) bool {
+		if conf, ok := m.(*redis.Subscription); ok {
+			switch {
+			case stopping.Load() && (conf.Kind == "unsubscribe" || conf.Kind == "sunsubscribe"):
+				confirmed = true
+				return false
+			case delivery.Unsubscribed(m):
+				moved = true
+				return false
+			}
+		}
+		s.takePushed(m)
+		return true
+	})
+	endSub()
+	helpers.Wait() // no announce after forget
+	switch {
+	case stopping.Load():
+		if !confirmed {
+			s.log.Warn("unsubscribe from pushed jobs not confirmed; a job pushed meanwhile is re-dispatched at its deadline")
+		}
+		s.forget(ctx)
+		return true
+	case moved:
+		delivery.SlotMoved(s.rdb)
+	case ctx.Err() != nil:
+		return true
 	}
+	if err != nil {
+		s.log.Warn("pushed jobs subscription stale; subscribing again", "err", err)
+	}
+	return false
 }
 
-// stopPushed ends the subscription and waits for its confirmation, taking every
-// push Redis sent before it (a PUBLISH after it answers 0 and goes to asynq), then
-// removes the worker's entry so dispatchers stop choosing it. Jobs already pushed
-// are finished by the caller; their dispatchers wait for their reports.
-func (s *RedisSource) stopPushed(ctx context.Context, ps *redis.PubSub, ch <-chan any, channel string) {
+// unsubscribePushed ends the subscription to channel; Redis confirms it after every
+// push it sent before (a PUBLISH after it answers 0 and goes to asynq), and the
+// reading loop takes those pushes and ends at the confirmation. Without one within
+// pushUnsubscribeWait it closes ps, which ends the loop.
+func (s *RedisSource) unsubscribePushed(ctx context.Context, ps *redis.PubSub, channel string) {
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushUnsubscribeWait)
 	defer cancel()
 	if err := delivery.Unsubscribe(uctx, ps, delivery.Sharded(s.rdb), channel); err != nil {
 		s.log.Warn("unsubscribe from pushed jobs", "err", err)
-	} else {
-	drain:
-		for {
-			select {
-			case m, ok := <-ch:
-				if !ok {
-					break drain
-				}
-				if sub, isSub := m.(*redis.Subscription); isSub && (sub.Kind == "unsubscribe" || sub.Kind == "sunsubscribe") {
-					break drain
-				}
-				s.takePushed(m)
-			case <-uctx.Done():
-				s.log.Warn("unsubscribe from pushed jobs not confirmed; a job pushed meanwhile is re-dispatched at its deadline")
-				break drain
-			}
-		}
+		_ = ps.Close()
+		return
 	}
-	if err := s.rdb.HDel(uctx, s.keys.Workers(), s.id).Err(); err != nil {
+	select {
+	case <-ctx.Done(): // the loop ended
+	case <-uctx.Done():
+		_ = ps.Close()
+	}
+}
+
+// forget removes the worker's entry so dispatchers stop choosing it. Jobs already
+// pushed are finished by the caller; their dispatchers wait for their reports.
+func (s *RedisSource) forget(ctx context.Context) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushUnsubscribeWait)
+	defer cancel()
+	if err := s.rdb.HDel(fctx, s.keys.Workers(), s.id).Err(); err != nil {
 		s.log.Warn("remove worker entry", "err", err)
 	}
 }

@@ -17,11 +17,10 @@ import (
 	"github.com/heraldhq/herald/internal/delivery"
 )
 
-// pushChannelSize is go-redis' buffer between the push subscription's connection
-// and the listener; the listener empties it at once into the run queue, so a burst
-// of pushes never waits on a slot (go-redis drops a message it cannot hand over
-// within a minute).
-const pushChannelSize = 1024
+// pushHealthCheck is how long the push subscription may stay silent before the
+// worker checks it with a PING (delivery.Receive); a worker's pushes arrive on it
+// only while a dispatcher has work for it.
+const pushHealthCheck = 30 * time.Second
 
 // pushUnsubscribeWait bounds how long a stopping worker waits for its unsubscribe
 // to be confirmed, the point after which no push reaches it.

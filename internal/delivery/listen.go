@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,8 +23,9 @@ type Listener struct {
 	// Ended, if set, is called when a confirmed subscription ends (the slot moved,
 	// the channel closed, ctx ended), before any new one.
 	Ended func()
-	// Message is called with each message's payload, on Listen's goroutine; while it
-	// runs, later messages wait in go-redis's channel.
+	// Message is called with each message's payload, on Listen's goroutine (the one
+	// that reads the subscription's connection); while it runs, later messages wait
+	// in the connection's buffers.
 	Message func(payload string)
 	// Refused, if set, is told why a subscription was refused before it is tried
 	// again (after ResubscribeDelay).
@@ -31,9 +33,8 @@ type Listener struct {
 	// Broadcast subscribes with SUBSCRIBE even on a cluster, for a channel that is
 	// published with PUBLISH to every node; otherwise Subscribe's choice holds.
 	Broadcast bool
-	// ChannelSize and HealthCheck tune go-redis's message channel (0: its defaults:
-	// 100 messages, a PING after 3 s without traffic).
-	ChannelSize int
+	// HealthCheck is the idle time after which Receive checks the subscription with
+	// a PING (0: DefaultHealthCheck).
 	HealthCheck time.Duration
 }
 
@@ -91,34 +92,27 @@ func listenOnce(ctx context.Context, rdb redis.UniversalClient, channel string, 
 	if l.Subscribed != nil {
 		l.Subscribed()
 	}
-	var opts []redis.ChannelOption
-	if l.ChannelSize > 0 {
-		opts = append(opts, redis.WithChannelSize(l.ChannelSize))
-	}
-	if l.HealthCheck > 0 {
-		opts = append(opts, redis.WithChannelHealthCheckInterval(l.HealthCheck))
-	}
-	ch := ps.ChannelWithSubscriptions(opts...)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case m, ok := <-ch:
-			if !ok {
-				return nil
-			}
-			switch m := m.(type) {
-			case *redis.Message:
-				l.Message(m.Payload)
-			case *redis.Subscription:
-				switch {
-				case Unsubscribed(m):
-					SlotMoved(rdb)
-					return nil
-				case (m.Kind == "subscribe" || m.Kind == "ssubscribe") && l.Subscribed != nil:
-					l.Subscribed() // made again by go-redis after a reconnect
-				}
+	moved := false
+	err = Receive(ctx, ps, l.HealthCheck, func(m any) bool {
+		switch m := m.(type) {
+		case *redis.Message:
+			l.Message(m.Payload)
+		case *redis.Subscription:
+			switch {
+			case Unsubscribed(m):
+				moved = true
+				return false
+			case (m.Kind == "subscribe" || m.Kind == "ssubscribe") && l.Subscribed != nil:
+				l.Subscribed() // made again by go-redis after a reconnect
 			}
 		}
+		return true
+	})
+	if moved {
+		SlotMoved(rdb)
 	}
+	if errors.Is(err, ErrStale) {
+		return nil // subscribe again at once, on a new connection
+	}
+	return err
 }

@@ -34,7 +34,7 @@ func Subscribe(ctx context.Context, rdb redis.UniversalClient, channel string) *
 	return rdb.Subscribe(ctx, channel)
 }
 
-// Unsubscribed reports whether m, received with PubSub.ChannelWithSubscriptions,
+// Unsubscribed reports whether m, a message Receive handed over,
 // is the server ending a sharded subscription by itself: when a channel's slot
 // moves to another node (resharding, a failover) Redis sends SUNSUBSCRIBE, and
 // go-redis does not subscribe again. The receiver then calls SlotMoved, closes its

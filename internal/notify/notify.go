@@ -276,7 +276,7 @@ func Parse(payload string) Event {
 // refused, if set, is told why a subscription was refused before it is tried
 // again.
 func Subscribe(ctx context.Context, rdb redis.UniversalClient, keys delivery.Keys, out chan<- Event, refused func(error)) {
-	delivery.Listen(ctx, rdb, keys.NotifyChannel(), delivery.Listener{ChannelSize: 1024, Refused: refused,
+	delivery.Listen(ctx, rdb, keys.NotifyChannel(), delivery.Listener{Refused: refused,
 		Message: func(payload string) {
 			select {
 			case out <- Parse(payload):

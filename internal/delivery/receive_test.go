@@ -1,0 +1,107 @@
+package delivery_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/testdb"
+)
+
+// TestReceiveStale subscribes through a proxy to the test Redis: idle for several
+// health intervals, Receive keeps going (its PINGs are answered); once the proxy
+// stops passing Redis's answers on, Receive returns ErrStale within two to three
+// intervals, where a bare PubSub.Receive would wait on the silent connection for
+// ever.
+func TestReceiveStale(t *testing.T) {
+	t.Parallel()
+	p := startFreezeProxy(t, testdb.RedisAddr())
+	rdb := redis.NewClient(&redis.Options{Addr: p.addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	channel := testdb.RandomName("receive-") + ":ch"
+	ps, err := delivery.SubscribeConfirmed(ctx, rdb, channel, true)
+	require.NoError(t, err)
+
+	const health = 100 * time.Millisecond
+	var pongs atomic.Int64
+	ended := make(chan error, 1)
+	go func() {
+		ended <- delivery.Receive(ctx, ps, health, func(m any) bool {
+			if _, ok := m.(*redis.Pong); ok {
+				pongs.Add(1)
+			}
+			return true
+		})
+	}()
+	select {
+	case err := <-ended:
+		t.Fatalf("Receive ended on a healthy idle subscription: %v", err)
+	case <-time.After(8 * health):
+	}
+	require.Positive(t, pongs.Load(), "idle subscription checked with PING")
+
+	p.freeze()
+	start := time.Now()
+	select {
+	case err := <-ended:
+		require.ErrorIs(t, err, delivery.ErrStale)
+		require.Less(t, time.Since(start), 8*health, "about three health intervals at most")
+	case <-time.After(20 * health):
+		t.Fatal("a silent subscription was not noticed")
+	}
+}
+
+// freezeProxy passes TCP connections on to a server until freeze, after which it
+// drops what the server sends while keeping every connection open.
+type freezeProxy struct {
+	addr   string
+	frozen atomic.Bool
+}
+
+func startFreezeProxy(t *testing.T, target string) *freezeProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	p := &freezeProxy{addr: ln.Addr().String()}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			t.Cleanup(func() { _ = c.Close(); _ = s.Close() })
+			go func() { _, _ = io.Copy(s, c) }()
+			go func() {
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := s.Read(buf)
+					if err != nil {
+						return
+					}
+					if !p.frozen.Load() {
+						if _, err := c.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+func (p *freezeProxy) freeze() { p.frozen.Store(true) }
