@@ -1,12 +1,13 @@
 package bus
 
 import (
-	"encoding/json"
 	"fmt"
-	"github.com/heraldhq/herald/internal/delivery"
 	"strconv"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/wire"
 )
 
 // TypeDeliverPack names the asynq task that carries several delivery jobs a
@@ -25,18 +26,18 @@ const (
 	MaxPackBytes = 1 << 20
 )
 
-// packPayload is the JSON form of a pack: each job as NewDeliver would encode it.
+// packPayload is the wire form of a pack: each job as NewDeliver would encode it.
 type packPayload struct {
-	Jobs []json.RawMessage `json:"jobs"`
+	Jobs []wire.RawMessage `json:"jobs"`
 }
 
-// EncodeJob returns j's task payload (as NewDeliver's), without its Messages when
-// they exceed MaxCarriedBytes.
+// EncodeJob returns j's task payload (as NewDeliver's, in the wire encoding),
+// without its Messages when they exceed MaxCarriedBytes.
 func EncodeJob(j delivery.Job) ([]byte, error) {
 	if !j.Carry() {
 		j.Messages = nil
 	}
-	return json.Marshal(j)
+	return wire.Marshal(j)
 }
 
 // Packs splits encoded jobs, in order, into runs that fit one pack (MaxPackJobs,
@@ -68,11 +69,11 @@ func NewDeliverPack(encoded [][]byte) (*asynq.Task, error) {
 	case 1:
 		return asynq.NewTask(TypeDeliver, encoded[0]), nil
 	}
-	p := packPayload{Jobs: make([]json.RawMessage, len(encoded))}
+	p := packPayload{Jobs: make([]wire.RawMessage, len(encoded))}
 	for i, b := range encoded {
 		p.Jobs[i] = b
 	}
-	b, err := json.Marshal(p)
+	b, err := wire.Marshal(p)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +94,7 @@ func PackTaskID(first string, n int) string {
 // errs (by position) and left out, the others run.
 func ParseDeliverPack(t *asynq.Task) (jobs []delivery.Job, errs []error) {
 	var p packPayload
-	if err := json.Unmarshal(t.Payload(), &p); err != nil {
+	if err := wire.Unmarshal(t.Payload(), &p); err != nil {
 		return nil, []error{fmt.Errorf("parse %s payload: %w", TypeDeliverPack, err)}
 	}
 	for i, raw := range p.Jobs {
@@ -110,13 +111,10 @@ func ParseDeliverPack(t *asynq.Task) (jobs []delivery.Job, errs []error) {
 // TypeDeliver names the asynq task that carries one delivery job.
 const TypeDeliver = "delivery:job"
 
-// NewDeliver builds the asynq task for j, without its Messages when they exceed
-// MaxCarriedBytes. Callers add TaskID, Queue, MaxRetry(0) and Timeout.
+// NewDeliver builds the asynq task for j (EncodeJob). Callers add TaskID, Queue,
+// MaxRetry(0) and Timeout.
 func NewDeliver(j delivery.Job) (*asynq.Task, error) {
-	if !j.Carry() {
-		j.Messages = nil
-	}
-	b, err := json.Marshal(j)
+	b, err := EncodeJob(j)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +124,7 @@ func NewDeliver(j delivery.Job) (*asynq.Task, error) {
 // ParseDeliver decodes a delivery job; errors name the malformed payload.
 func ParseDeliver(t *asynq.Task) (delivery.Job, error) {
 	var j delivery.Job
-	if err := json.Unmarshal(t.Payload(), &j); err != nil {
+	if err := wire.Unmarshal(t.Payload(), &j); err != nil {
 		return j, fmt.Errorf("parse %s payload: %w", TypeDeliver, err)
 	}
 	if j.Group <= 0 || j.Queue <= 0 || len(j.Offsets) == 0 || j.Parallelism < 1 {

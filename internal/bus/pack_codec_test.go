@@ -2,12 +2,13 @@ package bus
 
 import (
 	"bytes"
-	"github.com/heraldhq/herald/internal/delivery"
 	"testing"
 
 	"github.com/hibiken/asynq"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/wire"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -42,8 +43,11 @@ func TestPackRoundTrip(t *testing.T) {
 	require.Equal(t, jobs[1], j)
 	require.Equal(t, jobs[1].TaskID(), PackTaskID(jobs[1].TaskID(), 1))
 
-	bad := asynq.NewTask(TypeDeliverPack, []byte(`{"jobs":[{"g":0},`+string(enc[0])+`]}`))
-	got, errs = ParseDeliverPack(bad)
+	noGroup, err := wire.Marshal(map[string]int{"g": 0})
+	require.NoError(t, err)
+	badPack, err := wire.Marshal(packPayload{Jobs: []wire.RawMessage{noGroup, enc[0]}})
+	require.NoError(t, err)
+	got, errs = ParseDeliverPack(asynq.NewTask(TypeDeliverPack, badPack))
 	require.Len(t, errs, 1)
 	require.Equal(t, jobs[:1], got)
 	_, errs = ParseDeliverPack(asynq.NewTask(TypeDeliverPack, []byte(`{`)))

@@ -1,14 +1,15 @@
 package bus
 
 import (
-	"encoding/json"
 	"fmt"
-	"github.com/heraldhq/herald/internal/delivery"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/wire"
 )
 
 // The push stream. Between separate processes a dispatcher pushes the jobs one step
@@ -71,11 +72,11 @@ func ParseWorkerEntry(s string) (WorkerEntry, error) {
 	return WorkerEntry{Concurrency: conc, Seq: seq}, nil
 }
 
-// pushPayload is the JSON form of a push: the jobs as EncodeJob encodes them, and
+// pushPayload is the wire form of a push: the jobs as EncodeJob encodes them, and
 // the time the worker may spend on each (ms), as an asynq task's Timeout.
 type pushPayload struct {
 	TimeoutMS int64             `json:"timeout_ms"`
-	Jobs      []json.RawMessage `json:"jobs"`
+	Jobs      []wire.RawMessage `json:"jobs"`
 }
 
 // EncodePush returns the message pushing encoded jobs (EncodeJob; at most
@@ -85,18 +86,18 @@ func EncodePush(encoded [][]byte, timeout time.Duration) ([]byte, error) {
 	if len(encoded) == 0 {
 		return nil, fmt.Errorf("a push needs at least one job")
 	}
-	p := pushPayload{TimeoutMS: (timeout + time.Millisecond - 1).Milliseconds(), Jobs: make([]json.RawMessage, len(encoded))}
+	p := pushPayload{TimeoutMS: (timeout + time.Millisecond - 1).Milliseconds(), Jobs: make([]wire.RawMessage, len(encoded))}
 	for i, b := range encoded {
 		p.Jobs[i] = b
 	}
-	return json.Marshal(p)
+	return wire.Marshal(p)
 }
 
 // ParsePush decodes a push: its jobs and timeout (at least 1 s). A job that does
 // not parse is reported in errs (by position) and left out; the others run.
 func ParsePush(b []byte) (jobs []delivery.Job, timeout time.Duration, errs []error) {
 	var p pushPayload
-	if err := json.Unmarshal(b, &p); err != nil {
+	if err := wire.Unmarshal(b, &p); err != nil {
 		return nil, 0, []error{fmt.Errorf("parse pushed jobs: %w", err)}
 	}
 	for i, raw := range p.Jobs {

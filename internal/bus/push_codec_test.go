@@ -1,12 +1,13 @@
 package bus
 
 import (
-	"github.com/heraldhq/herald/internal/delivery"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/wire"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -33,7 +34,9 @@ func TestPushRoundTrip(t *testing.T) {
 	require.Equal(t, jobs, got)
 	require.Equal(t, 41*time.Second+time.Millisecond, timeout)
 
-	b, err = EncodePush([][]byte{enc[0], []byte(`{"g":0}`)}, time.Millisecond)
+	noGroup, err := wire.Marshal(map[string]int{"g": 0})
+	require.NoError(t, err)
+	b, err = EncodePush([][]byte{enc[0], noGroup}, time.Millisecond)
 	require.NoError(t, err)
 	got, timeout, errs = ParsePush(b)
 	require.Len(t, errs, 1)

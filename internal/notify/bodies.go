@@ -3,7 +3,7 @@ package notify
 import "github.com/heraldhq/herald/models"
 
 // MaxBodyBytesPerPayload caps the bodies one notification over Redis carries
-// (32 KiB, before base64): a flush whose messages' bodies add up to more is announced
+// (32 KiB): a flush whose messages' bodies add up to more is announced
 // with ids, tags, keys and times alone, and the workers load those messages from the
 // queue table. Every dispatcher subscribed receives every notification, so the cap
 // keeps pub/sub traffic to small messages, where the saved SELECT matters most.

@@ -15,7 +15,6 @@ package notify
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/heraldhq/herald/internal/delivery"
+	"github.com/heraldhq/herald/internal/wire"
 	"github.com/heraldhq/herald/models"
 )
 
@@ -59,7 +59,7 @@ const (
 	dispatchersPayload = "m"
 )
 
-// rowsPrefix starts a payload that lists rows (rowsPayload in JSON).
+// rowsPrefix starts a payload that lists rows (rowsPayload in the wire encoding).
 const rowsPrefix = "r"
 
 // delayedPrefix starts a DelayedDue payload: "t" and the due time in Unix ms.
@@ -69,7 +69,7 @@ const delayedPrefix = "t"
 // by queue id alone and read back by the dispatcher.
 const MaxRowsPerPayload = 1000
 
-// rowsPayload is the JSON form of a flush's rows: ids as inclusive ranges, creation
+// rowsPayload is the wire form of a flush's rows: ids as inclusive ranges, creation
 // times per row (one value when all rows share it) and tags per row (absent when
 // every tag is empty), keys per row (absent when every key is empty) and K, 1 when
 // the publisher lists keys (so an absent key list means keyless rows).
@@ -178,7 +178,10 @@ func encodeRows(ev Event) string {
 		}
 	}
 	p.M = carriedBodies(ev.Rows)
-	b, _ := json.Marshal(p)
+	b, err := wire.Marshal(p)
+	if err != nil {
+		return strconv.FormatInt(ev.Queue, 10)
+	}
 	return rowsPrefix + string(b)
 }
 
@@ -186,7 +189,7 @@ func encodeRows(ev Event) string {
 // which receivers treat as "read the queue".
 func decodeRows(s string) Event {
 	var p rowsPayload
-	if json.Unmarshal([]byte(s), &p) != nil {
+	if wire.Unmarshal([]byte(s), &p) != nil {
 		return Event{Queue: p.Queue}
 	}
 	ids := delivery.Expand(p.IDs)
