@@ -60,6 +60,53 @@ func TestReceiveStale(t *testing.T) {
 	}
 }
 
+// TestReceiveSlowHandler: a handler that holds a message for many health
+// intervals (its consumer is behind) is not taken for a silent connection: Receive
+// goes on and hands over the messages that waited meanwhile, in order.
+func TestReceiveSlowHandler(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: testdb.RedisAddr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	channel := testdb.RandomName("receive-slow-") + ":ch"
+	ps, err := delivery.SubscribeConfirmed(ctx, rdb, channel, true)
+	require.NoError(t, err)
+
+	const health = 50 * time.Millisecond
+	got := make(chan string, 8)
+	ended := make(chan error, 1)
+	go func() {
+		ended <- delivery.Receive(ctx, ps, health, func(m any) bool {
+			if msg, ok := m.(*redis.Message); ok {
+				if msg.Payload == "slow" {
+					time.Sleep(12 * health)
+				}
+				got <- msg.Payload
+			}
+			return true
+		})
+	}()
+	for _, p := range []string{"slow", "a", "b"} {
+		require.NoError(t, rdb.Publish(ctx, channel, p).Err())
+	}
+	for _, want := range []string{"slow", "a", "b"} {
+		select {
+		case p := <-got:
+			require.Equal(t, want, p)
+		case err := <-ended:
+			t.Fatalf("Receive ended while its handler was busy: %v", err)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%q not received", want)
+		}
+	}
+	select {
+	case err := <-ended:
+		t.Fatalf("Receive ended: %v", err)
+	case <-time.After(4 * health):
+	}
+}
+
 // freezeProxy passes TCP connections on to a server until freeze, after which it
 // drops what the server sends while keeping every connection open.
 type freezeProxy struct {
