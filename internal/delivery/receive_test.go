@@ -23,13 +23,7 @@ import (
 func TestReceiveStale(t *testing.T) {
 	t.Parallel()
 	p := startFreezeProxy(t, testdb.RedisAddr())
-	rdb := redis.NewClient(&redis.Options{Addr: p.addr})
-	t.Cleanup(func() { _ = rdb.Close() })
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	channel := testdb.RandomName("receive-") + ":ch"
-	ps, err := delivery.SubscribeConfirmed(ctx, rdb, channel, true)
-	require.NoError(t, err)
+	ctx, _, ps, _ := subscribeVia(t, p.addr)
 
 	const health = 100 * time.Millisecond
 	var pongs atomic.Int64
@@ -65,13 +59,7 @@ func TestReceiveStale(t *testing.T) {
 // goes on and hands over the messages that waited meanwhile, in order.
 func TestReceiveSlowHandler(t *testing.T) {
 	t.Parallel()
-	rdb := redis.NewClient(&redis.Options{Addr: testdb.RedisAddr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	channel := testdb.RandomName("receive-slow-") + ":ch"
-	ps, err := delivery.SubscribeConfirmed(ctx, rdb, channel, true)
-	require.NoError(t, err)
+	ctx, rdb, ps, channel := subscribeVia(t, testdb.RedisAddr())
 
 	const health = 50 * time.Millisecond
 	got := make(chan string, 8)
@@ -105,6 +93,20 @@ func TestReceiveSlowHandler(t *testing.T) {
 		t.Fatalf("Receive ended: %v", err)
 	case <-time.After(4 * health):
 	}
+}
+
+// subscribeVia subscribes a new client of the Redis at addr to a channel of its
+// own and waits for the confirmation; the client closes and ctx ends with the test.
+func subscribeVia(t *testing.T, addr string) (context.Context, *redis.Client, *redis.PubSub, string) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	channel := testdb.RandomName("receive-") + ":ch"
+	ps, err := delivery.SubscribeConfirmed(ctx, rdb, channel, true)
+	require.NoError(t, err)
+	return ctx, rdb, ps, channel
 }
 
 // freezeProxy passes TCP connections on to a server until freeze, after which it
