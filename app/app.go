@@ -64,7 +64,10 @@ type App struct {
 	Worker     *worker.Worker
 	// Maintenance is the maintenance role (nil unless Roles.Maintenance).
 	Maintenance *maintenance.Maintainer
-	log         *slog.Logger
+	// notifier announces the api's flushes; it is closed once the writer stopped,
+	// so no held notification is left behind.
+	notifier *notify.Notifier
+	log      *slog.Logger
 }
 
 // Open connects to MySQL and Redis, refuses to continue while migrations are pending
@@ -141,7 +144,8 @@ func Open(ctx context.Context, cfg config.Config, roles Roles, log *slog.Logger)
 	if inProcess && roles.API {
 		local = a.Dispatcher.Notified
 	}
-	notifier := notify.NewLocal(rdb, keys, local)
+	notifier := notify.NewLocal(rdb, keys, local).Linger(cfg.PublishNotifyLinger, log)
+	a.notifier = notifier
 	ctl, err := control.New(control.Config{Store: st, Redis: rdb, Keys: keys, Notifier: notifier, Guard: guard, Log: log,
 		JWTSecret: cfg.JWTSecret, BcryptCost: cfg.BcryptCost, DeletedGroupGrace: cfg.Maintenance.DeletedGroupGrace, PublicURL: cfg.PublicURL})
 	if err != nil {
@@ -202,7 +206,8 @@ func useKeyring(ctx context.Context, cfg config.Config, st *store.Store, roles R
 // its own order):
 //   - api: the server stops accepting and drains in-flight requests (up to 10 s);
 //     only then does the group-commit writer stop, so a publish still being read
-//     is flushed, never refused with groupcommit.ErrClosed;
+//     is flushed, never refused with groupcommit.ErrClosed; then the notifications
+//     it still held go out;
 //   - worker: starts no new POST, finishes running ones and reports the rest as
 //     returned;
 //   - dispatcher: commits cursors and releases its leases;
@@ -222,7 +227,10 @@ func (a *App) Run(ctx context.Context, apiLn net.Listener) error {
 		}
 		// The writer outlives ctx until Serve has drained: requests in flight still submit.
 		writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
-		eg.Go(func() error { return a.Writer.Run(writerCtx) })
+		eg.Go(func() error {
+			defer a.notifier.Close()
+			return a.Writer.Run(writerCtx)
+		})
 		eg.Go(func() error { defer stopWriter(); return a.API.Serve(ctx, apiLn) })
 	}
 	if a.Worker != nil {

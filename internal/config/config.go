@@ -83,6 +83,13 @@ type Config struct {
 	// may be unknown: retry with the same Idempotency-Key). It is also the group-commit
 	// flush deadline. Default 10s.
 	PublishTimeout time.Duration `env:"PUBLISH_TIMEOUT" envDefault:"10s"`
+	// PublishNotifyLinger spaces the api's notifications over Redis at least this far
+	// apart (notify.Notifier.Linger, 0–20 ms): a flush this long or longer after the
+	// last notification is announced at once, one that follows closer is held until
+	// the next flush past that mark takes it along, at most twice this long after the
+	// last notification. It does not touch `herald all`'s notifications to its own
+	// dispatcher. Default 3ms; 0 announces every flush at once.
+	PublishNotifyLinger time.Duration `env:"PUBLISH_NOTIFY_LINGER" envDefault:"3ms"`
 	// StageTrace records when each message passes each stage of the delivery path
 	// (internal/stagetrace) and serves the marks at /debug/stagetrace on the metrics
 	// listener, for the benchmark's latency breakdown. Default false: off, a mark
@@ -331,6 +338,7 @@ func (c Config) Validate() error {
 	}{
 		{"HERALD_WORKER_REPORT_LINGER", c.Worker.ReportLinger},
 		{"HERALD_DISPATCHER_REPORT_GATHER", c.Dispatcher.ReportGather},
+		{"HERALD_PUBLISH_NOTIFY_LINGER", c.PublishNotifyLinger},
 	} {
 		if p.d < 0 || p.d > 20*time.Millisecond {
 			errs = append(errs, fmt.Errorf("%s must be between 0 and 20ms, not %s", p.name, p.d))

@@ -41,6 +41,7 @@ func TestValidateBounds(t *testing.T) {
 		{"lag interval", func(c *Config) { c.Maintenance.LagInterval = 0 }, "HERALD_MAINTENANCE_LAG_INTERVAL must be > 0"},
 		{"publish lanes", func(c *Config) { c.PublishLanes = 0 }, "HERALD_PUBLISH_LANES must be ≥1"},
 		{"report linger", func(c *Config) { c.Worker.ReportLinger = 21 * time.Millisecond }, "HERALD_WORKER_REPORT_LINGER must be between 0 and 20ms"},
+		{"notify linger", func(c *Config) { c.PublishNotifyLinger = -time.Millisecond }, "HERALD_PUBLISH_NOTIFY_LINGER must be between 0 and 20ms"},
 		{"report gather", func(c *Config) { c.Dispatcher.ReportGather = -time.Millisecond }, "HERALD_DISPATCHER_REPORT_GATHER must be between 0 and 20ms"},
 		{"response cap", func(c *Config) { c.Worker.ResponseCapBytes = 0 }, "HERALD_WORKER_RESPONSE_CAP_BYTES must be ≥1"},
 		{"retention", func(c *Config) { c.Maintenance.AttemptRetention = time.Hour }, "HERALD_MAINTENANCE_ATTEMPT_RETENTION must be at least 24h"},

@@ -1,7 +1,9 @@
 // Package notify carries wake-ups over Redis pub/sub: the api publishes, after each
 // flush, the rows it committed to each queue (ids, tags and creation times, so a
 // dispatcher need not read them back; bodies too when the flush is small, so
-// workers need not either), and "g<id>" after a group change;
+// workers need not either; a flush that follows the last notification closely
+// is held and goes with the next, Notifier.Linger),
+// and "g<id>" after a group change;
 // dispatchers subscribe. A dispatcher publishes "d" after a dead-letter report,
 // which wakes the maintenance role's outbox; the outbox publishes the dead-letter
 // queues it appended to. The api publishes "t<ms>" after parking delayed messages,
@@ -15,6 +17,7 @@ package notify
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -97,6 +100,7 @@ type Notifier struct {
 	channel string
 	sharded bool
 	local   LocalSink // receives Published's events first; nil for none
+	linger  lingerer  // Published's Redis side (Linger)
 }
 
 // New returns a Notifier publishing on keys' notify channel.
@@ -108,7 +112,9 @@ func New(rdb redis.UniversalClient, keys delivery.Keys) *Notifier {
 // hands the events to local first (the dispatcher of this process, in `herald
 // all`; see LocalSink); nil local is New.
 func NewLocal(rdb redis.UniversalClient, keys delivery.Keys, local LocalSink) *Notifier {
-	return &Notifier{rdb: rdb, channel: keys.NotifyChannel(), sharded: delivery.Sharded(rdb), local: local}
+	n := &Notifier{rdb: rdb, channel: keys.NotifyChannel(), sharded: delivery.Sharded(rdb), local: local}
+	n.linger.send = n.publishRows
+	return n
 }
 
 // Queues publishes one notification per queue id, pipelined in one round trip.
@@ -127,7 +133,9 @@ func (n *Notifier) Queues(ctx context.Context, ids []int64) error {
 // Published announces a committed flush: one event per queue with its rows in id
 // order. The local sink, if any, gets them first; unless it reached every
 // dispatcher, they are published on Redis too (rows with their bodies up to
-// MaxBodyBytesPerPayload, pipelined in one round trip).
+// MaxBodyBytesPerPayload, pipelined in one round trip), at once or, under
+// Linger, held for a later flush or a timer (an error of a held send is logged,
+// not returned).
 func (n *Notifier) Published(ctx context.Context, evs []Event) error {
 	if len(evs) == 0 {
 		return nil
@@ -135,6 +143,29 @@ func (n *Notifier) Published(ctx context.Context, evs []Event) error {
 	if n.local != nil && n.local(evs) {
 		return nil
 	}
+	evs, hold := n.linger.offer(evs)
+	if hold {
+		return nil
+	}
+	return n.publishRows(ctx, evs)
+}
+
+// Linger makes Published space its Redis notifications at least every apart
+// (lingerer: a flush every after the last notification goes at once with what
+// was held, one that follows closer is held, at most 2 × every after the last
+// notification), logging the failures of held sends on log; 0 sends every flush
+// at once. It is set before the Notifier is used, and returns n.
+func (n *Notifier) Linger(every time.Duration, log *slog.Logger) *Notifier {
+	n.linger.every, n.linger.log = every, log
+	return n
+}
+
+// Close publishes what Published holds at once and holds nothing from then on;
+// the Notifier stays usable.
+func (n *Notifier) Close() { n.linger.close() }
+
+// publishRows publishes one rows payload per event, pipelined in one round trip.
+func (n *Notifier) publishRows(ctx context.Context, evs []Event) error {
 	pipe := n.rdb.Pipeline()
 	for _, ev := range evs {
 		n.publish(ctx, pipe, encodeRows(ev))
