@@ -116,8 +116,11 @@ func (l *lingerer) close() {
 }
 
 // mergeEvents adds evs to held, joining the rows of one queue into one event (in
-// id order) while they stay within MaxRowsPerPayload; an event without rows (read
-// the queue) absorbs the rows of its queue.
+// id order) when the joined event carries as much as the two would apart: at most
+// MaxRowsPerPayload rows, and bodies either on both sides and within
+// MaxBodyBytesPerPayload together, or on neither (carriedBodies sends all of an
+// event's bodies or none). An event without rows (read the queue) absorbs the
+// rows of its queue.
 func mergeEvents(held, evs []Event) []Event {
 next:
 	for _, ev := range evs {
@@ -130,7 +133,7 @@ next:
 			case len(h.Rows) == 0:
 			case len(ev.Rows) == 0:
 				h.Rows = nil
-			case len(h.Rows)+len(ev.Rows) <= MaxRowsPerPayload:
+			case joinable(h.Rows, ev.Rows):
 				h.Rows = append(h.Rows, ev.Rows...)
 				slices.SortFunc(h.Rows, func(a, b Row) int { return cmp.Compare(a.ID, b.ID) })
 			default:
@@ -141,4 +144,28 @@ next:
 		held = append(held, Event{Queue: ev.Queue, Rows: slices.Clone(ev.Rows)})
 	}
 	return held
+}
+
+// joinable reports whether rows a and b of one queue go as one event without
+// losing what either would carry alone (mergeEvents).
+func joinable(a, b []Row) bool {
+	if len(a)+len(b) > MaxRowsPerPayload {
+		return false
+	}
+	na, ca := carriedBytes(a)
+	nb, cb := carriedBytes(b)
+	return ca == cb && (!ca || na+nb <= MaxBodyBytesPerPayload)
+}
+
+// carriedBytes returns the body bytes of rows and whether a payload of them alone
+// would carry the bodies (carriedBodies).
+func carriedBytes(rows []Row) (int, bool) {
+	n := 0
+	for _, r := range rows {
+		if r.Msg == nil {
+			return 0, false
+		}
+		n += len(r.Msg.Body)
+	}
+	return n, n <= MaxBodyBytesPerPayload
 }
