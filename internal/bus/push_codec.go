@@ -29,6 +29,13 @@ import (
 // 0.5 Redis commands per second per worker).
 const WorkerRefresh = 2 * time.Second
 
+// WorkerRetry is how soon a worker tries again after a rewrite of its entry failed
+// (Redis unreachable, a cluster master failing over), and how soon a dispatcher
+// reads Keys.Workers again while it skips a worker whose push failed: the two
+// meet within a fraction of a second once Redis answers again, where a refresh
+// each would take up to 2 × WorkerRefresh.
+const WorkerRetry = 250 * time.Millisecond
+
 // WorkerLapse is how long a worker's entry may go unchanged before dispatchers
 // count the worker dead: they stop pushing to it and re-dispatch the jobs they
 // pushed to it. Three refreshes, so one slow HSET does not lapse a live worker.

@@ -69,7 +69,7 @@ func (b *RedisJobs) Flush(ctx context.Context) []Refusal {
 		return nil
 	}
 	now := b.now()
-	if now.Sub(b.readAt) >= WorkerRefresh {
+	if since := now.Sub(b.readAt); since >= WorkerRefresh || (since >= WorkerRetry && b.skipping()) {
 		b.readWorkers(ctx, now) // its lapses come back through Lost
 	}
 	var refused []Refusal

@@ -46,7 +46,7 @@ func (s *RedisSource) listenPushedOnce(ctx context.Context, stop <-chan struct{}
 	defer ps.Close()
 	// Announced only while subscribed: a dispatcher that reads the entry finds the
 	// channel listened to (or its PUBLISH answers 0 and it falls back to asynq).
-	announce := func() {
+	announce := func() bool {
 		*seq++
 		actx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
@@ -58,31 +58,35 @@ func (s *RedisSource) listenPushedOnce(ctx context.Context, stop <-chan struct{}
 		}
 		if _, err := pipe.Exec(actx); err != nil {
 			s.log.Warn("announce worker for pushed jobs", "err", err)
-			return
+			return false
 		}
 		s.lease.renew()
+		return true
 	}
-	announce()
+	announced := announce()
 	select {
 	case <-s.ready:
 	default:
 		close(s.ready)
 	}
 	// While the loop below reads the subscription, one goroutine announces the
-	// worker every WorkerRefresh and another unsubscribes when stop closes.
+	// worker every WorkerRefresh (WorkerRetry after a failed announce) and another
+	// unsubscribes when stop closes.
 	sub, endSub := context.WithCancel(ctx)
 	var helpers sync.WaitGroup
 	defer helpers.Wait()
 	defer endSub()
 	helpers.Go(func() {
-		tick := time.NewTicker(WorkerRefresh)
-		defer tick.Stop()
 		for {
+			wait := WorkerRefresh
+			if !announced {
+				wait = WorkerRetry
+			}
 			select {
 			case <-sub.Done():
 				return
-			case <-tick.C:
-				announce()
+			case <-time.After(wait):
+				announced = announce()
 			}
 		}
 	})

@@ -20,8 +20,8 @@ import (
 // queue more on it than its slots.
 //
 // Liveness: the view of Keys.Workers is read before a Send when older than
-// WorkerRefresh, and by Lost while pushed jobs are out; nothing is read while none
-// is. An entry whose Seq has not changed for WorkerLapse lapses: its worker died,
+// WorkerRefresh (WorkerRetry while a worker whose push failed is skipped), and by
+// Lost while pushed jobs are out; nothing is read while none is. An entry whose Seq has not changed for WorkerLapse lapses: its worker died,
 // and every job pushed to it is Lost. An entry removed (a worker stopping) loses
 // nothing: that worker finishes and reports what it holds, and a job it does not
 // report is sent again at its deadline.
@@ -100,6 +100,18 @@ func (b *RedisJobs) workerLapsed(v *workerView) {
 func (b *RedisJobs) pushedOut() bool {
 	for _, v := range b.workers {
 		if len(v.held) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// skipping reports whether a live worker is skipped because a push to it failed at
+// its current seq (Flush then reads Keys.Workers every WorkerRetry, to find its
+// next announce soon).
+func (b *RedisJobs) skipping() bool {
+	for _, v := range b.workers {
+		if !v.lapsed && v.refusedSeq == v.seq {
 			return true
 		}
 	}

@@ -21,8 +21,9 @@ const lingerSendTimeout = 5 * time.Second
 // the last notification). A lone flush waits for nothing; under a steady stream
 // the api, the dispatchers and the workers wake once per notification carrying
 // several flushes, and the api sends from the flush that is awake anyway instead
-// of from a timer of its own. Held events are one per queue. The zero every sends
-// everything at once.
+// of from a timer of its own. Held events of one queue are joined where the
+// payload still carries as much (mergeEvents). The zero every sends everything at
+// once.
 type lingerer struct {
 	every time.Duration
 	send  func(ctx context.Context, evs []Event) error
@@ -30,7 +31,7 @@ type lingerer struct {
 
 	mu      sync.Mutex
 	last    time.Time   // when the last send began
-	held    []Event     // what waits, one event per queue
+	held    []Event     // what waits (mergeEvents)
 	timer   *time.Timer // armed while held is not empty
 	armed   uint64      // counts the timers armed: a late one finds another's number
 	closed  bool        // after close nothing is held
