@@ -21,8 +21,9 @@ import (
 //
 // Liveness: the view of Keys.Workers is read before a Send when older than
 // WorkerRefresh (WorkerRetry while a worker whose push failed is skipped), and by
-// Lost while pushed jobs are out; nothing is read while none is. An entry whose Seq has not changed for WorkerLapse lapses: its worker died,
-// and every job pushed to it is Lost. An entry removed (a worker stopping) loses
+// Lost while pushed jobs are out; nothing is read while none is. An entry whose
+// Seq has not changed for WorkerLapse lapses: its worker died, and every job
+// pushed to it is Lost. An entry removed (a worker stopping) loses
 // nothing: that worker finishes and reports what it holds, and a job it does not
 // report is sent again at its deadline.
 
