@@ -97,14 +97,19 @@ func openRedis(t *testing.T, slots int, push bool) *rig {
 	t.Cleanup(func() { _ = jobs.Close() })
 	wrdb := redis.NewClient(&redis.Options{Addr: heraldtest.RedisAddr()})
 	t.Cleanup(func() { _ = wrdb.Close() })
-	cfg := config.Worker{Concurrency: slots, TaskCheckInterval: 100 * time.Millisecond, DelayedTaskCheckInterval: time.Second,
-		ShutdownTimeout: 5 * time.Second, HeartbeatTTL: heartbeatTTL, PushJobs: push}
-	src := bus.NewRedisSource(cfg, wrdb, opt, keys, log)
+	src := bus.NewRedisSource(workerConfig(slots, push), wrdb, opt, keys, log)
 	return &rig{jobs: jobs, src: src, keepsUntaken: !push, lapses: push, kill: func() { _ = wrdb.Close() }, later: func(d time.Duration) {
 		mu.Lock()
 		skew += d
 		mu.Unlock()
 	}}
+}
+
+// workerConfig is a test worker's configuration: slots jobs at once, pushed jobs
+// taken when push, short checks and heartbeats.
+func workerConfig(slots int, push bool) config.Worker {
+	return config.Worker{Concurrency: slots, TaskCheckInterval: 100 * time.Millisecond, DelayedTaskCheckInterval: time.Second,
+		ShutdownTimeout: 5 * time.Second, HeartbeatTTL: heartbeatTTL, PushJobs: push}
 }
 
 // recorder is the Runner under the contract: it counts runs and returns by task

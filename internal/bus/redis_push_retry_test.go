@@ -14,7 +14,6 @@ import (
 
 	"github.com/heraldhq/herald/heraldtest"
 	"github.com/heraldhq/herald/internal/bus"
-	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/delivery"
 )
 
@@ -68,9 +67,7 @@ func TestWorkerAnnounceRetried(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, rdb.Set(ctx, keys.Workers(), "not a hash", time.Minute).Err())
 	opt := asynq.RedisClientOpt{Addr: heraldtest.RedisAddr()}
-	cfg := config.Worker{Concurrency: 2, TaskCheckInterval: 100 * time.Millisecond, DelayedTaskCheckInterval: time.Second,
-		ShutdownTimeout: 5 * time.Second, HeartbeatTTL: heartbeatTTL, PushJobs: true}
-	src := bus.NewRedisSource(cfg, rdb, opt, keys, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	src := bus.NewRedisSource(workerConfig(2, true), rdb, opt, keys, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	start(t, &rig{src: src}, newRecorder(), 2)
 	time.Sleep(2 * bus.WorkerRetry) // announces fail meanwhile
 	require.Equal(t, "string", rdb.Type(ctx, keys.Workers()).Val())

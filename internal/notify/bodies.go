@@ -21,20 +21,27 @@ type wireMsg struct {
 // carriedBodies returns the wire form of every row's message when every row has one
 // and their bodies fit MaxBodyBytesPerPayload, else nil.
 func carriedBodies(rows []Row) []wireMsg {
-	n := 0
-	for _, r := range rows {
-		if r.Msg == nil {
-			return nil
-		}
-		if n += len(r.Msg.Body); n > MaxBodyBytesPerPayload {
-			return nil
-		}
+	if _, ok := carriedBytes(rows); !ok {
+		return nil
 	}
 	out := make([]wireMsg, len(rows))
 	for i, r := range rows {
 		out[i] = wireMsg{Body: r.Msg.Body, ContentType: r.Msg.ContentType, Headers: r.Msg.Headers, TraceID: r.Msg.TraceID}
 	}
 	return out
+}
+
+// carriedBytes returns the body bytes of rows and whether a payload of them alone
+// would carry the bodies (carriedBodies).
+func carriedBytes(rows []Row) (int, bool) {
+	n := 0
+	for _, r := range rows {
+		if r.Msg == nil {
+			return 0, false
+		}
+		n += len(r.Msg.Body)
+	}
+	return n, n <= MaxBodyBytesPerPayload
 }
 
 // attachBodies sets each row's Msg from ms (aligned with ev.Rows) and the row's own

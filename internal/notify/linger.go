@@ -157,16 +157,3 @@ func joinable(a, b []Row) bool {
 	nb, cb := carriedBytes(b)
 	return ca == cb && (!ca || na+nb <= MaxBodyBytesPerPayload)
 }
-
-// carriedBytes returns the body bytes of rows and whether a payload of them alone
-// would carry the bodies (carriedBodies).
-func carriedBytes(rows []Row) (int, bool) {
-	n := 0
-	for _, r := range rows {
-		if r.Msg == nil {
-			return 0, false
-		}
-		n += len(r.Msg.Body)
-	}
-	return n, n <= MaxBodyBytesPerPayload
-}
