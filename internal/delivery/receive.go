@@ -28,9 +28,8 @@ const receiveRetryPause = 100 * time.Millisecond
 // After health without any traffic (DefaultHealthCheck when 0; time handle spends
 // on a message counts as traffic, so a handler waiting for its consumer is not
 // silence) a watcher sends a PING; when a further health passes with nothing
-// received (the watcher looks
-// every health, so two to three intervals of silence in all) it closes ps and
-// Receive returns ErrStale, so the caller subscribes anew on a new connection (a
+// received (the watcher looks every health, so two to three intervals of silence
+// in all) it closes ps and Receive returns ErrStale, so the caller subscribes anew on a new connection (a
 // server that stopped answering, a half-open TCP connection). A read that fails
 // otherwise is read again: go-redis reconnects and subscribes again, and the new
 // confirmation reaches handle; the second failure in a row pauses 100 ms first.
